@@ -1,0 +1,34 @@
+# Two commands do everything on a fresh machine (Python >= 3.11 and Go >= 1.26 on PATH):
+#   make demo   provision the toolchain (built from Go modules, cached), run the quickstart benchmark
+#   make test   lint, type-check, and run unit + integration + e2e tests against real kwokctl clusters
+VENV ?= .venv
+BIN := $(VENV)/bin
+PYTHON ?= python3
+
+.PHONY: install tools test demo bench clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[test]'
+	touch $@
+
+install: $(BIN)/.installed
+
+tools: install
+	$(BIN)/kwokbench tools install
+
+test: tools
+	$(BIN)/ruff check kwokbench tests benchmarks
+	$(BIN)/mypy
+	$(BIN)/pytest
+
+demo: tools
+	$(BIN)/kwokbench up --name demo --nodes 100
+	$(BIN)/kwokbench status
+	$(BIN)/kwokbench down demo
+
+bench: tools
+	$(BIN)/python benchmarks/bench_up.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

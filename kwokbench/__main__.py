@@ -1,0 +1,3 @@
+from kwokbench.cli import app
+
+app(prog_name="kwokbench")

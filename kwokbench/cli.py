@@ -1,0 +1,221 @@
+"""The typer layer: parse arguments, call the core, render. No logic lives here.
+
+Heavy imports (pandas, aiohttp, the kubernetes client) happen inside commands so ``--help`` is instant.
+A :class:`~kwokbench.errors.KwokbenchError` becomes one line on stderr and its exit code.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from kwokbench import __version__
+from kwokbench.errors import KwokbenchError, ScenarioError
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  help="Scheduler scalability harness for Kubernetes on KWOK clusters.")
+tools_app = typer.Typer(no_args_is_help=True, help="Provision and check the offline toolchain.")
+app.add_typer(tools_app, name="tools")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def handled(fn: F) -> F:
+    """Turn expected errors into one clear line and an exit code; Ctrl-C into exit 130."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from kwokbench import console
+
+        try:
+            return fn(*args, **kwargs)
+        except KwokbenchError as e:
+            console.error(str(e))
+            raise typer.Exit(e.exit_code) from None
+        except KeyboardInterrupt:
+            console.error("interrupted")
+            raise typer.Exit(130) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"kwokbench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    pass
+
+
+def parse_params(items: list[str]) -> dict[str, Any]:
+    """``k=v`` pairs; values are YAML scalars/flow collections (``gpus=8``, ``labels={a: b}``)."""
+    import yaml
+
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ScenarioError(f"--param {item!r}: expected key=value")
+        try:
+            out[key] = yaml.safe_load(raw) if raw else ""
+        except yaml.YAMLError as e:
+            raise ScenarioError(f"--param {item!r}: value is not valid YAML: {e}") from e
+    return out
+
+
+# ---- tools ----------------------------------------------------------------------------------------
+
+
+@tools_app.command("install")
+@handled
+def tools_install(
+    source: Annotated[str, typer.Option("--from", help="source (build from Go modules), release "
+                                        "(kwokctl downloads official binaries) or auto.")] = "auto",
+    force: Annotated[bool, typer.Option(help="Rebuild even when cached binaries are valid.")] = False,
+) -> None:
+    """Build (or download) kwok, kwokctl, Kubernetes and etcd into the version-keyed cache."""
+    from kwokbench import console
+    from kwokbench.toolchain import Toolchain
+
+    if source not in ("auto", "source", "release"):
+        raise ScenarioError(f"--from {source!r}: expected source, release or auto")
+    tc = Toolchain()
+    mode = tc.install(source, console.RichReporter(), force=force)  # type: ignore[arg-type]
+    console.info(f"toolchain ready ({mode}) in {tc.cache / 'toolchain'}")
+
+
+@tools_app.command("doctor")
+@handled
+def tools_doctor() -> None:
+    """Show every component with version, path and status; exit 2 if anything is missing."""
+    from kwokbench import console
+    from kwokbench.toolchain import Toolchain
+    from kwokbench.toolchain.install import check_go
+
+    tc = Toolchain()
+    rows: list[list[str]] = []
+    problems: list[str] = []
+    try:
+        go = check_go()
+        rows.append(["go", go.removeprefix("go"), str(__import__("shutil").which("go")), "[green]ok[/]"])
+    except KwokbenchError as e:
+        rows.append(["go", "-", "-", "[red]problem[/]"])
+        problems.append(str(e))
+    for s in tc.check():
+        rows.append([s.binary, s.version, str(s.path), "[green]ok[/]" if s.ok else f"[red]{s.problem}[/]"])
+        if not s.ok:
+            problems.append(f"{s.binary} {s.version}: {s.problem} at {s.path}; run `kwokbench tools install`")
+    console.table("kwokbench toolchain", ["component", "version", "path", "status"], rows)
+    for p in problems:
+        console.error(p)
+    if problems:
+        raise typer.Exit(2)
+
+
+# ---- cluster lifecycle ----------------------------------------------------------------------------
+
+
+@app.command()
+@handled
+def up(
+    name: Annotated[str, typer.Option(help="Cluster name.")] = "kwokbench",
+    nodes: Annotated[int, typer.Option(min=0, help="Number of fake nodes to create.")] = 10,
+    node_template: Annotated[str, typer.Option(help="Node template (path or builtin name).")] = "node",
+    param: Annotated[list[str] | None, typer.Option(help="Node template parameter key=value (repeatable).")] = None,
+    scheduler_config: Annotated[Path | None, typer.Option(help="KubeSchedulerConfiguration file.")] = None,
+    qps_limits: Annotated[bool, typer.Option("--qps-limits/--no-qps-limits",
+                                             help="Keep the components' client QPS limits and APF "
+                                             "(default: off, as a throughput benchmark needs).")] = False,
+    prometheus: Annotated[bool, typer.Option(help="Also run Prometheus (kwokctl --prometheus-port).")] = False,
+    apiserver_port: Annotated[int | None, typer.Option(help="Fixed apiserver port (default: a free one).")] = None,
+) -> None:
+    """Create a kwokctl cluster with N Ready fake nodes."""
+    from kwokbench import console
+    from kwokbench.cluster import ClusterOptions, Kwokctl, NodeGroup, bring_up
+    from kwokbench.cluster.kwokctl import free_port
+    from kwokbench.templates import resolve_template
+
+    groups = [NodeGroup("default", nodes, resolve_template(node_template), parse_params(param or []))]
+    if scheduler_config is not None and not scheduler_config.is_file():
+        raise ScenarioError(f"--scheduler-config {scheduler_config}: no such file")
+    opts = ClusterOptions(name=name, qps_limits=qps_limits, scheduler_config=scheduler_config,
+                          apiserver_port=apiserver_port, prometheus_port=free_port() if prometheus else None)
+    res = bring_up(Kwokctl(), opts, groups, console.RichReporter())
+    info = res.cluster
+    rows = [["kubeconfig", str(info.kubeconfig)], *[[f"{k} metrics", v] for k, v in
+                                                    info.metrics_endpoints().items()]]
+    if info.prometheus_port:
+        rows.append(["prometheus", f"http://127.0.0.1:{info.prometheus_port}"])
+    rows += [[f"time: {k}", f"{v:.1f}s"] for k, v in res.timings.items()]
+    console.table(f"cluster {info.name} is up with {res.nodes.ready if res.nodes else 0} Ready nodes",
+                  ["", ""], rows)
+    console.out.print(f"export KUBECONFIG={info.kubeconfig}")
+
+
+@app.command()
+@handled
+def status() -> None:
+    """List the clusters kwokbench owns, their components and node counts."""
+    import asyncio
+
+    from kwokbench import console
+    from kwokbench.cluster import ClusterInfo, Kwokctl
+    from kwokbench.cluster.api import Api
+
+    async def count_nodes(info: ClusterInfo) -> int:
+        async with Api(info.credentials()) as api:
+            doc = await api.json("GET", "/api/v1/nodes", params={"limit": "1"}, timeout=10)
+            return len(doc["items"]) + int(doc["metadata"].get("remainingItemCount", 0))
+
+    k = Kwokctl()
+    rows = []
+    for name in k.names():
+        try:
+            comps = k.components(name)
+            info = k.info(name)
+            n = str(asyncio.run(count_nodes(info))) if comps.get("kube-apiserver") == "Ready" else "-"
+            comp = ", ".join(f"{c}={s}" for c, s in comps.items())
+            rows.append([name, n, comp, str(info.kubeconfig)])
+        except KwokbenchError as e:
+            rows.append([name, "-", f"[red]{e}[/]", ""])
+    if not rows:
+        console.info("no kwokbench clusters")
+        return
+    console.table("kwokbench clusters", ["name", "nodes", "components", "kubeconfig"], rows)
+
+
+@app.command()
+@handled
+def down(
+    name: Annotated[str | None, typer.Argument(help="Cluster to delete.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Delete every cluster kwokbench owns.")] = False,
+) -> None:
+    """Delete a cluster (or all of kwokbench's); no process of it is left running."""
+    from kwokbench import console
+    from kwokbench.cluster import Kwokctl
+
+    k = Kwokctl()
+    names = k.names() if all_ else [name or "kwokbench"]
+    if all_ and name:
+        raise ScenarioError("give a cluster name or --all, not both")
+    for n in names:
+        pids = k.delete(n, console.RichReporter())
+        console.info(f"deleted {n} (stopped {len(pids)} processes)")
+    if all_ and not names:
+        console.info("no kwokbench clusters")
+
+
+def run() -> None:  # pragma: no cover - console entry for `python -m kwokbench`
+    app()
+    sys.exit(0)

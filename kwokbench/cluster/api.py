@@ -1,0 +1,185 @@
+"""A small async Kubernetes API client for the hot paths (node creation, pod submission, watches).
+
+The official ``kubernetes`` client deserialises every response into generated models, which costs
+milliseconds per object; here request bodies are pre-rendered bytes and responses stay bytes unless
+the caller asks for JSON. Watches survive disconnects (resume from the last resourceVersion) and
+``410 Gone`` (relist, then resume), so a timeline never silently loses an object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import orjson
+
+from kwokbench.cluster.kubeconfig import Credentials
+from kwokbench.errors import ApiError
+
+Handler = Callable[[str, dict[str, Any], float], None]
+"""(event type, object, local receive time in epoch seconds)."""
+
+
+class Api:
+    def __init__(self, creds: Credentials, connections: int = 64, timeout: float = 60.0) -> None:
+        self.creds = creds
+        self._connections = connections
+        self._timeout = timeout
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> Api:
+        connector = aiohttp.TCPConnector(ssl=self.creds.ssl_context(), limit=self._connections,
+                                         enable_cleanup_closed=True)
+        headers = {"Content-Type": "application/json", "Accept": "application/json", **self.creds.headers()}
+        self._session = aiohttp.ClientSession(
+            base_url=self.creds.server + "/", connector=connector, headers=headers,
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=None),
+        )
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            raise RuntimeError("Api used outside `async with`")
+        return self._session
+
+    async def raw(self, method: str, path: str, body: bytes | None = None,
+                  params: dict[str, str] | None = None, timeout: float | None = None) -> tuple[int, bytes]:
+        """One request; network failures become ApiError, HTTP status codes are returned as they are."""
+        try:
+            async with self.session.request(
+                method, path.lstrip("/"), data=body, params=params,
+                timeout=aiohttp.ClientTimeout(total=timeout or self._timeout),
+            ) as resp:
+                return resp.status, await resp.read()
+        except (aiohttp.ClientError, TimeoutError) as e:
+            raise ApiError(f"{method} {self.creds.server}{path}: {type(e).__name__}: {e}") from e
+
+    async def json(self, method: str, path: str, obj: Any = None, params: dict[str, str] | None = None,
+                   ok: tuple[int, ...] = (200, 201), timeout: float | None = None) -> Any:
+        body = orjson.dumps(obj) if obj is not None else None
+        status, data = await self.raw(method, path, body, params, timeout)
+        if status not in ok:
+            raise ApiError(f"{method} {path}: HTTP {status}: {_reason(data)}", status)
+        return orjson.loads(data) if data else None
+
+    async def watch(self, path: str, handler: Handler, stop: asyncio.Event,
+                    params: dict[str, str] | None = None,
+                    on_error: Callable[[str], None] | None = None,
+                    synced: asyncio.Event | None = None) -> None:
+        """List then watch ``path`` until ``stop`` is set, calling ``handler`` for every object.
+
+        Listed objects are delivered as ``SYNC`` events; a relist after 410 delivers them again, so
+        handlers must be idempotent. ``on_error`` is told about every restart (recorded, not hidden).
+        """
+        params = dict(params or {})
+        rv = ""
+        need_list = True
+        while not stop.is_set():
+            try:
+                if need_list:
+                    rv = await self._list_into(path, params, handler)
+                    need_list = False
+                    if synced is not None:
+                        synced.set()
+                rv = await self._watch_once(path, params, rv, handler, stop)
+            except _Gone:
+                need_list = True
+                if on_error:
+                    on_error(f"watch {path}: resourceVersion {rv} expired (410), relisting")
+            except ApiError as e:
+                if on_error:
+                    on_error(f"watch {path}: {e}; retrying")
+                await _sleep_or_stop(stop, 0.5)
+
+    async def _list_into(self, path: str, params: dict[str, str], handler: Handler) -> str:
+        cont = ""
+        while True:
+            p = {**params, "limit": "5000"}
+            if cont:
+                p["continue"] = cont
+            doc = await self.json("GET", path, params=p, timeout=300)
+            now = time.time()
+            for item in doc.get("items") or []:
+                handler("SYNC", item, now)
+            cont = doc.get("metadata", {}).get("continue", "")
+            if not cont:
+                return str(doc["metadata"]["resourceVersion"])
+
+    async def _watch_once(self, path: str, params: dict[str, str], rv: str, handler: Handler,
+                          stop: asyncio.Event) -> str:
+        p = {**params, "watch": "1", "resourceVersion": rv, "allowWatchBookmarks": "true",
+             "timeoutSeconds": "300"}
+        try:
+            async with self.session.get(path.lstrip("/"), params=p,
+                                        timeout=aiohttp.ClientTimeout(total=None, sock_read=None)) as resp:
+                if resp.status == 410:
+                    raise _Gone()
+                if resp.status != 200:
+                    raise ApiError(f"watch {path}: HTTP {resp.status}: {_reason(await resp.read())}", resp.status)
+                stop_task = asyncio.ensure_future(stop.wait())
+                try:
+                    while True:
+                        line_task = asyncio.ensure_future(resp.content.readline())
+                        done, _ = await asyncio.wait({line_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
+                        if line_task not in done:
+                            line_task.cancel()
+                            return rv
+                        line = line_task.result()
+                        if not line:
+                            return rv  # server closed the watch (timeoutSeconds): resume from rv
+                        ev = orjson.loads(line)
+                        obj = ev.get("object") or {}
+                        typ = ev.get("type", "")
+                        if typ == "ERROR":
+                            if obj.get("code") == 410:
+                                raise _Gone()
+                            raise ApiError(f"watch {path}: {obj.get('message', obj)}")
+                        rv = str(obj.get("metadata", {}).get("resourceVersion", rv))
+                        if typ != "BOOKMARK":
+                            handler(typ, obj, time.time())
+                finally:
+                    stop_task.cancel()
+        except (aiohttp.ClientError, TimeoutError) as e:
+            raise ApiError(f"watch {path}: {type(e).__name__}: {e}") from e
+
+
+class _Gone(Exception):
+    pass
+
+
+async def _sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), seconds)
+
+
+def _reason(data: bytes) -> str:
+    try:
+        doc = orjson.loads(data)
+        return str(doc.get("message") or doc)[:300]
+    except orjson.JSONDecodeError:
+        return data[:300].decode(errors="replace")
+
+
+async def gather_limited(jobs: list[Callable[[], Awaitable[Any]]], concurrency: int) -> list[Any]:
+    """Run coroutine factories with at most ``concurrency`` in flight; results in order."""
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(job: Callable[[], Awaitable[Any]]) -> Any:
+        async with sem:
+            return await job()
+
+    return await asyncio.gather(*(one(j) for j in jobs))
+
+
+async def iter_lines(resp: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
+    async for line in resp.content:
+        yield line

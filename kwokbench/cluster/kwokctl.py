@@ -1,0 +1,337 @@
+"""Drive ``kwokctl --runtime binary`` in a workdir that kwokbench owns.
+
+kwokbench never touches the user's ``~/.kwok`` or ``~/.kube/config``: kwokctl runs with
+``KWOK_WORKDIR=$KWOKBENCH_HOME/kwok``, a generated ``-c`` config and
+``--kubeconfig $KWOKBENCH_HOME/kubeconfig``. Every cluster in that workdir is kwokbench's, which
+is what makes ``down --all`` safe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+import yaml
+
+from kwokbench.cluster.kubeconfig import Credentials
+from kwokbench.errors import ClusterError, ScenarioError
+from kwokbench.progress import Reporter, Silent
+from kwokbench.toolchain import Toolchain
+
+NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$")
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok-controller")
+UNLIMITED_QPS, UNLIMITED_BURST = 5000, 10000  # what kwokctl --disable-qps-limits sets
+
+
+def home_dir() -> Path:
+    return Path(os.environ.get("KWOKBENCH_HOME", "~/.local/state/kwokbench")).expanduser()
+
+
+@dataclass
+class ClusterOptions:
+    name: str = "kwokbench"
+    qps_limits: bool = False
+    """Keep the components' default client QPS limits and apiserver APF (False = kwokctl --disable-qps-limits)."""
+    scheduler_config: Path | None = None
+    scheduler_binary: Path | None = None
+    apiserver_port: int | None = None
+    prometheus_port: int | None = None
+    extra_args: list[str] = field(default_factory=list)
+    """kwokctl ``--extra-args component=key=value`` entries."""
+    wait_seconds: int = 180
+    gogc: int | None = 400
+    """GOGC of apiserver and etcd: memory is plentiful here, CPU (2 cores) is not; None keeps Go's 100."""
+    kwok_parallelism: int = 64
+    """Workers of the kwok controller per stage kind (its default, 4, makes 5000 nodes take >1 min)."""
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    name: str
+    dir: Path
+    kubeconfig: Path
+    apiserver_port: int
+    scheduler_port: int
+    controller_manager_port: int
+    kwok_controller_port: int
+    prometheus_port: int | None
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.apiserver_port}"
+
+    @property
+    def pki(self) -> Path:
+        return self.dir / "pki"
+
+    def credentials(self) -> Credentials:
+        return Credentials(self.server, self.pki / "ca.crt", self.pki / "admin.crt", self.pki / "admin.key")
+
+    def metrics_endpoints(self) -> dict[str, str]:
+        return {
+            "kube-apiserver": f"{self.server}/metrics",
+            "kube-scheduler": f"https://127.0.0.1:{self.scheduler_port}/metrics",
+            "kube-controller-manager": f"https://127.0.0.1:{self.controller_manager_port}/metrics",
+            "kwok-controller": f"http://127.0.0.1:{self.kwok_controller_port}/metrics",
+        }
+
+
+def free_port() -> int:
+    return free_ports(1)[0]
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct free ports: every probe socket stays open until all are picked, so the
+    kernel cannot hand the same port out twice (a scheduler sharing the apiserver's port is
+    otherwise possible, and then /metrics answers for the wrong component)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("0.0.0.0", 0))
+            socks.append(s)
+        return [int(s.getsockname()[1]) for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def port_in_use(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            return True
+    return False
+
+
+def validate_name(name: str) -> str:
+    if not NAME_RE.match(name):
+        raise ClusterError(f"invalid cluster name {name!r}: use lower-case letters, digits and '-' (max 40)")
+    return name
+
+
+def scheduler_config_with_qps(src: Path, dst: Path, qps_limits: bool) -> Path:
+    """Copy a KubeSchedulerConfiguration, checked, with client QPS/burst unlimited unless limits are kept.
+
+    kube-scheduler ignores ``--kube-api-qps`` once ``--config`` is given, so kwokctl's
+    ``--disable-qps-limits`` alone would silently leave a configured scheduler at 50 QPS.
+    """
+    try:
+        doc = yaml.safe_load(src.read_text())
+    except OSError as e:
+        raise ScenarioError(f"scheduler config {src}: {e.strerror}") from e
+    except yaml.YAMLError as e:
+        raise ScenarioError(f"scheduler config {src} is not valid YAML: {e}") from e
+    if not isinstance(doc, dict) or doc.get("kind") != "KubeSchedulerConfiguration":
+        raise ScenarioError(f"scheduler config {src}: expected kind KubeSchedulerConfiguration")
+    if not str(doc.get("apiVersion", "")).startswith("kubescheduler.config.k8s.io/"):
+        raise ScenarioError(f"scheduler config {src}: expected apiVersion kubescheduler.config.k8s.io/v1")
+    if not qps_limits:
+        cc = doc.setdefault("clientConnection", {})
+        cc.setdefault("qps", UNLIMITED_QPS)
+        cc.setdefault("burst", UNLIMITED_BURST)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return dst
+
+
+class Kwokctl:
+    def __init__(self, toolchain: Toolchain | None = None, home: Path | None = None) -> None:
+        self.toolchain = toolchain or Toolchain()
+        self.home = home or home_dir()
+        self.workdir = self.home / "kwok"
+        self.kubeconfig = self.home / "kubeconfig"
+        """kwokctl adds a context per cluster here (never to ~/.kube/config)."""
+
+    # -- plumbing --
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["KWOK_WORKDIR"] = str(self.workdir)
+        # kubectl is looked up on PATH first: put ours in front so an old system kubectl is not used
+        kubectl_dir = str(self.toolchain.path("kubectl").parent)
+        env["PATH"] = kubectl_dir + os.pathsep + env.get("PATH", "")
+        return env
+
+    def _run(self, args: list[str], timeout: float, what: str) -> subprocess.CompletedProcess[str]:
+        cmd = [str(self.toolchain.path("kwokctl")), *args]
+        try:
+            res = subprocess.run(cmd, env=self._env(), capture_output=True, text=True, timeout=timeout,
+                                 stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired as e:
+            raise ClusterError(f"{what}: kwokctl did not finish within {timeout:.0f}s") from e
+        except OSError as e:
+            raise ClusterError(f"{what}: cannot run kwokctl ({e}); run `kwokbench tools install`") from e
+        if res.returncode != 0:
+            raise ClusterError(f"{what} failed: {_last_error(res.stderr or res.stdout)}")
+        return res
+
+    def cluster_dir(self, name: str) -> Path:
+        return self.workdir / "clusters" / name
+
+    def names(self) -> list[str]:
+        d = self.workdir / "clusters"
+        return sorted(p.name for p in d.iterdir() if p.is_dir()) if d.exists() else []
+
+    def exists(self, name: str) -> bool:
+        return (self.cluster_dir(name) / "kwok.yaml").exists()
+
+    # -- lifecycle --
+
+    def create(self, opts: ClusterOptions, reporter: Reporter | None = None) -> ClusterInfo:
+        rep = reporter or Silent()
+        name = validate_name(opts.name)
+        if self.exists(name):
+            raise ClusterError(f"cluster {name!r} already exists (use another --name, or `kwokbench down {name}`)")
+        if opts.apiserver_port and port_in_use(opts.apiserver_port):
+            raise ClusterError(f"apiserver port {opts.apiserver_port} is already in use on this machine")
+        if opts.prometheus_port and port_in_use(opts.prometheus_port):
+            raise ClusterError(f"prometheus port {opts.prometheus_port} is already in use on this machine")
+
+        keys = ["kubeApiserverPort", "kubeSchedulerPort", "kubeControllerManagerPort", "kwokControllerPort",
+                "etcdPort", "etcdPeerPort"]
+        ports = dict(zip(keys, free_ports(len(keys)), strict=True))
+        if opts.apiserver_port:
+            ports["kubeApiserverPort"] = opts.apiserver_port
+        cfg_dir = self.home / "configs"
+        cfg_dir.mkdir(parents=True, exist_ok=True)
+        cfg = cfg_dir / f"{name}.kwokctl.yaml"
+        cfg.write_text(yaml.safe_dump_all(kwokctl_documents(self.toolchain.kwokctl_options(), opts, ports)))
+        args = ["-c", str(cfg), "--name", name, "create", "cluster", "--runtime", "binary",
+                "--kubeconfig", str(self.kubeconfig), "--wait", f"{opts.wait_seconds}s", "--quiet-pull"]
+        if opts.scheduler_config:
+            sc = scheduler_config_with_qps(opts.scheduler_config, cfg_dir / f"{name}.scheduler.yaml",
+                                           opts.qps_limits)
+            args += ["--kube-scheduler-config", str(sc)]
+        if opts.scheduler_binary:
+            args += ["--kube-scheduler-binary", str(opts.scheduler_binary)]
+        for extra in [*_default_extra_args(), *opts.extra_args]:
+            args += ["--extra-args", extra]
+        try:
+            with rep.status(f"starting cluster {name} (etcd, kube-apiserver, controller-manager, scheduler, kwok)"):
+                self._run(args, timeout=opts.wait_seconds + 120, what=f"creating cluster {name}")
+            return self.info(name)
+        except BaseException:
+            # never leave a half-created cluster (or its processes) behind
+            with contextlib.suppress(Exception):
+                self.delete(name)
+            raise
+
+    def delete(self, name: str, reporter: Reporter | None = None) -> list[int]:
+        """Delete the cluster and make sure none of its processes survive; returns the pids it had."""
+        rep = reporter or Silent()
+        pids = self.pids(name)
+        if not self.cluster_dir(name).exists():
+            raise ClusterError(f"no kwokbench cluster named {name!r} (known: {', '.join(self.names()) or 'none'})")
+        with rep.status(f"deleting cluster {name}"):
+            try:
+                self._run(["--name", name, "delete", "cluster", "--kubeconfig", str(self.kubeconfig)], timeout=120,
+                          what=f"deleting cluster {name}")
+            finally:
+                _kill_survivors(pids)
+                if self.cluster_dir(name).exists():
+                    import shutil
+
+                    shutil.rmtree(self.cluster_dir(name), ignore_errors=True)
+        return list(pids.values())
+
+    # -- inspection --
+
+    def info(self, name: str) -> ClusterInfo:
+        d = self.cluster_dir(name)
+        try:
+            docs = list(yaml.safe_load_all((d / "kwok.yaml").read_text()))
+        except OSError as e:
+            raise ClusterError(f"no kwokbench cluster named {name!r}") from e
+        opts: dict[str, Any] = next((doc.get("options", {}) for doc in docs
+                                     if doc and doc.get("kind") == "KwokctlConfiguration"), {})
+        return ClusterInfo(
+            name=name, dir=d, kubeconfig=d / "kubeconfig.yaml",
+            apiserver_port=int(opts.get("kubeApiserverPort", 0)),
+            scheduler_port=int(opts.get("kubeSchedulerPort", 0)),
+            controller_manager_port=int(opts.get("kubeControllerManagerPort", 0)),
+            kwok_controller_port=int(opts.get("kwokControllerPort", 0)),
+            prometheus_port=int(opts["prometheusPort"]) if opts.get("prometheusPort") else None,
+        )
+
+    def pids(self, name: str) -> dict[str, int]:
+        """Component → pid of the running processes (from kwokctl's pid files)."""
+        out: dict[str, int] = {}
+        for f in sorted((self.cluster_dir(name) / "pids").glob("*.pid")):
+            with contextlib.suppress(ValueError, OSError):
+                pid = int(f.read_text().strip())
+                if psutil.pid_exists(pid):
+                    out[f.stem] = pid
+        return out
+
+    def components(self, name: str) -> dict[str, str]:
+        res = self._run(["--name", name, "get", "components", "-o", "wide"], timeout=60,
+                        what=f"reading components of {name}")
+        status: dict[str, str] = {}
+        for line in res.stdout.splitlines()[1:]:
+            parts = line.split()
+            if len(parts) >= 2:
+                status[parts[0]] = parts[1]
+        return status
+
+    def stop_component(self, name: str, component: str) -> None:
+        self._run(["--name", name, "stop", "component", component], 60, f"stopping {component}")
+
+    def start_component(self, name: str, component: str) -> None:
+        self._run(["--name", name, "start", "component", component], 60, f"starting {component}")
+
+
+def kwokctl_documents(toolchain_options: dict[str, object], opts: ClusterOptions,
+                      ports: dict[str, int]) -> list[dict[str, Any]]:
+    """The ``-c`` config: toolchain binaries, pinned ports, QPS limits, and kwok controller parallelism."""
+    options = {**toolchain_options, **ports, "disableQPSLimits": not opts.qps_limits}
+    if opts.prometheus_port:
+        options["prometheusPort"] = opts.prometheus_port
+    par = opts.kwok_parallelism
+    return [
+        {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokctlConfiguration", "options": options,
+         "componentsPatches": [{"name": c, "extraEnvs": [{"name": "GOGC", "value": str(opts.gogc)}]}
+                               for c in ("kube-apiserver", "etcd")] if opts.gogc else []},
+        {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokConfiguration",
+         "options": {"nodePlayStageParallelism": par, "podPlayStageParallelism": par, "nodeLeaseParallelism": par}},
+    ]
+
+
+def _default_extra_args() -> list[str]:
+    # A benchmark cluster is disposable: etcd need not fsync every write to survive a power cut,
+    # and fsync latency on a shared disk would otherwise be measured as scheduler latency.
+    return ["etcd=unsafe-no-fsync=true"]
+
+
+def _kill_survivors(pids: dict[str, int], grace: float = 5.0) -> None:
+    procs = []
+    for pid in pids.values():
+        with contextlib.suppress(psutil.Error):
+            procs.append(psutil.Process(pid))
+    deadline = time.monotonic() + grace
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            p.send_signal(signal.SIGTERM)
+    _, alive = psutil.wait_procs(procs, timeout=max(0.0, deadline - time.monotonic()))
+    for p in alive:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    psutil.wait_procs(alive, timeout=5)
+
+
+def _last_error(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    errs = [ln for ln in lines if "ERROR" in ln or "error" in ln.lower()]
+    line = (errs or lines or ["(no output)"])[-1]
+    return re.sub(r"\x1b\[[0-9;]*m", "", line)[:400]

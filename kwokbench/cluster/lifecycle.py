@@ -1,0 +1,51 @@
+"""``up`` as one function: toolchain → kwokctl cluster → Ready nodes, with the time each step took."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions, Kwokctl
+from kwokbench.cluster.nodes import NodeGroup, NodesResult, create_nodes, wait_service_account
+from kwokbench.progress import Reporter, Silent
+from kwokbench.templates import ManifestFactory
+
+
+@dataclass
+class UpResult:
+    cluster: ClusterInfo
+    nodes: NodesResult | None
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def bring_up(kwokctl: Kwokctl, opts: ClusterOptions, groups: list[NodeGroup],
+             reporter: Reporter | None = None, node_timeout: float = 300.0) -> UpResult:
+    rep = reporter or Silent()
+    for g in groups:  # a broken template must fail before a cluster exists, not after
+        ManifestFactory(g.template, {**g.params, "group": g.name}, f"kb-{g.name}")
+    timings: dict[str, float] = {}
+    t = time.monotonic()
+    kwokctl.toolchain.install("auto", rep)
+    timings["toolchain"] = time.monotonic() - t
+    t = time.monotonic()
+    info = kwokctl.create(opts, rep)
+    try:
+        asyncio.run(wait_service_account(info.credentials()))
+    except BaseException:
+        kwokctl.delete(opts.name)
+        raise
+    timings["components ready"] = time.monotonic() - t
+    nodes = None
+    total = sum(g.count for g in groups)
+    if total:
+        try:
+            with rep.counter(f"creating {total} nodes", total) as advance:
+                nodes = asyncio.run(create_nodes(info.credentials(), groups, timeout=node_timeout,
+                                                 on_ready=advance))
+        except BaseException:
+            kwokctl.delete(opts.name)
+            raise
+        timings["nodes created"] = nodes.create_seconds
+        timings["nodes ready"] = nodes.ready_seconds
+    return UpResult(info, nodes, timings)

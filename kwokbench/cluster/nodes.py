@@ -1,0 +1,121 @@
+"""Create fake nodes from a template, concurrently, and wait until the kwok controller made them Ready."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kwokbench.cluster.api import Api, gather_limited
+from kwokbench.cluster.kubeconfig import Credentials
+from kwokbench.errors import ApiError, ClusterError
+from kwokbench.templates import ManifestFactory
+
+GROUP_LABEL = "kwokbench.io/node-group"
+
+
+@dataclass(frozen=True)
+class NodeGroup:
+    name: str
+    count: int
+    template: Path
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class NodesResult:
+    created: int
+    ready: int
+    create_seconds: float
+    ready_seconds: float
+
+
+def is_ready(node: dict[str, Any]) -> bool:
+    for c in (node.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Ready":
+            return bool(c.get("status") == "True")
+    return False
+
+
+async def create_nodes(creds: Credentials, groups: list[NodeGroup], timeout: float = 300.0,
+                       concurrency: int = 64, on_ready: Callable[[int], None] | None = None) -> NodesResult:
+    factories = [(g, ManifestFactory(g.template, {**g.params, "group": g.name}, f"kb-{g.name}")) for g in groups]
+    wanted = {f.name(i) for g, f in factories for i in range(g.count)}
+    total = len(wanted)
+    ready: set[str] = set()
+    all_ready = asyncio.Event()
+    stop = asyncio.Event()
+    synced = asyncio.Event()
+    errors: list[str] = []
+
+    def handle(typ: str, obj: dict[str, Any], _t: float) -> None:
+        name = obj.get("metadata", {}).get("name", "")
+        if name not in wanted:
+            return
+        if typ != "DELETED" and is_ready(obj):
+            ready.add(name)
+        else:
+            ready.discard(name)
+        if on_ready:
+            on_ready(len(ready))
+        if len(ready) == total:
+            all_ready.set()
+
+    t0 = time.monotonic()
+    async with Api(creds, connections=concurrency) as api:
+        watch = asyncio.create_task(api.watch("/api/v1/nodes", handle, stop, on_error=errors.append,
+                                              synced=synced))
+        try:
+            await asyncio.wait_for(synced.wait(), 60)
+            jobs = []
+            for g, f in factories:
+                path = f.namespaced_path(None)
+                for i in range(g.count):
+                    jobs.append(_post_job(api, path, f.body(i), f.name(i)))
+            results = await gather_limited(jobs, concurrency)
+            created = sum(1 for r in results if r)
+            t_created = time.monotonic() - t0
+            try:
+                await asyncio.wait_for(all_ready.wait(), timeout)
+            except TimeoutError:
+                raise ClusterError(
+                    f"only {len(ready)}/{total} nodes became Ready within {timeout:.0f}s "
+                    "(is the kwok controller running? see its log in the cluster's logs/ folder)") from None
+        finally:
+            stop.set()
+            await asyncio.gather(watch, return_exceptions=True)
+    return NodesResult(created, len(ready), t_created, time.monotonic() - t0)
+
+
+async def wait_service_account(creds: Credentials, namespace: str = "default", timeout: float = 60.0) -> None:
+    """Pods are refused (403) until the controller-manager has created the namespace's default
+    ServiceAccount, a few seconds after the components report Ready."""
+    deadline = time.monotonic() + timeout
+    async with Api(creds) as api:
+        while time.monotonic() < deadline:
+            status, _ = await api.raw("GET", f"/api/v1/namespaces/{namespace}/serviceaccounts/default")
+            if status == 200:
+                return
+            await asyncio.sleep(0.2)
+    raise ClusterError(f"the default ServiceAccount of namespace {namespace!r} did not appear within {timeout:.0f}s "
+                       "(is kube-controller-manager running?)")
+
+
+def _post_job(api: Api, path: str, body: bytes, name: str) -> Callable[[], Any]:
+    async def job() -> bool:
+        for attempt in range(5):
+            status, data = await api.raw("POST", path, body)
+            if status == 201:
+                return True
+            if status == 409:  # already there (re-run of up on the same cluster)
+                return False
+            if status == 429 or status >= 500:
+                await asyncio.sleep(0.2 * (attempt + 1))
+                continue
+            raise ApiError(f"creating node {name}: HTTP {status}: {data[:200].decode(errors='replace')}", status)
+        raise ApiError(f"creating node {name}: still failing after 5 attempts (HTTP {status})", status)
+
+    return job

@@ -1,0 +1,1 @@
+"""Scraping and parsing of the components' Prometheus ``/metrics`` endpoints."""

@@ -1,0 +1,33 @@
+"""Pure parsing of Prometheus text payloads with ``prometheus_client``'s parser."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
+
+BINDING = {"resource": "pods", "subresource": "binding", "verb": "POST"}
+"""Labels of the apiserver's pod-binding POSTs: one per pod the scheduler placed."""
+
+
+def prefilter(text: str, families: Iterable[str]) -> str:
+    """Keep only the lines of the named families: the parser is slow, payloads are megabytes."""
+    names = tuple(families)
+    return "\n".join(line for line in text.splitlines()
+                     if line.startswith(names) or line.startswith(tuple(f"# HELP {n}" for n in names))
+                     or line.startswith(tuple(f"# TYPE {n}" for n in names))) + "\n"
+
+
+def samples(text: str, name: str) -> list[Sample]:
+    out: list[Sample] = []
+    for fam in text_string_to_metric_families(prefilter(text, [name])):
+        out += [s for s in fam.samples if s.name == name]
+    return out
+
+
+def sum_samples(text: str, name: str, labels: Mapping[str, str] | None = None) -> float:
+    """Sum of every sample of ``name`` whose labels include ``labels``."""
+    want = dict(labels or {})
+    return sum(s.value for s in samples(text, name)
+               if all(s.labels.get(k) == v for k, v in want.items()))

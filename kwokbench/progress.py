@@ -1,0 +1,36 @@
+"""How the core reports progress without importing rich: the CLI injects :mod:`kwokbench.console`."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager as ContextManager
+from typing import Protocol
+
+Update = Callable[[str], None]
+Count = Callable[[int], None]
+
+
+class Reporter(Protocol):
+    def status(self, msg: str) -> ContextManager[Update]: ...
+    def counter(self, msg: str, total: int) -> ContextManager[Count]: ...
+    def info(self, msg: str) -> None: ...
+    def warn(self, msg: str) -> None: ...
+
+
+class Silent:
+    """Reporter for tests and library use: swallows everything."""
+
+    @contextlib.contextmanager
+    def status(self, msg: str) -> Iterator[Update]:
+        yield lambda _detail: None
+
+    @contextlib.contextmanager
+    def counter(self, msg: str, total: int) -> Iterator[Count]:
+        yield lambda _done: None
+
+    def info(self, msg: str) -> None:
+        pass
+
+    def warn(self, msg: str) -> None:
+        pass

@@ -1,0 +1,373 @@
+"""Build (or download) and verify the binaries of a kwokctl ``--runtime binary`` cluster.
+
+Binaries live in a version-keyed cache, ``$KWOKBENCH_CACHE/toolchain/<component>-<version>/``
+(default ``~/.cache/kwokbench``). A binary that is present and answers ``--version`` with the pinned
+version is never rebuilt. Builds go into a temporary directory and are moved into place only when
+every binary of the component is built, so an interrupted build never leaves a half toolchain.
+
+Kubernetes cannot be ``go install``-ed: its go.mod replaces every ``k8s.io/*`` staging module with
+``./staging/...``. We generate a wrapper module whose replace block is derived from that version's
+own go.mod (the same parse as cluster-autoscaler's ``hack/submodule-k8s.sh``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import urllib.request
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from kwokbench.errors import ToolchainError
+from kwokbench.progress import Reporter, Silent
+from kwokbench.toolchain import versions
+
+Source = Literal["auto", "source", "release"]
+RELEASE_PROBE_URL = "https://dl.k8s.io/release/stable.txt"
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("KWOKBENCH_CACHE", "~/.cache/kwokbench")).expanduser()
+
+
+@dataclass(frozen=True)
+class Binary:
+    name: str
+    version_args: tuple[str, ...]
+    expect: str
+    """Substring the version output must contain (the pinned version)."""
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    version: str
+    binaries: tuple[Binary, ...]
+    build: Callable[[Component, Path], list[list[str]]] = field(compare=False)
+    """Returns the commands that build every binary of the component into the given output dir."""
+
+    def dir(self, cache: Path) -> Path:
+        return cache / "toolchain" / f"{self.name}-{self.version}"
+
+
+@dataclass(frozen=True)
+class BinaryStatus:
+    component: str
+    binary: str
+    version: str
+    path: Path
+    ok: bool
+    problem: str = ""
+
+
+def _go_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # Never let go try to download another toolchain (the network only has the module proxy);
+    # static binaries run anywhere on the host.
+    env["GOTOOLCHAIN"] = "local"
+    env["CGO_ENABLED"] = "0"
+    env["GOFLAGS"] = (env.get("GOFLAGS", "") + " -mod=mod").strip()
+    return env
+
+
+def go_version() -> tuple[int, int, str]:
+    """(major, minor, raw) of the ``go`` on PATH; ToolchainError when missing or unreadable."""
+    go = shutil.which("go")
+    if go is None:
+        raise ToolchainError(
+            "Go is not on PATH: building the toolchain from source needs Go >= "
+            f"{versions.MIN_GO[0]}.{versions.MIN_GO[1]} (or use `kwokbench tools install --from release`)"
+        )
+    try:
+        raw = subprocess.run([go, "version"], capture_output=True, text=True, timeout=30, check=True).stdout
+    except (subprocess.SubprocessError, OSError) as e:
+        raise ToolchainError(f"`go version` failed: {e}") from e
+    return parse_go_version(raw)
+
+
+def parse_go_version(raw: str) -> tuple[int, int, str]:
+    m = re.search(r"go(\d+)\.(\d+)(?:\.\d+|rc\d+|beta\d+)?", raw)
+    if not m:
+        raise ToolchainError(f"cannot read the Go version from {raw.strip()!r}")
+    return int(m.group(1)), int(m.group(2)), m.group(0)
+
+
+def check_go() -> str:
+    major, minor, raw = go_version()
+    if (major, minor) < versions.MIN_GO:
+        raise ToolchainError(
+            f"Go {raw[2:]} is too old: kwok {versions.KWOK} and Kubernetes {versions.KUBERNETES} need Go >= "
+            f"{versions.MIN_GO[0]}.{versions.MIN_GO[1]}"
+        )
+    return raw
+
+
+# ---- build recipes -------------------------------------------------------------------------------
+
+
+def _build_kwok(c: Component, out: Path) -> list[list[str]]:
+    mod = "sigs.k8s.io/kwok"
+    return [
+        ["go", "install", "-trimpath", "-ldflags", "-s -w",
+         f"{mod}/cmd/kwok@{c.version}", f"{mod}/cmd/kwokctl@{c.version}"],
+    ]
+
+
+def _build_etcd(c: Component, out: Path) -> list[list[str]]:
+    # etcd's own go.mod files replace ../api etc., so `go install` refuses them; a wrapper module
+    # needs no replaces because server/v3 already requires api/client/pkg at the same version.
+    mods = {
+        "etcd": "go.etcd.io/etcd/server/v3",
+        "etcdctl": "go.etcd.io/etcd/etcdctl/v3",
+        "etcdutl": "go.etcd.io/etcd/etcdutl/v3",
+    }
+    cmds = [["go", "mod", "init", "kwokbench.local/etcdbuild"],
+            ["go", "get", "-tool", *[f"{m}@{c.version}" for m in mods.values()]]]
+    cmds += [["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(out / name), m] for name, m in mods.items()]
+    return cmds
+
+
+def kubernetes_ldflags(version: str, build_date: str = "2026-01-01T00:00:00Z") -> str:
+    """Version stamping as upstream ``hack/lib/version.sh`` does it (never a v0.x string: kwokctl
+    would then treat the binaries as pre-1.13 and drop flags)."""
+    m = re.fullmatch(r"v(\d+)\.(\d+)\.(\d+)", version)
+    if not m:
+        raise ToolchainError(f"not a Kubernetes release version: {version!r}")
+    flags = ["-s", "-w"]
+    for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        flags += [f"-X {pkg}.gitVersion={version}", f"-X {pkg}.gitMajor={m.group(1)}",
+                  f"-X {pkg}.gitMinor={m.group(2)}", f"-X {pkg}.gitTreeState=clean",
+                  f"-X {pkg}.buildDate={build_date}"]
+    return " ".join(flags)
+
+
+def staging_replaces(gomod_text: str) -> list[str]:
+    """The ``k8s.io/X`` modules that k8s.io/kubernetes' go.mod replaces with ``./staging/...``."""
+    return re.findall(r"^\s*(?:replace\s+)?(k8s\.io/\S+)\s+=>\s+\./staging/", gomod_text, flags=re.M)
+
+
+def _build_kubernetes(c: Component, out: Path) -> list[list[str]]:
+    staging = "v0." + c.version.removeprefix("v1.")
+    gomod = _download_gomod("k8s.io/kubernetes", c.version)
+    mods = staging_replaces(gomod)
+    if not mods:
+        raise ToolchainError(f"k8s.io/kubernetes@{c.version} go.mod has no ./staging replaces; recipe is out of date")
+    cmds = [["go", "mod", "init", "kwokbench.local/k8sbuild"],
+            ["go", "mod", "edit", "-go=1.26.0", "-godebug=default=go1.26"],
+            ["go", "mod", "edit", *[f"-replace={m}={m}@{staging}" for m in mods]]]
+    bins = [b.name for b in c.binaries]
+    cmds.append(["go", "get", "-tool", *[f"k8s.io/kubernetes/cmd/{b}@{c.version}" for b in bins]])
+    ld = kubernetes_ldflags(c.version)
+    cmds += [["go", "build", "-trimpath", "-ldflags", ld, "-o", str(out / b), f"k8s.io/kubernetes/cmd/{b}"]
+             for b in bins]
+    return cmds
+
+
+def _download_gomod(module: str, version: str) -> str:
+    try:
+        res = subprocess.run(["go", "mod", "download", "-json", f"{module}@{version}"],
+                             capture_output=True, text=True, timeout=600, env=_go_env(), check=False)
+        info = json.loads(res.stdout or "{}")
+    except (subprocess.SubprocessError, OSError, ValueError) as e:
+        raise ToolchainError(f"could not download {module}@{version}: {e}") from e
+    if "Error" in info or "GoMod" not in info:
+        raise ToolchainError(f"could not download {module}@{version}: {info.get('Error', res.stderr.strip())}")
+    return Path(info["GoMod"]).read_text()
+
+
+def components() -> list[Component]:
+    kv, ev = versions.KUBERNETES, versions.ETCD.removeprefix("v")
+    return [
+        Component("kwok", versions.KWOK, (
+            Binary("kwokctl", ("--version",), f"version {versions.KWOK}"),
+            Binary("kwok", ("--version",), f"version {versions.KWOK}"),
+        ), _build_kwok),
+        Component("etcd", versions.ETCD, (
+            Binary("etcd", ("--version",), f"etcd Version: {ev}"),
+            Binary("etcdctl", ("version",), f"etcdctl version: {ev}"),
+            Binary("etcdutl", ("version",), f"etcdutl version: {ev}"),
+        ), _build_etcd),
+        Component("kubernetes", kv, (
+            Binary("kube-apiserver", ("--version",), f"Kubernetes {kv}"),
+            Binary("kube-controller-manager", ("--version",), f"Kubernetes {kv}"),
+            Binary("kube-scheduler", ("--version",), f"Kubernetes {kv}"),
+            Binary("kubectl", ("version", "--client"), f"Client Version: {kv}"),
+        ), _build_kubernetes),
+    ]
+
+
+# ---- the toolchain --------------------------------------------------------------------------------
+
+
+class Toolchain:
+    """The cached binaries and how to hand them to kwokctl."""
+
+    def __init__(self, cache: Path | None = None) -> None:
+        self.cache = cache or cache_dir()
+        self.components = components()
+
+    def path(self, binary: str) -> Path:
+        for c in self.components:
+            for b in c.binaries:
+                if b.name == binary:
+                    return c.dir(self.cache) / b.name
+        raise KeyError(binary)
+
+    @property
+    def release_marker(self) -> Path:
+        return self.cache / "toolchain" / f"release-{versions.KWOK}-{versions.KUBERNETES}"
+
+    def check(self) -> list[BinaryStatus]:
+        return [self._check_binary(c, b) for c in self.components for b in c.binaries]
+
+    def _check_binary(self, c: Component, b: Binary) -> BinaryStatus:
+        path = c.dir(self.cache) / b.name
+        if not path.exists():
+            return BinaryStatus(c.name, b.name, c.version, path, False, "not built")
+        try:
+            res = subprocess.run([str(path), *b.version_args], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError) as e:
+            return BinaryStatus(c.name, b.name, c.version, path, False, f"does not run: {e}")
+        text = res.stdout + res.stderr
+        if b.expect not in text:
+            first = text.strip().splitlines()[0] if text.strip() else f"exit {res.returncode}, no output"
+            return BinaryStatus(c.name, b.name, c.version, path, False, f"wrong version: {first[:80]}")
+        return BinaryStatus(c.name, b.name, c.version, path, True)
+
+    def mode(self) -> Literal["source", "release"] | None:
+        """Which installed toolchain ``up`` will use: built binaries first, then a release install."""
+        if all(s.ok for s in self.check()):
+            return "source"
+        if self.release_marker.exists() and self._check_binary(self.components[0], self.components[0].binaries[0]).ok:
+            return "release"
+        return None
+
+    # -- install --
+
+    def install(self, source: Source = "auto", reporter: Reporter | None = None, force: bool = False) -> str:
+        """Make every binary available; returns the mode used. Idempotent and cheap when cached."""
+        rep = reporter or Silent()
+        if source == "auto":
+            if not force and self.mode() is not None:
+                return self.mode() or "source"
+            source = "release" if shutil.which("go") is None and _downloads_reachable() else "source"
+        if source == "release":
+            self._install_release(rep)
+            return "release"
+        check_go()
+        for c in self.components:
+            statuses = [self._check_binary(c, b) for b in c.binaries]
+            if not force and all(s.ok for s in statuses):
+                rep.info(f"[dim]{c.name} {c.version}: cached in {c.dir(self.cache)}[/]")
+                continue
+            self._build(c, rep)
+            bad = [s for s in (self._check_binary(c, b) for b in c.binaries) if not s.ok]
+            if bad:
+                raise ToolchainError(f"{c.name} {c.version} built but {bad[0].binary} is unusable: {bad[0].problem}")
+        return "source"
+
+    def _build(self, c: Component, rep: Reporter) -> None:
+        final = c.dir(self.cache)
+        work = self.cache / "build" / f"{c.name}-{c.version}"
+        log = self.cache / "build" / f"{c.name}-{c.version}.log"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        out = Path(tempfile.mkdtemp(prefix=f".{c.name}-", dir=final.parent if final.parent.exists() else None))
+        final.parent.mkdir(parents=True, exist_ok=True)
+        env = _go_env()
+        env["GOBIN"] = str(out)
+        try:
+            with rep.status(f"building {c.name} {c.version} from Go modules (log: {log})") as update, \
+                    log.open("w") as logf:
+                for cmd in c.build(c, out):
+                    _run_logged(cmd, work, env, logf, update)
+            if final.exists():
+                shutil.rmtree(final)
+            out.rename(final)
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+
+    def _install_release(self, rep: Reporter) -> None:
+        """Download kwokctl and kwok; kwokctl then downloads the official Kubernetes/etcd binaries itself."""
+        if not _downloads_reachable():
+            raise ToolchainError(
+                "--from release needs dl.k8s.io and github.com, which are unreachable from here; "
+                "use --from source (needs Go)")
+        kwok = self.components[0]
+        d = kwok.dir(self.cache)
+        d.mkdir(parents=True, exist_ok=True)
+        base = f"https://github.com/kubernetes-sigs/kwok/releases/download/{kwok.version}"
+        for name in ("kwokctl", "kwok"):
+            with rep.status(f"downloading {name} {kwok.version}"):
+                tmp = d / f".{name}.part"
+                try:
+                    urllib.request.urlretrieve(f"{base}/{name}-linux-amd64", tmp)
+                except OSError as e:
+                    raise ToolchainError(f"downloading {name} failed: {e}") from e
+                tmp.chmod(0o755)
+                tmp.rename(d / name)
+        self.release_marker.touch()
+
+    # -- kwokctl configuration --
+
+    def kwokctl_options(self) -> dict[str, object]:
+        """The ``options`` of a KwokctlConfiguration that point kwokctl at this toolchain."""
+        mode = self.mode()
+        if mode is None:
+            raise ToolchainError("the toolchain is not installed: run `kwokbench tools install`")
+        opts: dict[str, object] = {
+            "runtime": "binary",
+            "kubeVersion": versions.KUBERNETES,
+            "etcdVersion": versions.ETCD.removeprefix("v"),
+            "kwokControllerBinary": str(self.path("kwok")),
+            "quietPull": True,
+        }
+        if mode == "source":
+            kube = self.components[2].dir(self.cache)
+            opts.update({
+                "kubeBinaryPrefix": str(kube),
+                "kubeApiserverBinary": str(kube / "kube-apiserver"),
+                "kubeControllerManagerBinary": str(kube / "kube-controller-manager"),
+                "kubeSchedulerBinary": str(kube / "kube-scheduler"),
+                "kubectlBinary": str(kube / "kubectl"),
+                "etcdBinary": str(self.path("etcd")),
+                "etcdctlBinary": str(self.path("etcdctl")),
+                "etcdutlBinary": str(self.path("etcdutl")),
+            })
+        return opts
+
+
+def _run_logged(cmd: Sequence[str], cwd: Path, env: dict[str, str], logf: object,
+                update: Callable[[str], None]) -> None:
+    tail: deque[str] = deque(maxlen=25)
+    print("$ " + " ".join(cmd), file=logf, flush=True)  # type: ignore[call-overload]
+    update(" ".join(cmd)[:120])
+    try:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, bufsize=1)
+    except OSError as e:
+        raise ToolchainError(f"cannot run {cmd[0]}: {e}") from e
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        logf.write(line)  # type: ignore[attr-defined]
+        tail.append(line.rstrip())
+        update(line.strip())
+    rc = proc.wait()
+    if rc != 0:
+        raise ToolchainError(
+            f"`{' '.join(cmd)[:160]}` failed with exit {rc}; last lines of the Go output:\n  " + "\n  ".join(tail))
+
+
+def _downloads_reachable(timeout: float = 3.0) -> bool:
+    try:
+        with urllib.request.urlopen(RELEASE_PROBE_URL, timeout=timeout) as r:
+            return bool(r.status == 200)
+    except (OSError, ValueError):
+        return False

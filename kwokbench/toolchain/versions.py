@@ -1,0 +1,19 @@
+"""Every pinned external version, in one place.
+
+A run records these in its ``meta.json``; changing one changes the cache key, so a new version is
+built next to the old one instead of over it.
+"""
+
+from __future__ import annotations
+
+KWOK = "v0.8.0"
+"""sigs.k8s.io/kwok: kwokctl and the kwok controller."""
+
+KUBERNETES = "v1.36.4"
+"""k8s.io/kubernetes: apiserver, controller-manager, scheduler, kubectl (newest 1.36 patch on the proxy)."""
+
+ETCD = "v3.6.16"
+"""go.etcd.io/etcd: etcd, etcdctl, etcdutl (Kubernetes 1.36 needs 3.5.11+/3.6; Debian's 3.4 is too old)."""
+
+MIN_GO = (1, 26)
+"""kwok v0.8.0 and Kubernetes 1.36 declare ``go 1.26.0``."""

@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kwokbench.errors import ToolchainError
+from kwokbench.toolchain import Toolchain, versions
+from kwokbench.toolchain.install import (
+    check_go,
+    components,
+    kubernetes_ldflags,
+    parse_go_version,
+    staging_replaces,
+)
+
+GOMOD = """module k8s.io/kubernetes
+
+go 1.26.0
+
+require (
+\tk8s.io/api v0.0.0
+)
+
+replace (
+\tk8s.io/api => ./staging/src/k8s.io/api
+\tk8s.io/client-go => ./staging/src/k8s.io/client-go
+\tgithub.com/foo/bar => github.com/foo/bar v1.2.3
+)
+
+replace k8s.io/kubectl => ./staging/src/k8s.io/kubectl
+"""
+
+
+def test_staging_replaces_are_derived_from_gomod() -> None:
+    assert staging_replaces(GOMOD) == ["k8s.io/api", "k8s.io/client-go", "k8s.io/kubectl"]
+
+
+@pytest.mark.parametrize(("raw", "want"), [
+    ("go version go1.26.8 linux/amd64", (1, 26)),
+    ("go version go1.27rc1 linux/arm64", (1, 27)),
+    ("go version go1.9 darwin/amd64", (1, 9)),
+])
+def test_parse_go_version(raw: str, want: tuple[int, int]) -> None:
+    assert parse_go_version(raw)[:2] == want
+
+
+def test_parse_go_version_garbage() -> None:
+    with pytest.raises(ToolchainError, match="cannot read the Go version"):
+        parse_go_version("command not found")
+
+
+def _fake_go(tmp_path: Path, version: str) -> None:
+    go = tmp_path / "go"
+    go.write_text(f"#!/bin/sh\necho 'go version go{version} linux/amd64'\n")
+    go.chmod(0o755)
+
+
+def test_go_missing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ToolchainError, match="Go is not on PATH"):
+        check_go()
+
+
+def test_go_too_old(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _fake_go(tmp_path, "1.21.5")
+    monkeypatch.setenv("PATH", str(tmp_path) + os.pathsep + "/usr/bin:/bin")
+    with pytest.raises(ToolchainError, match=r"Go 1\.21\.5 is too old"):
+        check_go()
+
+
+def test_go_new_enough(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _fake_go(tmp_path, f"{versions.MIN_GO[0]}.{versions.MIN_GO[1]}.0")
+    monkeypatch.setenv("PATH", str(tmp_path) + os.pathsep + "/usr/bin:/bin")
+    assert check_go().startswith("go1.")
+
+
+def test_ldflags_stamp_both_version_packages() -> None:
+    ld = kubernetes_ldflags("v1.36.4")
+    for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        assert f"-X {pkg}.gitVersion=v1.36.4" in ld
+        assert f"-X {pkg}.gitMinor=36" in ld
+    with pytest.raises(ToolchainError):
+        kubernetes_ldflags("v0.36.4-devel")
+
+
+def test_cache_is_version_keyed(tmp_path: Path) -> None:
+    tc = Toolchain(tmp_path)
+    assert tc.path("kube-apiserver") == tmp_path / "toolchain" / f"kubernetes-{versions.KUBERNETES}" / "kube-apiserver"
+    assert tc.path("etcd").parent.name == f"etcd-{versions.ETCD}"
+    assert {b.name for c in components() for b in c.binaries} >= {"kwokctl", "kwok", "etcd", "kubectl"}
+
+
+def test_missing_and_broken_binaries_are_reported(tmp_path: Path) -> None:
+    tc = Toolchain(tmp_path)
+    fake = tc.path("kwokctl")
+    fake.parent.mkdir(parents=True)
+    fake.write_text("#!/bin/sh\necho 'kwokctl version v0.0.1'\n")
+    fake.chmod(0o755)
+    status = {s.binary: s for s in tc.check()}
+    assert status["kwokctl"].problem.startswith("wrong version")
+    assert status["etcd"].problem == "not built"
+    assert tc.mode() is None
+    with pytest.raises(ToolchainError, match="not installed"):
+        tc.kwokctl_options()
