@@ -216,6 +216,74 @@ def down(
         console.info("no kwokbench clusters")
 
 
+# ---- scenarios and runs ---------------------------------------------------------------------------
+
+
+@app.command()
+@handled
+def validate(
+    file: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: path=value.")] = None,
+) -> None:
+    """Check a scenario file (errors name the YAML line and field path) and its templates."""
+    from kwokbench import console
+    from kwokbench.runner import _factories, _resolve
+    from kwokbench.scenario import load_scenario
+
+    sc = load_scenario(file, set_ or [])
+    _factories(sc, file.parent, "validate")
+    for v in sc.schedulers:
+        _resolve(file.parent, v.config)
+    nodes = sum(g.count for g in sc.cluster.node_groups)
+    pods = sum(w.count for w in sc.workloads)
+    console.info(f"{file}: ok — {nodes} nodes, {len(sc.workloads)} phases, {pods} objects, "
+                 f"{len(sc.schedulers)} scheduler variant(s)")
+
+
+@app.command()
+def schema() -> None:
+    """Print the scenario JSON Schema (for editor completion)."""
+    import json
+
+    from kwokbench.scenario import json_schema
+
+    typer.echo(json.dumps(json_schema(), indent=2))
+
+
+@app.command("run")
+@handled
+def run_cmd(
+    file: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: path=value.")] = None,
+    cluster: Annotated[str | None, typer.Option(help="Reuse this existing kwokbench cluster.")] = None,
+    keep_cluster: Annotated[bool, typer.Option(help="Do not delete the cluster(s) afterwards.")] = False,
+    out: Annotated[Path, typer.Option(help="Root folder for run directories.")] = Path("reports"),
+    variant: Annotated[list[str] | None, typer.Option(help="Only this scheduler variant (repeatable).")] = None,
+    submit_workers: Annotated[int, typer.Option(min=1, max=16, help="Submitter processes.")] = 1,
+) -> None:
+    """Run a scenario: cluster up, submit at the target rate, record pod timelines, store, summarise."""
+    import signal
+
+    from kwokbench import console
+    from kwokbench.report.table import summary_rows
+    from kwokbench.runner import RunOptions, run_scenario
+    from kwokbench.scenario import load_scenario
+
+    sc = load_scenario(file, set_ or [])
+
+    def on_term(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_term)
+    opts = RunOptions(out=out, cluster=cluster, keep_cluster=keep_cluster, submit_workers=submit_workers,
+                      variants=variant or [])
+    results = run_scenario(sc, file, opts, console.RichReporter())
+    for r in results:
+        columns, rows = summary_rows(r.summary or {})
+        console.table(f"{sc.name} / {r.path.name} ({r.status})", columns, rows)
+        console.out.print(f"stored in {r.path}")
+
+
 def run() -> None:  # pragma: no cover - console entry for `python -m kwokbench`
     app()
     sys.exit(0)

@@ -38,9 +38,33 @@ def error(msg: str) -> None:
     console.print(f"[bold red]error:[/] {msg}", soft_wrap=True)
 
 
+HEARTBEAT_SECONDS = 30.0
+
+
+@contextlib.contextmanager
+def _plain_status(msg: str) -> Iterator[Any]:
+    """Without a terminal (CI logs) a spinner shows nothing: print a line every 30 s instead."""
+    start = last = time.monotonic()
+    console.print(f"… {msg}")
+
+    def update(detail: str) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last >= HEARTBEAT_SECONDS:
+            last = now
+            console.print(f"  … {now - start:.0f}s {detail[-100:]}")
+
+    yield update
+    console.print(f"[green]✓[/] {msg} [dim]({time.monotonic() - start:.1f}s)[/]")
+
+
 @contextlib.contextmanager
 def status(msg: str) -> Iterator[Any]:
     """A spinner with elapsed time for a long step of unknown length; prints the duration when done."""
+    if not console.is_terminal:
+        with _plain_status(msg) as update:
+            yield update
+        return
     start = time.monotonic()
     with Progress(
         SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
@@ -58,6 +82,10 @@ def status(msg: str) -> Iterator[Any]:
 @contextlib.contextmanager
 def counter(msg: str, total: int) -> Iterator[Any]:
     """A bar for a step that counts up to ``total``; yields ``advance(n_done_absolute)``."""
+    if not console.is_terminal:
+        with _plain_status(f"{msg} (0/{total})") as update:
+            yield lambda done: update(f"{done}/{total}")
+        return
     start = time.monotonic()
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -92,11 +92,15 @@ class ManifestFactory:
     path: Path
     params: Mapping[str, Any]
     prefix: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """Added to the object's labels and to its pod template's (so a Job's pods carry them too)."""
     kind: str = ""
     api_version: str = ""
+    sample: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        docs = [render_manifest(self.path, self._vars(s, i)) for i, s in enumerate(_SENTINELS)]
+        docs = [self._render(s, i) for i, s in enumerate(_SENTINELS)]
+        self.sample = docs[0]
         self.kind, self.api_version = str(docs[0]["kind"]), str(docs[0]["apiVersion"])
         parts = [orjson.dumps(d).split(s.encode()) for d, s in zip(docs, _SENTINELS, strict=True)]
         self._fast: list[bytes] | None = parts[0] if parts[0] == parts[1] else None
@@ -111,7 +115,22 @@ class ManifestFactory:
         name = self.name(i)
         if self._fast is not None:
             return name.encode().join(self._fast)
-        return orjson.dumps(render_manifest(self.path, self._vars(name, i)))
+        return orjson.dumps(self._render(name, i))
+
+    def _render(self, name: str, i: int) -> dict[str, Any]:
+        doc = render_manifest(self.path, self._vars(name, i))
+        if self.labels:
+            for meta in (doc["metadata"], ((doc.get("spec") or {}).get("template") or {}).get("metadata")):
+                if isinstance(meta, dict):
+                    meta["labels"] = {**(meta.get("labels") or {}), **self.labels}
+        return doc
+
+    def pods_per_object(self) -> int:
+        """Pods one object results in: 1 for a Pod, completions for a Job (the scheduler's work)."""
+        if self.kind == "Job":
+            spec = self.sample.get("spec") or {}
+            return int(spec.get("completions") or spec.get("parallelism") or 1)
+        return 1 if self.kind == "Pod" else 0
 
     def namespaced_path(self, namespace: str | None) -> str:
         """The collection URL for this kind (core and a few batch/CRD kinds we ship templates for)."""

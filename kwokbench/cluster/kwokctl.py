@@ -47,6 +47,8 @@ class ClusterOptions:
     prometheus_port: int | None = None
     extra_args: list[str] = field(default_factory=list)
     """kwokctl ``--extra-args component=key=value`` entries."""
+    disable: list[str] = field(default_factory=list)
+    """Components not to run (kwokctl ``--disable``), e.g. kube-scheduler to measure creation alone."""
     wait_seconds: int = 180
     gogc: int | None = 400
     """GOGC of apiserver and etcd: memory is plentiful here, CPU (2 cores) is not; None keeps Go's 100."""
@@ -216,6 +218,8 @@ class Kwokctl:
             args += ["--kube-scheduler-config", str(sc)]
         if opts.scheduler_binary:
             args += ["--kube-scheduler-binary", str(opts.scheduler_binary)]
+        for comp in opts.disable:
+            args += ["--disable", comp]
         for extra in [*_default_extra_args(), *opts.extra_args]:
             args += ["--extra-args", extra]
         try:
@@ -284,12 +288,6 @@ class Kwokctl:
             if len(parts) >= 2:
                 status[parts[0]] = parts[1]
         return status
-
-    def stop_component(self, name: str, component: str) -> None:
-        self._run(["--name", name, "stop", "component", component], 60, f"stopping {component}")
-
-    def start_component(self, name: str, component: str) -> None:
-        self._run(["--name", name, "start", "component", component], 60, f"starting {component}")
 
 
 def kwokctl_documents(toolchain_options: dict[str, object], opts: ClusterOptions,

@@ -1,0 +1,164 @@
+"""Submitter accuracy and cost against a real apiserver (QPS limits off, scheduler disabled so only
+pod creation is measured), compared in the same run with the official `kubernetes` client driven by
+a thread pool on the same open-loop schedule; plus the memory of a 100k-pod timeline.
+
+Prints per target rate: achieved rate and ratio, p50/p99 send lateness, harness CPU ms per created pod,
+for kwokbench's submitter and for the kubernetes client, and their CPU ratio.
+Targets (issue 3): achieved within 2% of target while the apiserver keeps up; <= 0.3 ms CPU per pod;
+a 100k-pod timeline in < 1 GiB RSS.
+
+    python benchmarks/bench_submit.py [--rates 50,200,500,1000,2000] [--seconds 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import resource
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+from kwokbench.cluster import ClusterInfo, ClusterOptions, Kwokctl, bring_up
+from kwokbench.cluster.api import Api
+from kwokbench.load.pacer import schedule
+from kwokbench.load.submitter import Submission, SubmitJob
+from kwokbench.load.watcher import Timeline
+from kwokbench.scenario import QpsArrival
+from kwokbench.templates import ManifestFactory, resolve_template
+from kwokbench.toolchain import Toolchain
+
+
+def make_namespace(info: ClusterInfo, ns: str) -> None:
+    async def go() -> None:
+        async with Api(info.credentials()) as api:
+            await api.json("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                          "metadata": {"name": ns}}, ok=(201, 409))
+            for _ in range(100):
+                st, _ = await api.raw("GET", f"/api/v1/namespaces/{ns}/serviceaccounts/default")
+                if st == 200:
+                    return
+                await asyncio.sleep(0.1)
+    asyncio.run(go())
+
+
+def kwokbench_submit(info: ClusterInfo, rate: float, n: int, ns: str) -> dict[str, float]:
+    f = ManifestFactory(resolve_template("pod"), {}, f"kb-{int(rate)}")
+    offsets = schedule(QpsArrival(qps=rate), n)
+    job = SubmitJob(info.credentials(), f.namespaced_path(ns), f, offsets, t0=time.time() + 1.5, deadline=60)
+    sub = Submission(job, 1)
+    log = sub.result(timeout=n / rate + 90)
+    sent = log.sent
+    ok = int((log.status == 201).sum())
+    return {"achieved": (n - 1) / (np.nanmax(sent) - np.nanmin(sent)), "ok": ok,
+            "late_p50": float(np.nanpercentile(sent - log.scheduled, 50)),
+            "late_p99": float(np.nanpercentile(sent - log.scheduled, 99)),
+            "cpu_ms_per_pod": log.cpu_seconds * 1000 / max(ok, 1)}
+
+
+def kubernetes_client_submit(info: ClusterInfo, rate: float, n: int, ns: str, threads: int = 64) -> dict[str, float]:
+    import kubernetes
+
+    cfg = kubernetes.client.Configuration()
+    cfg.host = info.server
+    cfg.ssl_ca_cert = str(info.pki / "ca.crt")
+    cfg.cert_file, cfg.key_file = str(info.pki / "admin.crt"), str(info.pki / "admin.key")
+    cfg.connection_pool_maxsize = threads
+    api = kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(cfg))
+    f = ManifestFactory(resolve_template("pod"), {}, f"k8s-{int(rate)}")
+    bodies = [orjson.loads(f.body(i)) for i in range(n)]
+    offsets = schedule(QpsArrival(qps=rate), n)
+    sent = np.full(n, np.nan)
+    status = np.zeros(n, dtype=np.int32)
+    lock = threading.Lock()
+
+    def one(i: int) -> None:
+        try:
+            resp = api.create_namespaced_pod(ns, bodies[i], _preload_content=False)
+            code = resp.status
+        except kubernetes.client.ApiException as e:
+            code = e.status
+        with lock:
+            status[i] = code
+
+    cpu0 = time.process_time()
+    t0 = time.time() + 0.5
+    with ThreadPoolExecutor(threads) as pool:
+        for i in range(n):
+            delay = t0 + offsets[i] - time.time()
+            if delay > 0:
+                time.sleep(delay)
+            sent[i] = time.time()
+            pool.submit(one, i)
+    cpu = time.process_time() - cpu0
+    ok = int((status == 201).sum())
+    late = sent - (t0 + offsets)
+    return {"achieved": (n - 1) / (np.nanmax(sent) - np.nanmin(sent)), "ok": ok,
+            "late_p50": float(np.percentile(late, 50)), "late_p99": float(np.percentile(late, 99)),
+            "cpu_ms_per_pod": cpu * 1000 / max(ok, 1)}
+
+
+def timeline_rss(n: int = 100_000) -> float:
+    """MiB of peak RSS growth while a Timeline holds n pods fed created → scheduled → running."""
+    gc.collect()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    tl = Timeline(["w"])
+    t = time.time()
+    for i in range(n):
+        pod = {"metadata": {"namespace": "default", "name": f"w-{i}", "uid": f"{i:032x}",
+                            "labels": {"kwokbench.io/workload": "w", "kwokbench.io/run": "abc"},
+                            "resourceVersion": str(i)},
+               "spec": {"containers": [{"name": "main", "image": "x", "resources": {"requests": {"cpu": "100m"}}}]},
+               "status": {"phase": "Pending"}}
+        tl.handle("ADDED", pod, t)
+        pod["spec"]["nodeName"] = f"kb-cpu-{i % 5000}"
+        tl.handle("MODIFIED", pod, t + 0.1)
+        pod["status"]["phase"] = "Running"
+        tl.handle("MODIFIED", pod, t + 0.2)
+    with tempfile.TemporaryDirectory() as d:
+        tl.frame().to_parquet(Path(d) / "pods.parquet")
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    assert len(tl.pods) == n
+    return after - before, after
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rates", default="50,200,500,1000,2000")
+    ap.add_argument("--seconds", type=float, default=10.0)
+    args = ap.parse_args()
+    tc = Toolchain()
+    tc.install("auto")
+    grew, peak = timeline_rss()
+    print(f"timeline of 100000 pods: +{grew:.0f} MiB RSS (process peak {peak:.0f} MiB)")
+    with tempfile.TemporaryDirectory(prefix="kb-bench-") as home:
+        k = Kwokctl(tc, Path(home))
+        # no scheduler: measure pod creation alone
+        info = bring_up(k, ClusterOptions(name="bench-submit", disable=["kube-scheduler"]), []).cluster
+        try:
+            print(f"{'target':>7} {'client':<12} {'achieved':>9} {'ratio':>7} {'late p50':>9} {'late p99':>9} "
+                  f"{'ok':>6} {'cpu ms/pod':>10}")
+            for rate in [float(r) for r in args.rates.split(",")]:
+                n = int(rate * args.seconds)
+                rows = {}
+                for label, fn in (("kwokbench", kwokbench_submit), ("kubernetes", kubernetes_client_submit)):
+                    ns = f"{label}-{int(rate)}"
+                    make_namespace(info, ns)
+                    rows[label] = r = fn(info, rate, n, ns)
+                    print(f"{rate:>7.0f} {label:<12} {r['achieved']:>9.1f} {r['achieved'] / rate:>7.3f} "
+                          f"{r['late_p50'] * 1000:>7.1f}ms {r['late_p99'] * 1000:>7.1f}ms {r['ok']:>6} "
+                          f"{r['cpu_ms_per_pod']:>10.3f}")
+                print(f"{rate:>7.0f} cpu ratio kubernetes/kwokbench: "
+                      f"{rows['kubernetes']['cpu_ms_per_pod'] / rows['kwokbench']['cpu_ms_per_pod']:.1f}x")
+        finally:
+            k.delete("bench-submit")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,171 @@
+"""The pod timeline: a watch, in its own process, that records when each pod of a run was created,
+scheduled (nodeName set), Running, and finished, with local millisecond timestamps.
+
+It starts (list + watch) before the first pod is submitted, survives disconnects and ``410 Gone``
+(relist, then resume; handlers are idempotent: the first time a state is seen wins), and records every
+restart. Pods first seen through a relist instead of their ADDED event are flagged, so their creation
+time is known to be approximate instead of silently biasing the latency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing as mp
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kwokbench.cluster.api import Api
+from kwokbench.cluster.kubeconfig import Credentials
+
+RUN_LABEL = "kwokbench.io/run"
+WORKLOAD_LABEL = "kwokbench.io/workload"
+STATES = ("created", "scheduled", "running", "finished")
+
+
+@dataclass
+class PodRecord:
+    namespace: str
+    name: str
+    workload: int
+    created: float = np.nan
+    scheduled: float = np.nan
+    running: float = np.nan
+    finished: float = np.nan
+    node: str = ""
+    phase: str = ""
+    from_list: bool = False
+    deleted: bool = False
+
+
+class Timeline:
+    """Pure event handler: turn watch events into per-pod records and per-workload counts."""
+
+    def __init__(self, workloads: list[str]) -> None:
+        self.workloads = {w: i for i, w in enumerate(workloads)}
+        self.pods: dict[tuple[str, str], PodRecord] = {}
+        self.counts = np.zeros((len(workloads), len(STATES)), dtype=np.int64)
+
+    def handle(self, typ: str, pod: dict[str, Any], t: float) -> None:
+        meta = pod.get("metadata") or {}
+        key = (meta.get("namespace", ""), meta.get("name", ""))
+        rec = self.pods.get(key)
+        if rec is None:
+            w = self.workloads.get((meta.get("labels") or {}).get(WORKLOAD_LABEL, ""), -1)
+            if w < 0:
+                return
+            rec = self.pods[key] = PodRecord(key[0], key[1], w, from_list=(typ == "SYNC"))
+            self._mark(rec, "created", t)
+        spec, status = pod.get("spec") or {}, pod.get("status") or {}
+        if spec.get("nodeName"):
+            rec.node = spec["nodeName"]
+            self._mark(rec, "scheduled", t)
+        phase = status.get("phase", "")
+        rec.phase = phase or rec.phase
+        if phase == "Running":
+            self._mark(rec, "running", t)
+        elif phase in ("Succeeded", "Failed"):
+            self._mark(rec, "finished", t)
+        if typ == "DELETED":
+            rec.deleted = True
+
+    def _mark(self, rec: PodRecord, state: str, t: float) -> None:
+        if np.isnan(getattr(rec, state)):
+            setattr(rec, state, t)
+            self.counts[rec.workload, STATES.index(state)] += 1
+
+    def frame(self) -> Any:
+        import pandas as pd
+
+        wl = list(self.workloads)
+        rows = self.pods.values()
+        return pd.DataFrame({
+            "namespace": [r.namespace for r in rows],
+            "name": [r.name for r in rows],
+            "workload": pd.Categorical([wl[r.workload] for r in rows], categories=wl),
+            **{s: np.array([getattr(r, s) for r in rows], dtype=np.float64) for s in STATES},
+            "node": [r.node for r in rows],
+            "phase": [r.phase for r in rows],
+            "from_list": np.array([r.from_list for r in rows], dtype=bool),
+            "deleted": np.array([r.deleted for r in rows], dtype=bool),
+        })
+
+
+def _watch_main(creds: Credentials, run_id: str, workloads: list[str], out: str, counts: Any,
+                synced: Any, stop: Any, errors_q: Any) -> None:
+    tl = Timeline(workloads)
+    errors: list[str] = []
+    view = np.frombuffer(counts.get_obj(), dtype=np.int64).reshape(tl.counts.shape)
+
+    async def main() -> None:
+        astop = asyncio.Event()
+        asynced = asyncio.Event()
+
+        def handle(typ: str, obj: dict[str, Any], t: float) -> None:
+            tl.handle(typ, obj, t)
+
+        def on_error(msg: str) -> None:
+            errors.append(f"{time.time():.3f} {msg}")
+
+        async with Api(creds, connections=4) as api:
+            task = asyncio.create_task(api.watch("/api/v1/pods", handle, astop, on_error=on_error,
+                                                 params={"labelSelector": f"{RUN_LABEL}={run_id}"}, synced=asynced))
+            await asynced.wait()
+            synced.set()
+            while not stop.is_set():
+                view[:] = tl.counts
+                await asyncio.sleep(0.1)
+            view[:] = tl.counts
+            astop.set()
+            await asyncio.gather(task, return_exceptions=True)
+
+    try:
+        asyncio.run(main())
+    finally:
+        tmp = Path(out + ".tmp")
+        tl.frame().to_parquet(tmp, index=False)
+        tmp.rename(out)
+        errors_q.put(errors)
+
+
+class Watcher:
+    """Runs the timeline in a child process; ``counts[w, s]`` is live progress per workload and state."""
+
+    def __init__(self, creds: Credentials, run_id: str, workloads: list[str], out: Path) -> None:
+        ctx = mp.get_context("spawn")
+        self.out = out
+        self._shape = (len(workloads), len(STATES))
+        self._counts = ctx.Array("q", self._shape[0] * self._shape[1])
+        self._synced, self._stop = ctx.Event(), ctx.Event()
+        self._errors: Any = ctx.Queue()
+        self.errors: list[str] = []
+        self._proc = ctx.Process(target=_watch_main, name="kwokbench-watch", daemon=True,
+                                 args=(creds, run_id, workloads, str(out), self._counts, self._synced, self._stop,
+                                       self._errors))
+        self._proc.start()
+
+    def wait_synced(self, timeout: float = 60.0) -> bool:
+        return bool(self._synced.wait(timeout))
+
+    @property
+    def counts(self) -> np.ndarray:
+        with self._counts.get_lock():
+            raw: Any = self._counts.get_obj()
+            return np.frombuffer(raw, dtype=np.int64).reshape(self._shape).copy()
+
+    def count(self, workload: int, state: str) -> int:
+        return int(self.counts[workload, STATES.index(state)])
+
+    def stop(self, timeout: float = 120.0) -> list[str]:
+        """Stop the watch, wait for pods.parquet, return the recorded watch errors."""
+        self._stop.set()
+        with contextlib.suppress(Exception):
+            self.errors = self._errors.get(timeout=timeout)
+        self._proc.join(10)
+        if self._proc.is_alive():
+            self._proc.terminate()
+        return self.errors

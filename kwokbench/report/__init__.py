@@ -1,0 +1,1 @@
+"""Rendering of stored runs: terminal tables, charts, HTML and Markdown."""

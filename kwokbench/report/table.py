@@ -1,0 +1,49 @@
+"""The run summary as rows of text (the terminal table and the Markdown summary share it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _f(v: Any, unit: str = "", digits: int = 1) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}{unit}"
+    return f"{v}{unit}"
+
+
+def _ms(v: Any) -> str:
+    return "-" if v is None else f"{v * 1000:.0f} ms"
+
+
+def summary_rows(s: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    if not s:
+        return ["", ""], [["summary", "not available"]]
+    tp = s.get("throughput", {})
+    lat = s.get("latency", {}).get("created_to_scheduled", {})
+    rows = [
+        ["pods scheduled", f"{s.get('pods_scheduled', 0)} / {s.get('pods_expected', 0)}"],
+        ["throughput (avg over pending window)", _f(tp.get("average"), " pods/s")],
+        ["throughput per second p50 / p90 / p99 / max",
+         " / ".join(_f(tp.get("per_second", {}).get(k), "", 0) for k in ("p50", "p90", "p99", "max"))],
+        ["scheduling latency p50 / p90 / p99",
+         " / ".join(_ms(lat.get(k)) for k in ("p50", "p90", "p99"))],
+    ]
+    binding = s.get("binding_rate")
+    if binding:
+        rows.append(["binding rate (apiserver) avg / p99 / peak",
+                     " / ".join(_f(binding.get(k), "", 1) for k in ("average", "p99", "peak")) + " pods/s"])
+    for ph in s.get("submit", []):
+        ratio = ph.get("achieved_ratio")
+        rows.append([f"submit {ph['phase']}: achieved / target",
+                     f"{_f(ph.get('achieved_qps'))} / {_f(ph.get('target_qps'))} /s"
+                     + (f" ({ratio * 100:.1f}%)" if ratio else "")])
+        errors = ph.get("errors") or {}
+        if errors:
+            rows.append([f"submit {ph['phase']}: errors", ", ".join(f"{k}: {v}" for k, v in errors.items())])
+    for label in s.get("labels", []):
+        rows.append(["label", label])
+    if s.get("watch_errors"):
+        rows.append(["watch restarts", str(len(s["watch_errors"]))])
+    return ["metric", "value"], rows

@@ -1,0 +1,246 @@
+"""``kwokbench run``: scenario → cluster → load → timeline → store, for every scheduler variant.
+
+Record first, analyse later: the run writes raw per-request and per-pod records; the summary is a
+pure function of them (:mod:`kwokbench.summary`). Whatever happens (a timeout, a bad template
+discovered late, Ctrl-C), what was measured is stored and ``meta.json`` says how the run ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from kwokbench.cluster import ClusterInfo, ClusterOptions, Kwokctl, NodeGroup, bring_up
+from kwokbench.cluster.api import Api
+from kwokbench.cluster.kwokctl import UNLIMITED_BURST, UNLIMITED_QPS, free_port
+from kwokbench.cluster.nodes import wait_service_account
+from kwokbench.errors import ClusterError, KwokbenchError, ScenarioError
+from kwokbench.load.pacer import schedule, target_rate
+from kwokbench.load.submitter import RequestLog, Submission, SubmitJob
+from kwokbench.load.watcher import RUN_LABEL, STATES, WORKLOAD_LABEL, Watcher
+from kwokbench.progress import Reporter, Silent
+from kwokbench.scenario import Scenario, SchedulerSpec, WorkloadSpec
+from kwokbench.store import PODS, REQUESTS, SUMMARY, RunDir, host_info, load_run
+from kwokbench.summary import summarize
+from kwokbench.templates import ManifestFactory, resolve_template
+from kwokbench.toolchain import versions
+
+WAIT_STATE = {"created": "created", "scheduled": "scheduled", "running": "running", "completed": "finished"}
+STOCK_SCHEDULER_QPS, STOCK_SCHEDULER_BURST = 50, 100
+
+
+@dataclass
+class RunOptions:
+    out: Path = Path("reports")
+    cluster: str | None = None
+    """Reuse this existing kwokbench cluster instead of creating one per variant."""
+    keep_cluster: bool = False
+    submit_workers: int = 1
+    variants: list[str] = field(default_factory=list)
+    """Only these scheduler variants (default: all)."""
+
+
+@dataclass
+class VariantRun:
+    path: Path
+    status: str
+    summary: dict[str, Any] | None
+
+
+def _resolve(base: Path, p: str | None) -> Path | None:
+    if p is None:
+        return None
+    path = Path(p).expanduser()
+    path = path if path.is_absolute() else base / path
+    if not path.is_file():
+        raise ScenarioError(f"scheduler config {p}: no such file (relative to {base})")
+    return path
+
+
+def _factories(scenario: Scenario, base: Path, run_label: str) -> list[ManifestFactory]:
+    """Render every workload template once before any cluster exists: bad templates fail fast."""
+    out = []
+    for w in scenario.workloads:
+        f = ManifestFactory(resolve_template(w.template, base), w.params, w.name,
+                            labels={RUN_LABEL: run_label, WORKLOAD_LABEL: w.name})
+        if f.pods_per_object() == 0:
+            raise ScenarioError(f"workload {w.name}: template {w.template} makes a {f.kind}, not a Pod or Job")
+        out.append(f)
+    return out
+
+
+def fairness_manifest(scenario: Scenario, variant: SchedulerSpec, opts: ClusterOptions) -> dict[str, Any]:
+    """Everything that changes how fast a scheduler can go besides the scheduler itself."""
+    unlimited = not scenario.cluster.qps_limits
+    return {
+        "scheduler_client_qps": UNLIMITED_QPS if unlimited else STOCK_SCHEDULER_QPS,
+        "scheduler_client_burst": UNLIMITED_BURST if unlimited else STOCK_SCHEDULER_BURST,
+        "apiserver_max_requests_inflight": 0 if unlimited else 400,
+        "apiserver_max_mutating_requests_inflight": 0 if unlimited else 200,
+        "apiserver_priority_and_fairness": not unlimited,
+        "etcd_unsafe_no_fsync": True,
+        "gogc_apiserver_etcd": opts.gogc,
+        "kwok_parallelism": opts.kwok_parallelism,
+        "extra_args": [*scenario.cluster.extra_args, *[f"kube-scheduler={a}" for a in variant.extra_args]],
+        "scheduler_config": variant.config,
+    }
+
+
+def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
+                 reporter: Reporter | None = None, kwokctl: Kwokctl | None = None) -> list[VariantRun]:
+    rep = reporter or Silent()
+    k = kwokctl or Kwokctl()
+    variants = [v for v in scenario.schedulers if not opts.variants or v.name in opts.variants]
+    unknown = set(opts.variants) - {v.name for v in scenario.schedulers}
+    if unknown:
+        known = ", ".join(v.name for v in scenario.schedulers)
+        raise ScenarioError(f"unknown scheduler variant(s) {', '.join(sorted(unknown))} (scenario has: {known})")
+    if opts.cluster and len(variants) > 1:
+        raise ScenarioError("--cluster reuses one cluster, so it needs exactly one variant (use --variant)")
+    base = scenario_path.parent
+    _factories(scenario, base, "validate")
+    for v in variants:
+        _resolve(base, v.config)
+    for g in scenario.cluster.node_groups:
+        ManifestFactory(resolve_template(g.template, base), {**g.params, "group": g.name}, f"kb-{g.name}")
+    k.toolchain.install("auto", rep)
+    return [run_variant(scenario, base, v, opts, rep, k, multi=len(variants) > 1) for v in variants]
+
+
+def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: RunOptions, rep: Reporter,
+                k: Kwokctl, multi: bool = False) -> VariantRun:
+    rundir = RunDir.create(opts.out, scenario.name, variant.name if multi else None)
+    run_label = rundir.run_id.split("-")[1]
+    factories = _factories(scenario, base, run_label)
+    cluster_name = opts.cluster or f"kb-{run_label}"
+    sched_extra = [f"kube-scheduler={a}" for a in variant.extra_args]
+    copts = ClusterOptions(
+        name=cluster_name, qps_limits=scenario.cluster.qps_limits, scheduler_config=_resolve(base, variant.config),
+        prometheus_port=free_port() if scenario.cluster.prometheus else None,
+        extra_args=[*scenario.cluster.extra_args, *sched_extra])
+    phases: list[dict[str, Any]] = [
+              {"name": w.name, "template": w.template, "count": w.count, "target_qps": target_rate(w.arrival),
+               "pods_expected": w.count * f.pods_per_object(), "wait_for": w.wait_for}
+              for w, f in zip(scenario.workloads, factories, strict=True)]
+    rundir.write_meta({
+        "status": "running", "run_id": rundir.run_id, "run_label": run_label,
+        "started_at": datetime.now(UTC).isoformat(), "scenario": scenario.model_dump(mode="json"),
+        "scenario_file": str(base), "variant": variant.model_dump(mode="json"),
+        "toolchain": {"kwok": versions.KWOK, "kubernetes": versions.KUBERNETES, "etcd": versions.ETCD},
+        "host": host_info(), "fairness": fairness_manifest(scenario, variant, copts), "phases": phases,
+        "cluster": {"name": cluster_name, "reused": bool(opts.cluster),
+                    "nodes": sum(g.count for g in scenario.cluster.node_groups)},
+    })
+    rep.info(f"run {rundir.path}")
+    logs: list[pd.DataFrame] = []
+    watcher: Watcher | None = None
+    status, error = "failed", ""
+    created_cluster = False
+    try:
+        if opts.cluster:
+            if not k.exists(opts.cluster):
+                raise ClusterError(f"--cluster {opts.cluster}: no such kwokbench cluster (see `kwokbench status`)")
+            info = k.info(opts.cluster)
+        else:
+            groups = [NodeGroup(g.name, g.count, resolve_template(g.template, base), g.params)
+                      for g in scenario.cluster.node_groups]
+            info = bring_up(k, copts, groups, rep).cluster
+            created_cluster = True
+        rundir.update_meta(cluster={**read_cluster(info), "reused": bool(opts.cluster)})
+        _ensure_namespaces(info, {w.namespace for w in scenario.workloads})
+        watcher = Watcher(info.credentials(), run_label, [w.name for w in scenario.workloads], rundir.path / PODS)
+        if not watcher.wait_synced(60):
+            raise ClusterError("the pod watch did not start within 60s")
+        for i, (w, f) in enumerate(zip(scenario.workloads, factories, strict=True)):
+            log, timed_out = _run_phase(info, w, f, i, scenario.seed, opts, watcher, rep, phases[i]["pods_expected"])
+            logs.append(_log_frame(log, w.name))
+            phases[i].update(timed_out=timed_out, harness_cpu_seconds=log.cpu_seconds)
+        status = "complete"
+    except KeyboardInterrupt:
+        status, error = "interrupted", "interrupted by the user"
+        raise
+    except KwokbenchError as e:
+        status, error = "failed", str(e)
+        raise
+    finally:
+        watch_errors = watcher.stop() if watcher else []
+        requests = pd.concat(logs, ignore_index=True) if logs else _log_frame(RequestLog.empty(0), "")
+        rundir.write_frame(REQUESTS, requests)
+        stored = load_run(rundir.path)
+        expected = sum(p["pods_expected"] for p in phases)
+        summary = summarize(stored.pods, requests, phases, expected)
+        summary["watch_errors"] = watch_errors
+        rundir.write_json(SUMMARY, summary)
+        rundir.update_meta(status=status, error=error, ended_at=datetime.now(UTC).isoformat(), phases=phases)
+        if created_cluster and not opts.keep_cluster:
+            try:
+                k.delete(cluster_name, rep)
+            except KwokbenchError as e:
+                rep.warn(f"could not delete cluster {cluster_name}: {e}")
+    return VariantRun(rundir.path, status, summary)
+
+
+def read_cluster(info: ClusterInfo) -> dict[str, Any]:
+    """Where the cluster was, without any key material (paths only, never contents)."""
+    return {"name": info.name, "kubeconfig": str(info.kubeconfig), "metrics": info.metrics_endpoints()}
+
+
+def _ensure_namespaces(info: ClusterInfo, namespaces: set[str]) -> None:
+    async def go() -> None:
+        async with Api(info.credentials()) as api:
+            for ns in sorted(namespaces - {"default"}):
+                await api.json("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                              "metadata": {"name": ns}}, ok=(201, 409))
+    asyncio.run(go())
+    for ns in namespaces:
+        asyncio.run(wait_service_account(info.credentials(), ns))
+
+
+def _run_phase(info: ClusterInfo, w: WorkloadSpec, f: ManifestFactory, i: int, seed: int, opts: RunOptions,
+               watcher: Watcher, rep: Reporter, expected: int) -> tuple[RequestLog, bool]:
+    offsets = schedule(w.arrival, w.count, seed + i)
+    job = SubmitJob(info.credentials(), f.namespaced_path(w.namespace), f, offsets,
+                    t0=time.time() + 1.5, deadline=w.timeout_seconds)
+    sub = Submission(job, opts.submit_workers)
+    try:
+        with rep.counter(f"{w.name}: creating {w.count} {f.kind}s at {target_rate(w.arrival):g}/s", w.count) as adv:
+            _poll(lambda: sub.done >= w.count, lambda: adv(sub.done),
+                  timeout=float(offsets[-1]) + w.timeout_seconds + 30)
+        log = sub.result(timeout=w.timeout_seconds + 30)
+    finally:
+        sub.stop()
+    if w.wait_for == "none":
+        return log, False
+    state = WAIT_STATE[w.wait_for]
+    with rep.counter(f"{w.name}: waiting until {expected} pods are {state}", expected) as adv:
+        ok = _poll(lambda: watcher.count(i, state) >= expected, lambda: adv(watcher.count(i, state)),
+                   timeout=w.timeout_seconds)
+    if not ok:
+        counts = dict(zip(STATES, watcher.counts[i].tolist(), strict=True))
+        rep.warn(f"{w.name}: only {counts[state]}/{expected} pods {state} after {w.timeout_seconds:g}s ({counts})")
+    return log, not ok
+
+
+def _poll(done: Callable[[], bool], tick: Callable[[], None], timeout: float, every: float = 0.2) -> bool:
+    deadline = time.monotonic() + timeout
+    while True:
+        tick()
+        if done():
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(every)
+
+
+def _log_frame(log: RequestLog, phase: str) -> pd.DataFrame:
+    return pd.DataFrame({"phase": pd.Series([phase] * len(log.index), dtype="string"), "index": log.index,
+                         "scheduled": log.scheduled, "sent": log.sent, "latency": log.latency,
+                         "status": log.status.astype(np.int16)})

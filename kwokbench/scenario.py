@@ -1,0 +1,211 @@
+"""Scenario files: pydantic models, loading with YAML line numbers, and ``--set`` overrides.
+
+A scenario says what cluster to build, which scheduler variants to run, and which workload phases
+to submit at what arrival process. Every field has a description, so ``kwokbench schema`` gives
+editors a complete JSON Schema.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from kwokbench.errors import ScenarioError
+from kwokbench.toolchain import versions
+
+SCHEMA_VERSION = 1
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class NodeGroupSpec(_Model):
+    name: str = Field(pattern=DNS_LABEL, max_length=30,
+                      description="Group name; nodes are named kb-<group>-<i> and labelled kwokbench.io/node-group.")
+    count: int = Field(ge=0, le=100_000, description="Number of nodes in the group.")
+    template: str = Field("node", description="Node template: a path (relative to the scenario) or a builtin name.")
+    params: dict[str, Any] = Field(default_factory=dict, description=(
+        "Template variables, e.g. cpu, memory, pods, gpus, labels, taints for the builtin node template."))
+
+
+class ClusterSpec(_Model):
+    node_groups: list[NodeGroupSpec] = Field(min_length=1, description="Fake node groups to create.")
+    qps_limits: bool = Field(False, description=(
+        "Keep the components' default client QPS limits and apiserver priority & fairness. Off by default: "
+        "with stock limits the scheduler's client caps it near 50 pods/s."))
+    kubernetes_version: str = Field(versions.KUBERNETES, description=(
+        "Kubernetes version of the control plane; must be the toolchain's pinned version."))
+    prometheus: bool = Field(False, description="Also run Prometheus through kwokctl --prometheus-port.")
+    extra_args: list[str] = Field(default_factory=list, description=(
+        "kwokctl --extra-args entries, component=key=value (e.g. kube-apiserver=v=2)."))
+
+    @field_validator("kubernetes_version")
+    @classmethod
+    def _pinned(cls, v: str) -> str:
+        if v != versions.KUBERNETES:
+            raise ValueError(f"the toolchain provides Kubernetes {versions.KUBERNETES}, not {v}")
+        return v
+
+
+class SchedulerSpec(_Model):
+    name: str = Field("default", pattern=DNS_LABEL, max_length=30, description="Variant name, used in reports.")
+    config: str | None = Field(None, description=(
+        "KubeSchedulerConfiguration file (relative to the scenario). Client QPS/burst are set unlimited "
+        "unless cluster.qps_limits is true."))
+    extra_args: list[str] = Field(default_factory=list, description="Extra kube-scheduler flags, key=value.")
+
+
+class QpsArrival(_Model):
+    type: Literal["qps"] = Field("qps", description="Fixed rate: object i is due at t0 + i/qps (open loop).")
+    qps: float = Field(gt=0, le=100_000, description="Objects created per second.")
+
+
+class PoissonArrival(_Model):
+    type: Literal["poisson"] = Field(description="Poisson process: exponential gaps with mean 1/rate, seeded.")
+    rate: float = Field(gt=0, le=100_000, description="Mean objects per second.")
+
+
+class RampArrival(_Model):
+    type: Literal["ramp"] = Field(description="Rate rising linearly from start_qps to end_qps, then held.")
+    start_qps: float = Field(gt=0, le=100_000, description="Rate at t0.")
+    end_qps: float = Field(gt=0, le=100_000, description="Rate reached after duration_seconds.")
+    duration_seconds: float = Field(gt=0, description="Length of the ramp.")
+
+
+Arrival = Annotated[QpsArrival | PoissonArrival | RampArrival, Field(discriminator="type")]
+WaitFor = Literal["none", "created", "scheduled", "running", "completed"]
+
+
+class WorkloadSpec(_Model):
+    name: str = Field(pattern=DNS_LABEL, max_length=30, description="Phase name; objects are named <name>-<i>.")
+    template: str = Field("pod", description="Workload template (path relative to the scenario, or builtin: "
+                                              "pod, job, gpu-pod).")
+    count: int = Field(ge=1, le=1_000_000, description="Number of objects to create.")
+    namespace: str = Field("default", pattern=DNS_LABEL, description="Namespace (created when missing).")
+    params: dict[str, Any] = Field(default_factory=dict, description="Template variables.")
+    arrival: Arrival = Field(default_factory=lambda: QpsArrival(qps=100),
+                             description="When each object is created.")
+    wait_for: WaitFor = Field("scheduled", description=(
+        "What every pod of this phase must reach before the next phase starts."))
+    timeout_seconds: float = Field(300, gt=0, description="How long to wait for wait_for after the last create.")
+
+
+class Scenario(_Model):
+    schema_version: Literal[1] = Field(description="Format version of this file; must be 1.")
+    name: str = Field(pattern=DNS_LABEL, max_length=60, description="Scenario name; runs are stored under it.")
+    description: str = Field("", description="What this scenario measures.")
+    seed: int = Field(0, description="Seed of every random choice (arrival gaps), so a run is reproducible.")
+    cluster: ClusterSpec = Field(description="The simulated cluster.")
+    schedulers: list[SchedulerSpec] = Field(default_factory=lambda: [SchedulerSpec()], min_length=1,
+                                            description="Scheduler variants; each runs on a fresh identical cluster.")
+    workloads: list[WorkloadSpec] = Field(min_length=1, description="Workload phases, submitted in order.")
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> Scenario:
+        for what, names in (("workload", [w.name for w in self.workloads]),
+                            ("scheduler", [s.name for s in self.schedulers]),
+                            ("node group", [g.name for g in self.cluster.node_groups])):
+            dup = {n for n in names if names.count(n) > 1}
+            if dup:
+                raise ValueError(f"duplicate {what} name(s): {', '.join(sorted(dup))}")
+        return self
+
+
+def json_schema() -> dict[str, Any]:
+    return Scenario.model_json_schema()
+
+
+# ---- loading ---------------------------------------------------------------------------------------
+
+
+def _node_line(root: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
+    """1-based line of the YAML node at ``loc`` (or of its deepest existing ancestor)."""
+    node, line = root, (root.start_mark.line + 1 if root is not None else None)
+    for key in loc:
+        if isinstance(node, yaml.MappingNode):
+            nxt = next((v for k, v in node.value if getattr(k, "value", None) == key), None)
+            key_node = next((k for k, _ in node.value if getattr(k, "value", None) == key), None)
+            if nxt is None:
+                break
+            line = key_node.start_mark.line + 1 if key_node is not None else nxt.start_mark.line + 1
+            node = nxt
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def apply_overrides(doc: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """``path=value`` with dotted keys and list indices (``workloads.0.count=500``); YAML values."""
+    doc = copy.deepcopy(doc)
+    for item in overrides:
+        path, sep, raw = item.partition("=")
+        if not sep or not path:
+            raise ScenarioError(f"--set {item!r}: expected path=value")
+        try:
+            value = yaml.safe_load(raw) if raw else ""
+        except yaml.YAMLError as e:
+            raise ScenarioError(f"--set {item!r}: value is not valid YAML") from e
+        keys = path.split(".")
+        cur: Any = doc
+        for i, k in enumerate(keys):
+            last = i == len(keys) - 1
+            where = ".".join(keys[: i + 1])
+            if isinstance(cur, list):
+                if not k.isdigit() or int(k) >= len(cur):
+                    raise ScenarioError(f"--set {item!r}: {where}: no list item {k} (list has {len(cur)})")
+                if last:
+                    cur[int(k)] = value
+                else:
+                    cur = cur[int(k)]
+            elif isinstance(cur, dict):
+                if last:
+                    cur[k] = value
+                else:
+                    cur = cur.setdefault(k, {})
+            else:
+                raise ScenarioError(f"--set {item!r}: {'.'.join(keys[:i])} is not a mapping or list")
+    return doc
+
+
+def parse_scenario(text: str, source: str = "<scenario>", overrides: list[str] | None = None) -> Scenario:
+    """Validate scenario text; every problem is a ScenarioError naming file, line and field path."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        raise ScenarioError(f"{source}{where}: invalid YAML: {getattr(e, 'problem', None) or e}") from e
+    except (ValueError, RecursionError) as e:  # e.g. surrogates, absurd nesting
+        raise ScenarioError(f"{source}: invalid YAML: {e}") from e
+    if not isinstance(doc, dict):
+        raise ScenarioError(f"{source}: a scenario must be a YAML mapping, got {type(doc).__name__}")
+    doc = apply_overrides(doc, overrides or [])
+    try:
+        return Scenario.model_validate(doc)
+    except ValidationError as e:
+        lines = []
+        for err in e.errors(include_url=False):
+            loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and x in ("qps", "poisson", "ramp")
+                                                     and err["loc"][-1] != x))
+            line = _node_line(root, loc)
+            field = ".".join(str(x) for x in loc) or "(top level)"
+            lines.append(f"{source}{f':{line}' if line else ''}: {field}: {err['msg']}")
+        raise ScenarioError("\n".join(lines)) from None
+
+
+def load_scenario(path: Path, overrides: list[str] | None = None) -> Scenario:
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ScenarioError(f"cannot read scenario {path}: {getattr(e, 'strerror', None) or e}") from e
+    return parse_scenario(text, str(path), overrides)

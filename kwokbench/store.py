@@ -1,0 +1,161 @@
+"""Run directories: ``reports/<scenario>/<UTC time>-<id>[-<variant>]/`` with versioned files.
+
+- ``meta.json``: format version, status (running → complete | interrupted | failed), versions, host,
+  resolved scenario, scheduler variant and its client limits, phases.
+- ``requests.parquet``: one row per create request (scheduled/sent time, latency, status).
+- ``pods.parquet``: one row per pod of the timeline.
+- ``summary.json``: figures derived from the above (recomputable offline by ``report``).
+
+Every file is written to a temporary name and renamed, so a crash never leaves a torn file, and
+``meta.json`` is written first with status ``running`` so an interrupted run is still recognisable.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import secrets
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from kwokbench import __version__
+from kwokbench.errors import StoreError
+
+FORMAT_VERSION = 1
+META, SUMMARY, PODS, REQUESTS = "meta.json", "summary.json", "pods.parquet", "requests.parquet"
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; results are meant to be shared
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def host_info() -> dict[str, Any]:
+    import psutil
+
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"hostname": platform.node(), "cpu_model": cpu, "cpus": os.cpu_count(),
+            "memory_bytes": psutil.virtual_memory().total, "kernel": platform.release(),
+            "python": platform.python_version()}
+
+
+@dataclass
+class RunDir:
+    path: Path
+
+    @classmethod
+    def create(cls, root: Path, scenario: str, variant: str | None = None) -> RunDir:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        name = f"{stamp}-{secrets.token_hex(3)}" + (f"-{variant}" if variant else "")
+        path = root / scenario / name
+        try:
+            path.mkdir(parents=True)
+        except OSError as e:
+            raise StoreError(f"cannot create run directory {path}: {e.strerror}") from e
+        if not os.access(path, os.W_OK):
+            raise StoreError(f"run directory {path} is not writable")
+        return cls(path)
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    def write_json(self, name: str, obj: Any) -> None:
+        _atomic_write(self.path / name, orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY
+                                                     | orjson.OPT_NON_STR_KEYS))
+
+    def write_frame(self, name: str, df: Any) -> None:
+        import io
+
+        buf = io.BytesIO()
+        df.to_parquet(buf, index=False)
+        _atomic_write(self.path / name, buf.getvalue())
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        self.write_json(META, {"format_version": FORMAT_VERSION, "kwokbench_version": __version__, **meta})
+
+    def update_meta(self, **fields: Any) -> dict[str, Any]:
+        meta = read_meta(self.path)
+        meta.update(fields)
+        self.write_json(META, meta)
+        return meta
+
+
+def read_meta(path: Path) -> dict[str, Any]:
+    f = path / META
+    try:
+        meta = orjson.loads(f.read_bytes())
+    except FileNotFoundError:
+        raise StoreError(f"{path} is not a kwokbench run (no {META})") from None
+    except (OSError, orjson.JSONDecodeError) as e:
+        raise StoreError(f"{f}: unreadable: {e}") from e
+    if not isinstance(meta, dict):
+        raise StoreError(f"{f}: not a JSON object")
+    version = meta.get("format_version")
+    if version != FORMAT_VERSION:
+        raise StoreError(f"{f}: format version {version!r} is not supported by kwokbench {__version__} "
+                         f"(it reads version {FORMAT_VERSION})")
+    return meta
+
+
+@dataclass
+class StoredRun:
+    path: Path
+    meta: dict[str, Any]
+    summary: dict[str, Any] | None
+    pods: Any
+    requests: Any
+
+    @property
+    def label(self) -> str:
+        return f"{self.meta.get('variant', {}).get('name', '?')}:{self.path.name}"
+
+
+def load_run(path: Path) -> StoredRun:
+    import pandas as pd
+
+    meta = read_meta(path)
+    summary = orjson.loads((path / SUMMARY).read_bytes()) if (path / SUMMARY).exists() else None
+
+    def frame(name: str) -> Any:
+        try:
+            return pd.read_parquet(path / name) if (path / name).exists() else pd.DataFrame()
+        except (OSError, ValueError) as e:
+            raise StoreError(f"{path / name}: unreadable parquet: {e}") from e
+
+    return StoredRun(path, meta, summary, frame(PODS), frame(REQUESTS))
+
+
+def find_runs(paths: list[Path]) -> list[Path]:
+    """Run directories named directly, or every run below a folder (e.g. a scenario's folder)."""
+    out: list[Path] = []
+    for p in paths:
+        if (p / META).exists():
+            out.append(p)
+        elif p.is_dir():
+            found = sorted(m.parent for m in p.rglob(META))
+            if not found:
+                raise StoreError(f"{p}: no kwokbench runs below it")
+            out += found
+        else:
+            raise StoreError(f"{p}: no such run directory")
+    return out

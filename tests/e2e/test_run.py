@@ -1,0 +1,81 @@
+"""`kwokbench run` against a real cluster: every pod submitted is seen, bound, and counted consistently."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from kwokbench.cluster import ClusterInfo
+from kwokbench.store import load_run
+from tests.conftest import REPO, assert_one_line_error, kwokbench
+
+
+def _only_run(out: Path, scenario: str) -> Path:
+    runs = [p for p in (out / scenario).iterdir() if p.is_dir()]
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def test_quickstart_sized_run_every_pod_seen_bound_and_counted(cluster: ClusterInfo, tmp_path: Path) -> None:
+    res = kwokbench("run", str(REPO / "scenarios/quickstart.yaml"), "--cluster", cluster.name, "--out", str(tmp_path),
+                    "--set", "workloads.0.count=600", "--set", "workloads.0.arrival.qps=200",
+                    "--set", "workloads.0.wait_for=running", check=True)
+    assert "pods scheduled" in res.stdout and "600 / 600" in res.stdout
+    run = load_run(_only_run(tmp_path, "quickstart"))
+    assert run.meta["status"] == "complete"
+    assert run.meta["fairness"]["scheduler_client_qps"] == 5000
+    assert run.meta["toolchain"]["kubernetes"].startswith("v1.36")
+    # every submitted pod: one 201 request, one timeline row, bound to one of the cluster's nodes
+    req, pods = run.requests, run.pods
+    assert len(req) == 600 and (req["status"] == 201).all()
+    assert sorted(pods["name"]) == sorted(f"pods-{i}" for i in range(600))
+    assert pods["scheduled"].notna().all() and pods["running"].notna().all()
+    assert pods["node"].str.startswith("kb-default-").all()
+    assert (pods["scheduled"] >= pods["created"]).all()
+    s = run.summary
+    assert s is not None
+    assert s["pods_scheduled"] == s["pods_expected"] == len(pods) == 600
+    assert s["throughput"]["average"] > 0
+    sub = s["submit"][0]
+    assert sub["created"] == 600 and sub["errors"] == {}
+    assert 0.8 < sub["achieved_ratio"] < 1.05  # precision is measured by benchmarks/bench_submit.py
+    # open loop: request i was due at t0 + i/200
+    sched = req.sort_values("index")["scheduled"].to_numpy()
+    assert abs((sched[-1] - sched[0]) - 599 / 200) < 1e-6
+    # nothing secret is stored
+    for f in run.path.iterdir():
+        assert b"PRIVATE KEY" not in f.read_bytes()
+
+
+def test_job_phase_pods_come_from_the_controller_manager(cluster: ClusterInfo, tmp_path: Path) -> None:
+    kwokbench("run", str(REPO / "scenarios/batch-jobs.yaml"), "--cluster", cluster.name, "--out", str(tmp_path),
+              "--set", "workloads.0.count=4", "--set", "workloads.0.params={parallelism: 3, completions: 3}",
+              "--set", "workloads.0.namespace=batch", check=True)
+    run = load_run(_only_run(tmp_path, "batch-jobs"))
+    assert run.meta["status"] == "complete"
+    pods: pd.DataFrame = run.pods
+    assert len(pods) == 12
+    assert set(pods["namespace"]) == {"batch"}
+    # pods are named by the Job controller, <job>-<suffix>, and finished through kwok's stages
+    assert {n.rsplit("-", 1)[0] for n in pods["name"]} == {f"jobs-{i}" for i in range(4)}
+    assert pods["finished"].notna().all() and set(pods["phase"]) == {"Succeeded"}
+    assert run.summary is not None and run.summary["pods_finished"] == 12
+
+
+def test_run_with_bad_template_variable_stores_nothing_and_exits_2(cluster: ClusterInfo, tmp_path: Path) -> None:
+    scen = tmp_path / "s.yaml"
+    (tmp_path / "t.yaml.j2").write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: '{{ name }}-{{ nope }}'}\n")
+    scen.write_text(json.dumps({"schema_version": 1, "name": "bad", "cluster": {"node_groups": [
+        {"name": "a", "count": 1}]}, "workloads": [{"name": "w", "template": "t.yaml.j2", "count": 1}]}))
+    res = kwokbench("run", str(scen), "--cluster", cluster.name, "--out", str(tmp_path / "out"))
+    assert_one_line_error(res, "'nope' is undefined")
+    assert not (tmp_path / "out").exists()
+
+
+def test_run_unknown_cluster_keeps_the_failed_run(tmp_path: Path) -> None:
+    res = kwokbench("run", str(REPO / "scenarios/quickstart.yaml"), "--cluster", "nope", "--out", str(tmp_path))
+    assert_one_line_error(res, "--cluster nope: no such kwokbench cluster")
+    run = load_run(_only_run(tmp_path, "quickstart"))
+    assert run.meta["status"] == "failed" and "no such kwokbench cluster" in run.meta["error"]

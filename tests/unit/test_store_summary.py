@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kwokbench.errors import StoreError
+from kwokbench.load.watcher import Timeline
+from kwokbench.store import RunDir, find_runs, load_run, read_meta
+from kwokbench.summary import per_second, summarize, throughput
+
+
+def test_run_dir_is_versioned_and_refuses_unknown(tmp_path: Path) -> None:
+    rd = RunDir.create(tmp_path, "sc")
+    rd.write_meta({"status": "running"})
+    assert read_meta(rd.path)["format_version"] == 1
+    rd.update_meta(status="complete")
+    assert load_run(rd.path).meta["status"] == "complete"
+    (rd.path / "meta.json").write_text(json.dumps({"format_version": 99}))
+    with pytest.raises(StoreError, match="format version 99 is not supported"):
+        read_meta(rd.path)
+    with pytest.raises(StoreError, match="not a kwokbench run"):
+        read_meta(tmp_path)
+    assert find_runs([tmp_path]) == [rd.path]
+    with pytest.raises(StoreError, match="no such run directory"):
+        find_runs([tmp_path / "nope"])
+
+
+def test_unwritable_reports_dir(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("a file where the reports folder should be")  # fails even for root
+    with pytest.raises(StoreError, match="cannot create run directory"):
+        RunDir.create(tmp_path / "file", "sc")
+
+
+def _ev(name: str, node: str = "", phase: str = "Pending", wl: str = "a") -> dict[str, object]:
+    return {"metadata": {"namespace": "ns", "name": name, "labels": {"kwokbench.io/workload": wl}},
+            "spec": {"nodeName": node} if node else {}, "status": {"phase": phase}}
+
+
+def test_timeline_first_observation_wins_and_relist_is_idempotent() -> None:
+    tl = Timeline(["a", "b"])
+    tl.handle("ADDED", _ev("p1"), 10.0)
+    tl.handle("MODIFIED", _ev("p1", "n1"), 10.5)
+    tl.handle("MODIFIED", _ev("p1", "n1", "Running"), 10.7)
+    tl.handle("SYNC", _ev("p1", "n1", "Running"), 20.0)  # relist after 410: nothing moves
+    tl.handle("SYNC", _ev("p2", "n2", "Running", wl="b"), 21.0)  # first seen via a list: flagged
+    tl.handle("ADDED", {"metadata": {"name": "other", "labels": {}}}, 1.0)  # not ours
+    df = tl.frame()
+    p1 = df[df.name == "p1"].iloc[0]
+    assert (p1.created, p1.scheduled, p1.running) == (10.0, 10.5, 10.7)
+    assert not p1.from_list and df[df.name == "p2"].iloc[0].from_list
+    assert tl.counts.tolist() == [[1, 1, 1, 0], [1, 1, 1, 0]]
+    assert len(df) == 2
+
+
+def test_throughput_excludes_idle_tails() -> None:
+    created = np.arange(100) / 100.0 + 1000.0  # 100 pods over 1 s
+    pods = pd.DataFrame({"created": created, "scheduled": created + 0.5, "running": np.nan, "finished": np.nan,
+                         "from_list": False})
+    tp = throughput(pods)
+    assert tp["pods_scheduled"] == 100
+    assert tp["average"] == pytest.approx(100 / 1.49, rel=0.01)
+    assert per_second(np.array([0.1, 0.2, 1.5, np.nan]), 0, 2).tolist() == [2.0, 1.0]
+
+
+def test_summary_counts_errors_and_achieved_rate() -> None:
+    pods = pd.DataFrame({"created": [1.0, 2.0], "scheduled": [1.1, np.nan], "running": [1.2, np.nan],
+                         "finished": [np.nan, np.nan], "from_list": [False, False]})
+    req = pd.DataFrame({"phase": ["a"] * 4, "scheduled": [0.0, 0.01, 0.02, 0.03], "sent": [0.0, 0.01, 0.02, 0.03],
+                        "latency": [0.01] * 4, "status": [201, 201, 429, -1]})
+    s = summarize(pods, req, [{"name": "a", "target_qps": 100.0}], expected_pods=4)
+    assert s["pods_scheduled"] == 1 and s["pods_unscheduled"] == 3
+    sub = s["submit"][0]
+    assert sub["created"] == 2 and sub["errors"] == {"429": 1, "connection error": 1} and sub["throttled_429"] == 1
+    assert sub["achieved_qps"] == pytest.approx(100.0)
+    assert s["latency"]["created_to_scheduled"]["p50"] == pytest.approx(0.1)
