@@ -260,6 +260,7 @@ def run_cmd(
     out: Annotated[Path, typer.Option(help="Root folder for run directories.")] = Path("reports"),
     variant: Annotated[list[str] | None, typer.Option(help="Only this scheduler variant (repeatable).")] = None,
     submit_workers: Annotated[int, typer.Option(min=1, max=16, help="Submitter processes.")] = 1,
+    scrape_interval: Annotated[float, typer.Option(min=0, help="Seconds between /metrics scrapes (0: off).")] = 1.0,
 ) -> None:
     """Run a scenario: cluster up, submit at the target rate, record pod timelines, store, summarise."""
     import signal
@@ -276,7 +277,7 @@ def run_cmd(
 
     signal.signal(signal.SIGTERM, on_term)
     opts = RunOptions(out=out, cluster=cluster, keep_cluster=keep_cluster, submit_workers=submit_workers,
-                      variants=variant or [])
+                      variants=variant or [], scrape_interval=scrape_interval)
     results = run_scenario(sc, file, opts, console.RichReporter())
     for r in results:
         columns, rows = summary_rows(r.summary or {})

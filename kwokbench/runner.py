@@ -28,8 +28,10 @@ from kwokbench.load.submitter import RequestLog, Submission, SubmitJob
 from kwokbench.load.watcher import RUN_LABEL, STATES, WORKLOAD_LABEL, Watcher
 from kwokbench.progress import Reporter, Silent
 from kwokbench.scenario import Scenario, SchedulerSpec, WorkloadSpec
-from kwokbench.store import PODS, REQUESTS, SUMMARY, RunDir, host_info, load_run
-from kwokbench.summary import summarize
+from kwokbench.metrics.derive import derive
+from kwokbench.metrics.scrape import Scraper, cluster_endpoints
+from kwokbench.store import BINDING_RATE, PODS, REQUESTS, SUMMARY, RunDir, host_info, load_run
+from kwokbench.summary import POD_COLUMNS, summarize, with_columns
 from kwokbench.templates import ManifestFactory, resolve_template
 from kwokbench.toolchain import versions
 
@@ -44,6 +46,8 @@ class RunOptions:
     """Reuse this existing kwokbench cluster instead of creating one per variant."""
     keep_cluster: bool = False
     submit_workers: int = 1
+    scrape_interval: float = 1.0
+    """Seconds between /metrics scrapes of every component (0 disables scraping)."""
     variants: list[str] = field(default_factory=list)
     """Only these scheduler variants (default: all)."""
 
@@ -142,6 +146,8 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
     rep.info(f"run {rundir.path}")
     logs: list[pd.DataFrame] = []
     watcher: Watcher | None = None
+    scraper: Scraper | None = None
+    scrape_stats: dict[str, Any] = {}
     status, error = "failed", ""
     created_cluster = False
     try:
@@ -156,6 +162,10 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
             created_cluster = True
         rundir.update_meta(cluster={**read_cluster(info), "reused": bool(opts.cluster)})
         _ensure_namespaces(info, {w.namespace for w in scenario.workloads})
+        if opts.scrape_interval > 0:
+            scraper = Scraper(cluster_endpoints(info), k.pids(info.name), rundir.path, opts.scrape_interval)
+            if not scraper.wait_started(60):
+                raise ClusterError("the metrics scraper did not start within 60s")
         watcher = Watcher(info.credentials(), run_label, [w.name for w in scenario.workloads], rundir.path / PODS)
         if not watcher.wait_synced(60):
             raise ClusterError("the pod watch did not start within 60s")
@@ -172,12 +182,16 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
         raise
     finally:
         watch_errors = watcher.stop() if watcher else []
+        if scraper is not None:
+            scrape_stats = scraper.stop()
         requests = pd.concat(logs, ignore_index=True) if logs else _log_frame(RequestLog.empty(0), "")
         rundir.write_frame(REQUESTS, requests)
         stored = load_run(rundir.path)
         expected = sum(p["pods_expected"] for p in phases)
         summary = summarize(stored.pods, requests, phases, expected)
         summary["watch_errors"] = watch_errors
+        if scraper is not None:
+            summary.update(_metrics_summary(rundir, stored.pods, copts, scenario, scrape_stats))
         rundir.write_json(SUMMARY, summary)
         rundir.update_meta(status=status, error=error, ended_at=datetime.now(UTC).isoformat(), phases=phases)
         if created_cluster and not opts.keep_cluster:
@@ -186,6 +200,16 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
             except KwokbenchError as e:
                 rep.warn(f"could not delete cluster {cluster_name}: {e}")
     return VariantRun(rundir.path, status, summary)
+
+
+def _metrics_summary(rundir: RunDir, pods: pd.DataFrame, copts: ClusterOptions, scenario: Scenario,
+                     scrape_stats: dict[str, Any]) -> dict[str, Any]:
+    """Parse the raw scrapes (after the run, off the hot path) into series and summary figures."""
+    client_qps = UNLIMITED_QPS if not scenario.cluster.qps_limits else STOCK_SCHEDULER_QPS
+    rate, section = derive(rundir.path, with_columns(pods, POD_COLUMNS), client_qps)
+    rundir.write_frame(BINDING_RATE, rate)
+    section["scrapes"] = scrape_stats
+    return section
 
 
 def read_cluster(info: ClusterInfo) -> dict[str, Any]:

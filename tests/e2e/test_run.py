@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from kwokbench.cluster import ClusterInfo
+from kwokbench.cluster import ClusterInfo, Kwokctl
 from kwokbench.store import load_run
 from tests.conftest import REPO, assert_one_line_error, kwokbench
 
@@ -44,9 +44,38 @@ def test_quickstart_sized_run_every_pod_seen_bound_and_counted(cluster: ClusterI
     # open loop: request i was due at t0 + i/200
     sched = req.sort_values("index")["scheduled"].to_numpy()
     assert abs((sched[-1] - sched[0]) - 599 / 200) < 1e-6
+    # metrics: the apiserver's binding counter agrees with the timeline; scheduler histograms present
+    assert s["binding_rate"]["available"] and s["binding_rate"]["average"] > 0
+    assert s["cross_check"]["bindings_from_metric"] == 600 and s["cross_check"]["agrees"]
+    rate = pd.read_parquet(run.path / "binding_rate.parquet")
+    assert rate["rate"].max() > 0 and rate["rate"].sum() > 0
+    assert s["scheduler"]["schedule_attempts"]["scheduled"] == 600
+    assert s["scheduler"]["scheduling_attempt_duration_seconds"]["count"] == 600
+    assert {"Filter", "Score", "Bind"} <= set(s["scheduler"]["extension_point_duration_seconds"])
+    assert set(s["processes"]) == {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
+                                   "kwok-controller"}
+    assert s["processes"]["kube-apiserver"]["cpu_seconds"] > 0
+    assert s["scrapes"]["scrapes"] >= 3 and s["scrapes"]["failed"] == 0
+    assert not [lb for lb in s["labels"] if lb.startswith("client-bound")]
     # nothing secret is stored
-    for f in run.path.iterdir():
-        assert b"PRIVATE KEY" not in f.read_bytes()
+    for f in run.path.rglob("*"):
+        assert f.is_dir() or b"PRIVATE KEY" not in f.read_bytes()
+
+
+def test_stock_client_limits_are_labelled_client_bound(tmp_path: Path, kwokctl: Kwokctl) -> None:
+    """With kwokctl's default limits the scheduler's client (50 QPS) caps the binding rate."""
+    res = kwokbench("run", str(REPO / "scenarios/quickstart.yaml"), "--out", str(tmp_path),
+                    "--set", "cluster.qps_limits=true", "--set", "cluster.node_groups.0.count=20",
+                    "--set", "workloads.0.count=500", "--set", "workloads.0.arrival.qps=250", check=True)
+    run = load_run(_only_run(tmp_path, "quickstart"))
+    s = run.summary
+    assert s is not None and s["pods_scheduled"] == 500
+    assert run.meta["fairness"]["scheduler_client_qps"] == 50
+    labels = [lb for lb in s["labels"] if lb.startswith("client-bound")]
+    assert labels, (s["labels"], s["binding_rate"])
+    assert "client-bound" in res.stdout
+    assert 40 < s["binding_rate"]["p50"] < 60
+    assert not kwokctl.names() or all(not n.startswith("kb-") for n in kwokctl.names())  # torn down
 
 
 def test_job_phase_pods_come_from_the_controller_manager(cluster: ClusterInfo, tmp_path: Path) -> None:
