@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTHON ?= python3
 
-.PHONY: install tools test demo bench clean
+.PHONY: install system-deps tools test demo bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,10 +14,17 @@ $(BIN)/.installed: pyproject.toml
 
 install: $(BIN)/.installed
 
+# Debian's prometheus (for --prometheus and its e2e test) and chromium (report e2e); skipped when present
+system-deps:
+	@command -v prometheus >/dev/null || { \
+	  echo "installing Debian's prometheus package"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus) \
+	    >/dev/null || { echo "could not install prometheus (need root and apt)"; exit 1; }; }
+
 tools: install
 	$(BIN)/kwokbench tools install
 
-test: tools
+test: tools system-deps
 	$(BIN)/ruff check kwokbench tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/pytest

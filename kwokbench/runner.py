@@ -26,10 +26,11 @@ from kwokbench.errors import ClusterError, KwokbenchError, ScenarioError
 from kwokbench.load.pacer import schedule, target_rate
 from kwokbench.load.submitter import RequestLog, Submission, SubmitJob
 from kwokbench.load.watcher import RUN_LABEL, STATES, WORKLOAD_LABEL, Watcher
+from kwokbench.metrics.derive import derive
+from kwokbench.metrics.prometheus import query_run
+from kwokbench.metrics.scrape import Scraper, cluster_endpoints
 from kwokbench.progress import Reporter, Silent
 from kwokbench.scenario import Scenario, SchedulerSpec, WorkloadSpec
-from kwokbench.metrics.derive import derive
-from kwokbench.metrics.scrape import Scraper, cluster_endpoints
 from kwokbench.store import BINDING_RATE, PODS, REQUESTS, SUMMARY, RunDir, host_info, load_run
 from kwokbench.summary import POD_COLUMNS, summarize, with_columns
 from kwokbench.templates import ManifestFactory, resolve_template
@@ -192,6 +193,12 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
         summary["watch_errors"] = watch_errors
         if scraper is not None:
             summary.update(_metrics_summary(rundir, stored.pods, copts, scenario, scrape_stats))
+        if copts.prometheus_port and created_cluster and len(stored.pods):
+            rep.info("querying Prometheus for the independent binding-rate cross-check")
+            prom = query_run(copts.prometheus_port, float(stored.pods["created"].min()),
+                             float(stored.pods["scheduled"].max()))
+            rundir.write_json("prometheus.json", prom)
+            summary["prometheus"] = {k: v for k, v in prom.items() if k != "series"}
         rundir.write_json(SUMMARY, summary)
         rundir.update_meta(status=status, error=error, ended_at=datetime.now(UTC).isoformat(), phases=phases)
         if created_cluster and not opts.keep_cluster:

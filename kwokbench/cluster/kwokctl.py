@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -23,7 +24,7 @@ import psutil
 import yaml
 
 from kwokbench.cluster.kubeconfig import Credentials
-from kwokbench.errors import ClusterError, ScenarioError
+from kwokbench.errors import ClusterError, ScenarioError, ToolchainError
 from kwokbench.progress import Reporter, Silent
 from kwokbench.toolchain import Toolchain
 
@@ -200,6 +201,8 @@ class Kwokctl:
             raise ClusterError(f"apiserver port {opts.apiserver_port} is already in use on this machine")
         if opts.prometheus_port and port_in_use(opts.prometheus_port):
             raise ClusterError(f"prometheus port {opts.prometheus_port} is already in use on this machine")
+        if opts.prometheus_port and not shutil.which("prometheus"):
+            raise ToolchainError("--prometheus needs a prometheus binary on PATH (Debian: apt-get install prometheus)")
 
         keys = ["kubeApiserverPort", "kubeSchedulerPort", "kubeControllerManagerPort", "kwokControllerPort",
                 "etcdPort", "etcdPeerPort"]
@@ -245,8 +248,6 @@ class Kwokctl:
             finally:
                 _kill_survivors(pids)
                 if self.cluster_dir(name).exists():
-                    import shutil
-
                     shutil.rmtree(self.cluster_dir(name), ignore_errors=True)
         return list(pids.values())
 

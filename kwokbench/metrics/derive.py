@@ -247,22 +247,24 @@ def derive(run_dir: Path, pods: pd.DataFrame, client_qps: float | None) -> tuple
         out["cross_check"] = {"bindings_from_metric": total, "pods_scheduled_in_timeline": scheduled,
                               "relative_difference": diff, "agrees": diff <= 0.01}
     out["scheduler"] = {
-        "schedule_attempts": counter_increase(series, "kube-scheduler", "scheduler_schedule_attempts_total", by="result"),
+        "schedule_attempts": counter_increase(series, "kube-scheduler", "scheduler_schedule_attempts_total",
+                                              by="result"),
         "scheduling_attempt_duration_seconds": histogram_quantiles(
             series, "kube-scheduler", "scheduler_scheduling_attempt_duration_seconds", result="scheduled"),
         "pod_scheduling_sli_duration_seconds": histogram_quantiles(
             series, "kube-scheduler", "scheduler_pod_scheduling_sli_duration_seconds"),
         "extension_point_duration_seconds": histogram_quantiles(
-            series, "kube-scheduler", "scheduler_framework_extension_point_duration_seconds", group_by="extension_point"),
+            series, "kube-scheduler", "scheduler_framework_extension_point_duration_seconds",
+            group_by="extension_point"),
         "pending_pods_max": {q: float(v) for q, v in _select(series, "kube-scheduler", "scheduler_pending_pods")
                              .assign(q=lambda d: d["labels"].map(lambda x: json.loads(x).get("queue", "")))
                              .groupby("q")["value"].max().items()} if len(series) else {},
     }
     out["apiserver"] = {
-        "create_pod_latency_seconds": histogram_quantiles(series, "kube-apiserver", "apiserver_request_duration_seconds",
-                                                          subresource=""),
-        "binding_latency_seconds": histogram_quantiles(series, "kube-apiserver", "apiserver_request_duration_seconds",
-                                                       subresource="binding"),
+        "create_pod_latency_seconds": histogram_quantiles(
+            series, "kube-apiserver", "apiserver_request_duration_seconds", subresource=""),
+        "binding_latency_seconds": histogram_quantiles(
+            series, "kube-apiserver", "apiserver_request_duration_seconds", subresource="binding"),
         "create_pod_responses": counter_increase(series, "kube-apiserver", BINDING_TOTAL, by="code", subresource=""),
     }
     out["apiserver"]["throttled_429"] = out["apiserver"]["create_pod_responses"].get("429", 0.0)

@@ -55,7 +55,7 @@ def read_snapshots(path: Path) -> Iterator[Snapshot]:
     with path.open("rb") as f, zstandard.ZstdDecompressor().stream_reader(f) as r:
         import io
 
-        buf = io.BufferedReader(r)  # type: ignore[arg-type]
+        buf = io.BufferedReader(r)
         while True:
             head = buf.readline()
             if not head:
@@ -117,10 +117,9 @@ def _scrape_main(endpoints: list[Endpoint], pids: dict[str, int], out: str, inte
         def sample_procs() -> None:
             t = time.time()
             for comp, p in procs.items():
-                with contextlib.suppress(psutil.Error):
-                    with p.oneshot():
-                        c = p.cpu_times()
-                        rows.append((t, comp, c.user + c.system, p.memory_info().rss))
+                with contextlib.suppress(psutil.Error), p.oneshot():
+                    c = p.cpu_times()
+                    rows.append((t, comp, c.user + c.system, p.memory_info().rss))
 
         try:
             started.set()
@@ -144,7 +143,7 @@ def _scrape_main(endpoints: list[Endpoint], pids: dict[str, int], out: str, inte
         asyncio.run(main())
     finally:
         for w in writers.values():
-            w.close()
+            w.close()  # type: ignore[no-untyped-call]
         import pandas as pd
 
         df = pd.DataFrame(rows, columns=["t", "component", "cpu_seconds", "rss_bytes"])

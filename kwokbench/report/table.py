@@ -34,6 +34,20 @@ def summary_rows(s: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     if binding:
         rows.append(["binding rate (apiserver) avg / p99 / peak",
                      " / ".join(_f(binding.get(k), "", 1) for k in ("average", "p99", "peak")) + " pods/s"])
+    cc = s.get("cross_check")
+    if cc:
+        rows.append(["cross-check: bindings (metric) vs scheduled (watch)",
+                     f"{cc['bindings_from_metric']:.0f} vs {cc['pods_scheduled_in_timeline']}"
+                     + ("" if cc["agrees"] else f"  MISMATCH {cc['relative_difference'] * 100:.1f}%")])
+    prom = s.get("prometheus")
+    if prom:
+        rows.append(["binding rate (Prometheus, 15 s scrapes) avg / peak",
+                     f"{_f(prom.get('average'))} / {_f(prom.get('peak'))} pods/s" if prom.get("available")
+                     else prom.get("reason", "unavailable")])
+    sched = (s.get("scheduler") or {}).get("scheduling_attempt_duration_seconds") or {}
+    if sched.get("count"):
+        rows.append(["scheduling attempt duration p50 / p99 (scheduler)",
+                     f"{_ms(sched.get('p50'))} / {_ms(sched.get('p99'))}"])
     for ph in s.get("submit", []):
         ratio = ph.get("achieved_ratio")
         rows.append([f"submit {ph['phase']}: achieved / target",

@@ -329,6 +329,9 @@ class Toolchain:
             "kwokControllerBinary": str(self.path("kwok")),
             "quietPull": True,
         }
+        prom = shutil.which("prometheus")
+        if prom:
+            opts["prometheusBinary"] = prom
         if mode == "source":
             kube = self.components[2].dir(self.cache)
             opts.update({

@@ -78,6 +78,17 @@ def test_stock_client_limits_are_labelled_client_bound(tmp_path: Path, kwokctl: 
     assert not kwokctl.names() or all(not n.startswith("kb-") for n in kwokctl.names())  # torn down
 
 
+def test_prometheus_cross_check(tmp_path: Path) -> None:
+    kwokbench("run", str(REPO / "scenarios/quickstart.yaml"), "--out", str(tmp_path),
+              "--set", "cluster.prometheus=true", "--set", "cluster.node_groups.0.count=10",
+              "--set", "workloads.0.count=400", "--set", "workloads.0.arrival.qps=40", check=True)
+    run = load_run(_only_run(tmp_path, "quickstart"))
+    prom = json.loads((run.path / "prometheus.json").read_text())
+    assert prom["available"], prom
+    assert prom["peak"] > 0 and prom["series"]
+    assert run.summary is not None and run.summary["prometheus"]["available"]
+
+
 def test_job_phase_pods_come_from_the_controller_manager(cluster: ClusterInfo, tmp_path: Path) -> None:
     kwokbench("run", str(REPO / "scenarios/batch-jobs.yaml"), "--cluster", cluster.name, "--out", str(tmp_path),
               "--set", "workloads.0.count=4", "--set", "workloads.0.params={parallelism: 3, completions: 3}",
