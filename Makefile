@@ -15,11 +15,14 @@ $(BIN)/.installed: pyproject.toml
 install: $(BIN)/.installed
 
 # Debian's prometheus (for --prometheus and its e2e test) and chromium (report e2e); skipped when present
+DEBS := prometheus chromium chromium-driver
 system-deps:
-	@command -v prometheus >/dev/null || { \
-	  echo "installing Debian's prometheus package"; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus) \
-	    >/dev/null || { echo "could not install prometheus (need root and apt)"; exit 1; }; }
+	@missing=""; for b in prometheus chromium chromedriver; do command -v $$b >/dev/null || missing=1; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages: $(DEBS)"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEBS)) \
+	    >/dev/null || { echo "could not install $(DEBS) (need root and apt)"; exit 1; }; \
+	fi
 
 tools: install
 	$(BIN)/kwokbench tools install

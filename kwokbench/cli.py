@@ -261,6 +261,8 @@ def run_cmd(
     variant: Annotated[list[str] | None, typer.Option(help="Only this scheduler variant (repeatable).")] = None,
     submit_workers: Annotated[int, typer.Option(min=1, max=16, help="Submitter processes.")] = 1,
     scrape_interval: Annotated[float, typer.Option(min=0, help="Seconds between /metrics scrapes (0: off).")] = 1.0,
+    repeat: Annotated[int, typer.Option(min=1, max=100, help="Runs per variant (fresh cluster each, "
+                                        "variants interleaved).")] = 1,
 ) -> None:
     """Run a scenario: cluster up, submit at the target rate, record pod timelines, store, summarise."""
     import signal
@@ -277,12 +279,78 @@ def run_cmd(
 
     signal.signal(signal.SIGTERM, on_term)
     opts = RunOptions(out=out, cluster=cluster, keep_cluster=keep_cluster, submit_workers=submit_workers,
-                      variants=variant or [], scrape_interval=scrape_interval)
+                      variants=variant or [], scrape_interval=scrape_interval, repeat=repeat)
     results = run_scenario(sc, file, opts, console.RichReporter())
     for r in results:
         columns, rows = summary_rows(r.summary or {})
         console.table(f"{sc.name} / {r.path.name} ({r.status})", columns, rows)
         console.out.print(f"stored in {r.path}")
+
+
+def _load(paths: list[Path]) -> list[Any]:
+    from kwokbench.store import find_runs, load_run
+
+    return [load_run(p) for p in find_runs(paths)]
+
+
+@app.command()
+@handled
+def report(
+    runs: Annotated[list[Path], typer.Argument(help="Run directories, or folders holding runs.")],
+    baseline: Annotated[list[Path] | None, typer.Option(help="Baseline run(s) or folder; deltas with "
+                                                       "confidence intervals are shown against them.")] = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Output folder.")] = Path("reports/report"),
+    metric: Annotated[list[str] | None, typer.Option(help="Gate metric NAME:MAX_REGRESSION for the "
+                                                     "baseline comparison (repeatable).")] = None,
+) -> None:
+    """Charts (PNG), one self-contained HTML file and a Markdown summary from stored runs (offline)."""
+    from kwokbench import console
+    from kwokbench.report.render import write_report
+
+    base = _load(baseline or [])
+    cands = _load(runs)
+    rep = write_report(base + [r for r in cands if r.path not in {b.path for b in base}], output, base or None,
+                       metric or None)
+    for w in rep.warnings:
+        console.warn(w)
+    console.out.print(f"report: {rep.html}\nmarkdown: {rep.markdown}\ncharts: {len(rep.charts)} PNG in {output}")
+
+
+@app.command("gate")
+@handled
+def gate_cmd(
+    baseline: Annotated[list[Path], typer.Option(help="Baseline run(s) or folder (repeatable).")],
+    candidate: Annotated[list[Path], typer.Option(help="Candidate run(s) or folder (repeatable).")],
+    metric: Annotated[list[str] | None, typer.Option(help="NAME:MAX_REGRESSION, e.g. throughput:10% "
+                                                     "(default: throughput:10% and latency_p99:10%).")] = None,
+    github: Annotated[bool, typer.Option(help="Append the verdict to $GITHUB_STEP_SUMMARY.")] = False,
+    junit: Annotated[Path | None, typer.Option(help="Write JUnit XML here.")] = None,
+) -> None:
+    """Compare candidate runs with baseline runs: exit 0 pass, 1 regression, 3 inconclusive, 2 bad input."""
+    import os
+
+    from kwokbench import console
+    from kwokbench.gate import gate
+    from kwokbench.report.render import junit as junit_xml
+    from kwokbench.report.render import markdown
+
+    base, cand = _load(baseline), _load(candidate)
+    result = gate(base, cand, metric or [])
+    rows = [[c.metric, {"pass": "[green]pass[/]", "regression": "[red]regression[/]"}.get(c.verdict,
+             "[yellow]inconclusive[/]"), f"{len(c.baseline)} vs {len(c.candidate)}", c.reason]
+            for c in result.comparisons]
+    console.table("kwokbench gate", ["metric", "verdict", "runs", "detail"], rows)
+    for w in result.warnings:
+        console.warn(w)
+    if junit:
+        junit.write_text(junit_xml(result))
+    if github:
+        path = os.environ.get("GITHUB_STEP_SUMMARY")
+        if not path:
+            raise ScenarioError("--github: GITHUB_STEP_SUMMARY is not set (not running in GitHub Actions?)")
+        with open(path, "a") as f:
+            f.write(markdown(base + cand, result))
+    raise typer.Exit(result.exit_code)
 
 
 def run() -> None:  # pragma: no cover - console entry for `python -m kwokbench`

@@ -51,6 +51,9 @@ class RunOptions:
     """Seconds between /metrics scrapes of every component (0 disables scraping)."""
     variants: list[str] = field(default_factory=list)
     """Only these scheduler variants (default: all)."""
+    repeat: int = 1
+    """Runs per variant, each on a fresh cluster; variants are interleaved (A B A B…) so drift of
+    the machine over time does not favour one of them."""
 
 
 @dataclass
@@ -74,7 +77,8 @@ def _factories(scenario: Scenario, base: Path, run_label: str) -> list[ManifestF
     """Render every workload template once before any cluster exists: bad templates fail fast."""
     out = []
     for w in scenario.workloads:
-        f = ManifestFactory(resolve_template(w.template, base), w.params, w.name,
+        # the run label in every name: a reused cluster may still hold the objects of earlier runs
+        f = ManifestFactory(resolve_template(w.template, base), w.params, f"{w.name}-{run_label}",
                             labels={RUN_LABEL: run_label, WORKLOAD_LABEL: w.name})
         if f.pods_per_object() == 0:
             raise ScenarioError(f"workload {w.name}: template {w.template} makes a {f.kind}, not a Pod or Job")
@@ -116,12 +120,22 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
         _resolve(base, v.config)
     for g in scenario.cluster.node_groups:
         ManifestFactory(resolve_template(g.template, base), {**g.params, "group": g.name}, f"kb-{g.name}")
+    if opts.cluster and opts.repeat > 1:
+        raise ScenarioError("--repeat needs a fresh cluster per run; it cannot be combined with --cluster")
     k.toolchain.install("auto", rep)
-    return [run_variant(scenario, base, v, opts, rep, k, multi=len(variants) > 1) for v in variants]
+    group = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    results = []
+    for i in range(opts.repeat):
+        for v in variants:
+            if opts.repeat > 1:
+                rep.info(f"[bold]repeat {i + 1}/{opts.repeat}, variant {v.name}[/]")
+            results.append(run_variant(scenario, base, v, opts, rep, k, multi=len(variants) > 1,
+                                       group={"id": group, "repeat": i, "of": opts.repeat}))
+    return results
 
 
 def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: RunOptions, rep: Reporter,
-                k: Kwokctl, multi: bool = False) -> VariantRun:
+                k: Kwokctl, multi: bool = False, group: dict[str, Any] | None = None) -> VariantRun:
     rundir = RunDir.create(opts.out, scenario.name, variant.name if multi else None)
     run_label = rundir.run_id.split("-")[1]
     factories = _factories(scenario, base, run_label)
@@ -136,7 +150,7 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
                "pods_expected": w.count * f.pods_per_object(), "wait_for": w.wait_for}
               for w, f in zip(scenario.workloads, factories, strict=True)]
     rundir.write_meta({
-        "status": "running", "run_id": rundir.run_id, "run_label": run_label,
+        "status": "running", "run_id": rundir.run_id, "run_label": run_label, "group": group or {},
         "started_at": datetime.now(UTC).isoformat(), "scenario": scenario.model_dump(mode="json"),
         "scenario_file": str(base), "variant": variant.model_dump(mode="json"),
         "toolchain": {"kwok": versions.KWOK, "kubernetes": versions.KUBERNETES, "etcd": versions.ETCD},
@@ -171,7 +185,7 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
         if not watcher.wait_synced(60):
             raise ClusterError("the pod watch did not start within 60s")
         for i, (w, f) in enumerate(zip(scenario.workloads, factories, strict=True)):
-            log, timed_out = _run_phase(info, w, f, i, scenario.seed, opts, watcher, rep, phases[i]["pods_expected"])
+            log, timed_out = _run_phase(info, w, f, i, scenario.seed, opts, watcher, rep, phases[i])
             logs.append(_log_frame(log, w.name))
             phases[i].update(timed_out=timed_out, harness_cpu_seconds=log.cpu_seconds)
         status = "complete"
@@ -195,7 +209,7 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
             summary.update(_metrics_summary(rundir, stored.pods, copts, scenario, scrape_stats))
         if copts.prometheus_port and created_cluster and len(stored.pods):
             rep.info("querying Prometheus for the independent binding-rate cross-check")
-            prom = query_run(copts.prometheus_port, float(stored.pods["created"].min()),
+            prom = query_run(copts.prometheus_port, info.apiserver_port, float(stored.pods["created"].min()),
                              float(stored.pods["scheduled"].max()))
             rundir.write_json("prometheus.json", prom)
             summary["prometheus"] = {k: v for k, v in prom.items() if k != "series"}
@@ -236,7 +250,7 @@ def _ensure_namespaces(info: ClusterInfo, namespaces: set[str]) -> None:
 
 
 def _run_phase(info: ClusterInfo, w: WorkloadSpec, f: ManifestFactory, i: int, seed: int, opts: RunOptions,
-               watcher: Watcher, rep: Reporter, expected: int) -> tuple[RequestLog, bool]:
+               watcher: Watcher, rep: Reporter, phase: dict[str, Any]) -> tuple[RequestLog, bool]:
     offsets = schedule(w.arrival, w.count, seed + i)
     job = SubmitJob(info.credentials(), f.namespaced_path(w.namespace), f, offsets,
                     t0=time.time() + 1.5, deadline=w.timeout_seconds)
@@ -248,6 +262,11 @@ def _run_phase(info: ClusterInfo, w: WorkloadSpec, f: ManifestFactory, i: int, s
         log = sub.result(timeout=w.timeout_seconds + 30)
     finally:
         sub.stop()
+    created = int((log.status == 201).sum())
+    if created < w.count:
+        rep.warn(f"{w.name}: {w.count - created} of {w.count} creates failed (see the summary's errors)")
+    # only pods of objects that were created can arrive; waiting for the others would only time out
+    expected = phase["pods_expected"] = created * f.pods_per_object()
     if w.wait_for == "none":
         return log, False
     state = WAIT_STATE[w.wait_for]

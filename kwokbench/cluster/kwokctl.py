@@ -221,6 +221,9 @@ class Kwokctl:
             args += ["--kube-scheduler-config", str(sc)]
         if opts.scheduler_binary:
             args += ["--kube-scheduler-binary", str(opts.scheduler_binary)]
+        if opts.prometheus_port:
+            # Debian's prometheus defaults to one shared /var/lib/prometheus: give each cluster its own TSDB
+            args += ["--extra-args", f"prometheus=storage.tsdb.path={self.cluster_dir(name) / 'prometheus-data'}"]
         for comp in opts.disable:
             args += ["--disable", comp]
         for extra in [*_default_extra_args(), *opts.extra_args]:

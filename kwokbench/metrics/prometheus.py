@@ -12,10 +12,11 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-BINDING_RATE_QUERY = ('sum(rate(apiserver_request_total{resource="pods",subresource="binding",verb="POST",'
-                      'code="201"}[1m]))')
-BINDINGS_QUERY = ('sum(apiserver_request_total{resource="pods",subresource="binding",verb="POST",'
-                  'code="201"})')
+
+def selector(apiserver_port: int) -> str:
+    """This cluster's binding counter (the instance label pins it to this apiserver)."""
+    return (f'apiserver_request_total{{resource="pods",subresource="binding",verb="POST",code="201",'
+            f'instance="127.0.0.1:{apiserver_port}"}}')
 
 
 def _get(port: int, path: str, params: dict[str, str], timeout: float = 10) -> Any:
@@ -25,24 +26,28 @@ def _get(port: int, path: str, params: dict[str, str], timeout: float = 10) -> A
 
 
 def _values(doc: Any) -> list[tuple[float, float]]:
+    """Samples of the first series of a range query or a range-vector instant query."""
     res = (doc.get("data") or {}).get("result") or []
     return [(float(t), float(v)) for t, v in res[0]["values"]] if res else []
 
 
-def query_run(port: int, start: float, end: float, settle: float = 20.0) -> dict[str, Any]:
-    """Binding rate and binding count over [start, end], after waiting for a scrape past ``end``."""
+def query_run(port: int, apiserver_port: int, start: float, end: float, settle: float = 45.0) -> dict[str, Any]:
+    """Binding rate and binding count over [start, end], after waiting (up to ``settle`` s, three
+    scrape intervals) until Prometheus holds two samples since ``start`` and one past ``end``."""
+    sel = selector(apiserver_port)
+    rate_query, count_query = f"sum(rate({sel}[1m]))", f"sum({sel})"
     deadline = time.time() + settle
-    out: dict[str, Any] = {"query": BINDING_RATE_QUERY, "scrape_interval_seconds": 15}
+    out: dict[str, Any] = {"query": rate_query, "scrape_interval_seconds": 15}
     try:
         while time.time() < deadline:  # wait until Prometheus has a sample taken after the run
-            last = _values(_get(port, "/api/v1/query_range", {"query": BINDINGS_QUERY, "start": str(end - 30),
-                                                              "end": str(time.time()), "step": "1"}))
-            if last and last[-1][0] >= end:
+            got = _values(_get(port, "/api/v1/query", {"query": f"{sel}[10m]", "time": str(time.time())}))
+            samples = [t for t, _ in got if t >= start - 15]
+            if len(samples) >= 2 and samples[-1] >= end:
                 break
             time.sleep(1)
-        rate = _values(_get(port, "/api/v1/query_range", {"query": BINDING_RATE_QUERY, "start": str(start),
+        rate = _values(_get(port, "/api/v1/query_range", {"query": rate_query, "start": str(start),
                                                           "end": str(time.time()), "step": "5"}))
-        count = _values(_get(port, "/api/v1/query_range", {"query": BINDINGS_QUERY, "start": str(start - 30),
+        count = _values(_get(port, "/api/v1/query_range", {"query": count_query, "start": str(start - 30),
                                                            "end": str(time.time()), "step": "5"}))
     except (OSError, ValueError, KeyError) as e:
         return {**out, "available": False, "reason": f"Prometheus query failed: {e}"}

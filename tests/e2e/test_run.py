@@ -30,7 +30,8 @@ def test_quickstart_sized_run_every_pod_seen_bound_and_counted(cluster: ClusterI
     # every submitted pod: one 201 request, one timeline row, bound to one of the cluster's nodes
     req, pods = run.requests, run.pods
     assert len(req) == 600 and (req["status"] == 201).all()
-    assert sorted(pods["name"]) == sorted(f"pods-{i}" for i in range(600))
+    label = run.meta["run_label"]
+    assert sorted(pods["name"]) == sorted(f"pods-{label}-{i}" for i in range(600))
     assert pods["scheduled"].notna().all() and pods["running"].notna().all()
     assert pods["node"].str.startswith("kb-default-").all()
     assert (pods["scheduled"] >= pods["created"]).all()
@@ -79,12 +80,13 @@ def test_stock_client_limits_are_labelled_client_bound(tmp_path: Path, kwokctl: 
 
 
 def test_prometheus_cross_check(tmp_path: Path) -> None:
+    """Prometheus scrapes every 15 s: a 30 s run gives it at least two samples while pods bind."""
     kwokbench("run", str(REPO / "scenarios/quickstart.yaml"), "--out", str(tmp_path),
               "--set", "cluster.prometheus=true", "--set", "cluster.node_groups.0.count=10",
-              "--set", "workloads.0.count=400", "--set", "workloads.0.arrival.qps=40", check=True)
+              "--set", "workloads.0.count=900", "--set", "workloads.0.arrival.qps=30", check=True)
     run = load_run(_only_run(tmp_path, "quickstart"))
     prom = json.loads((run.path / "prometheus.json").read_text())
-    assert prom["available"], prom
+    assert prom["available"], prom["reason"]
     assert prom["peak"] > 0 and prom["series"]
     assert run.summary is not None and run.summary["prometheus"]["available"]
 
@@ -99,7 +101,8 @@ def test_job_phase_pods_come_from_the_controller_manager(cluster: ClusterInfo, t
     assert len(pods) == 12
     assert set(pods["namespace"]) == {"batch"}
     # pods are named by the Job controller, <job>-<suffix>, and finished through kwok's stages
-    assert {n.rsplit("-", 1)[0] for n in pods["name"]} == {f"jobs-{i}" for i in range(4)}
+    label = run.meta["run_label"]
+    assert {n.rsplit("-", 1)[0] for n in pods["name"]} == {f"jobs-{label}-{i}" for i in range(4)}
     assert pods["finished"].notna().all() and set(pods["phase"]) == {"Succeeded"}
     assert run.summary is not None and run.summary["pods_finished"] == 12
 

@@ -1,0 +1,148 @@
+"""matplotlib charts of stored runs (runs overlaid, one colour per run); each returns PNG bytes."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from kwokbench.store import BINDING_RATE, StoredRun
+
+
+def _png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=100)
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _t0(run: StoredRun) -> float:
+    p = run.pods
+    return float(p["created"].min()) if len(p) and "created" in p and p["created"].notna().any() else 0.0
+
+
+def _label(run: StoredRun) -> str:
+    return f"{run.meta.get('variant', {}).get('name', '?')} · {run.path.name[-13:]}"
+
+
+def binding_rate(runs: list[StoredRun]) -> bytes:
+    fig, ax = plt.subplots(figsize=(9, 4))
+    for r in runs:
+        f = r.path / BINDING_RATE
+        if f.exists():
+            df = pd.read_parquet(f)
+            ax.plot(df["t"] - _t0(r), df["rate"], label=_label(r), lw=1.5)
+        elif len(r.pods):  # no scrapes: the watch's per-second binds
+            s = r.pods["scheduled"].dropna() - _t0(r)
+            counts = s.astype(int).value_counts().sort_index()
+            ax.step(counts.index, counts.values, label=f"{_label(r)} (watch)", where="post")
+    ax.set(title="Binding rate (apiserver POST pods/binding, 1 s scrapes)", xlabel="seconds since first pod created",
+           ylabel="pods/s")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def cumulative_scheduled(runs: list[StoredRun]) -> bytes:
+    fig, ax = plt.subplots(figsize=(9, 4))
+    for r in runs:
+        s = np.sort(r.pods["scheduled"].dropna().to_numpy() - _t0(r)) if len(r.pods) else np.zeros(0)
+        ax.plot(s, np.arange(1, len(s) + 1), label=_label(r))
+    ax.set(title="Pods scheduled over time", xlabel="seconds since first pod created", ylabel="pods scheduled")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def latency(runs: list[StoredRun]) -> bytes:
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
+    labels, bars = [], []
+    for r in runs:
+        p = r.pods[~r.pods["from_list"]] if len(r.pods) else r.pods
+        d = ((p["scheduled"] - p["created"]).dropna().to_numpy() * 1000) if len(p) else np.zeros(0)
+        if len(d):
+            s = np.sort(d)
+            a1.plot(s, np.linspace(0, 1, len(s)), label=_label(r))
+            bars.append([np.percentile(d, q) for q in (50, 90, 99)])
+        else:
+            bars.append([0, 0, 0])
+        labels.append(_label(r))
+    a1.set(title="Scheduling latency CDF (created → scheduled)", xlabel="ms", ylabel="fraction of pods")
+    a1.set_xscale("symlog", linthresh=10)
+    a1.grid(alpha=0.3)
+    a1.legend(fontsize=8)
+    x = np.arange(3)
+    w = 0.8 / max(len(runs), 1)
+    for i, (lab, b) in enumerate(zip(labels, bars, strict=True)):
+        a2.bar(x + i * w, b, w, label=lab)
+    a2.set_xticks(x + w * (len(runs) - 1) / 2, ["p50", "p90", "p99"])
+    a2.set(title="Scheduling latency percentiles", ylabel="ms")
+    a2.legend(fontsize=8)
+    return _png(fig)
+
+
+def submit_rate(runs: list[StoredRun]) -> bytes:
+    fig, ax = plt.subplots(figsize=(9, 3.5))
+    names, achieved, target = [], [], []
+    for r in runs:
+        for ph in (r.summary or {}).get("submit", []):
+            names.append(f"{_label(r)}\n{ph['phase']}")
+            achieved.append(ph.get("achieved_qps") or 0)
+            target.append(ph.get("target_qps") or 0)
+    x = np.arange(len(names))
+    ax.bar(x - 0.2, target, 0.4, label="target", color="#bbb")
+    ax.bar(x + 0.2, achieved, 0.4, label="achieved")
+    ax.set_xticks(x, names, fontsize=7)
+    ax.set(title="Submit rate: achieved vs target", ylabel="objects/s")
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def node_allocation(runs: list[StoredRun]) -> bytes:
+    fig, ax = plt.subplots(figsize=(9, 3.5))
+    for r in runs:
+        if not len(r.pods):
+            continue
+        per_node = r.pods["node"][r.pods["node"] != ""].value_counts()
+        nodes = (r.meta.get("cluster") or {}).get("nodes") or len(per_node)
+        counts = np.concatenate([per_node.to_numpy(), np.zeros(max(0, nodes - len(per_node)))])
+        ax.hist(counts, bins=min(30, max(5, int(counts.max()) + 1)), alpha=0.5, label=_label(r))
+    ax.set(title="Pods per node (placement spread; empty nodes included)", xlabel="pods on the node",
+           ylabel="nodes")
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def control_plane(runs: list[StoredRun]) -> bytes:
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.8))
+    comps = ["kube-apiserver", "etcd", "kube-scheduler", "kube-controller-manager", "kwok-controller"]
+    x = np.arange(len(comps))
+    w = 0.8 / max(len(runs), 1)
+    for i, r in enumerate(runs):
+        procs = (r.summary or {}).get("processes") or {}
+        a1.bar(x + i * w, [procs.get(c, {}).get("cpu_seconds", 0) for c in comps], w, label=_label(r))
+        a2.bar(x + i * w, [procs.get(c, {}).get("rss_peak_bytes", 0) / 2**20 for c in comps], w, label=_label(r))
+    for a, title, unit in ((a1, "Control-plane CPU during the run", "CPU seconds"),
+                           (a2, "Control-plane peak RSS", "MiB")):
+        a.set_xticks(x + w * (len(runs) - 1) / 2, [c.replace("kube-", "") for c in comps], fontsize=8)
+        a.set(title=title, ylabel=unit)
+        a.legend(fontsize=7)
+    return _png(fig)
+
+
+CHARTS: dict[str, tuple[str, Callable[[list[StoredRun]], bytes]]] = {
+    "binding_rate": ("Binding rate over time", binding_rate),
+    "cumulative": ("Cumulative pods scheduled", cumulative_scheduled),
+    "latency": ("Scheduling latency", latency),
+    "submit": ("Achieved vs target submit rate", submit_rate),
+    "allocation": ("Per-node allocation", node_allocation),
+    "control_plane": ("Control-plane CPU and memory", control_plane),
+}

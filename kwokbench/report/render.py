@@ -1,0 +1,146 @@
+"""Reports of stored runs: PNG charts, one self-contained HTML file, and Markdown.
+
+Everything comes from stored run directories (offline). The HTML embeds its charts as data URIs and
+autoescapes every string that came from a scenario or a cluster.
+"""
+
+from __future__ import annotations
+
+import base64
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from kwokbench.gate import DEFAULT_GATES, GateResult, comparability, gate
+from kwokbench.report.charts import CHARTS
+from kwokbench.report.table import summary_rows
+from kwokbench.store import StoredRun
+
+
+@dataclass
+class Report:
+    html: Path
+    markdown: Path
+    charts: list[Path]
+    warnings: list[str]
+
+
+def _row_values(runs: list[StoredRun]) -> tuple[list[str], list[list[str]]]:
+    """One column per run, one row per summary metric."""
+    tables = [summary_rows(r.summary or {})[1] for r in runs]
+    keys: list[str] = []
+    for t in tables:
+        keys += [k for k, _ in t if k not in keys]
+    rows = [[k, *[dict((a, b) for a, b in t).get(k, "-") for t in tables]] for k in keys]
+    return ["metric", *[f"{r.meta.get('variant', {}).get('name', '?')} {r.path.name}" for r in runs]], rows
+
+
+def markdown(runs: list[StoredRun], result: GateResult | None) -> str:
+    cols, rows = _row_values(runs)
+    out = [f"## kwokbench: {', '.join(sorted({str(r.meta.get('scenario', {}).get('name')) for r in runs}))}", ""]
+    out.append("| " + " | ".join(cols) + " |")
+    out.append("|" + "---|" * len(cols))
+    out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    if result is not None:
+        out += ["", "### Gate", "", "| metric | verdict | change |", "|---|---|---|"]
+        out += [f"| {c.metric} | **{c.verdict}** | {c.reason} |" for c in result.comparisons]
+    warnings = (result.warnings if result else comparability(runs))
+    if warnings:
+        out += ["", *[f"> ⚠️ {w}" for w in warnings]]
+    return "\n".join(out) + "\n"
+
+
+def junit(result: GateResult, name: str = "kwokbench-gate") -> str:
+    suite = ET.Element("testsuite", name=name, tests=str(len(result.comparisons)),
+                       failures=str(sum(c.verdict == "regression" for c in result.comparisons)),
+                       skipped=str(sum(c.verdict == "inconclusive" for c in result.comparisons)))
+    for c in result.comparisons:
+        case = ET.SubElement(suite, "testcase", classname="kwokbench.gate", name=c.metric)
+        if c.verdict == "regression":
+            ET.SubElement(case, "failure", message=c.reason).text = c.reason
+        elif c.verdict == "inconclusive":
+            ET.SubElement(case, "skipped", message=c.reason)
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True)
+
+
+_HTML = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined).from_string("""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>kwokbench report: {{ title }}</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:2rem;max-width:1200px;color:#222}
+table{border-collapse:collapse;margin:1rem 0;font-size:.9rem}
+td,th{border:1px solid #ccc;padding:.3rem .6rem;text-align:left}
+th{background:#f3f3f3}.warn{background:#fff6d6;padding:.5rem 1rem;border-left:4px solid #e0a800}
+.regression{color:#b00020;font-weight:bold}.pass{color:#1b7f3b;font-weight:bold}.inconclusive{color:#a66b00}
+img{max-width:100%;border:1px solid #eee;margin:.5rem 0}
+</style></head><body>
+<h1>kwokbench report: {{ title }}</h1>
+{% for w in warnings %}<p class="warn">{{ w }}</p>{% endfor %}
+<h2>Runs</h2>
+<table><tr><th>run</th><th>variant</th><th>status</th><th>scenario</th><th>description</th><th>nodes</th>
+<th>kubernetes</th><th>host</th><th>scheduler client QPS/burst</th></tr>
+{% for r in runs %}<tr><td>{{ r.path.name }}</td><td>{{ r.meta.variant.name }}</td><td>{{ r.meta.status }}</td>
+<td>{{ r.meta.scenario.name }}</td><td>{{ r.meta.scenario.description }}</td><td>{{ r.meta.cluster.nodes }}</td>
+<td>{{ r.meta.toolchain.kubernetes }}</td><td>{{ r.meta.host.cpu_model }} ×{{ r.meta.host.cpus }}</td>
+<td>{{ r.meta.fairness.scheduler_client_qps }}/{{ r.meta.fairness.scheduler_client_burst }}</td></tr>{% endfor %}
+</table>
+<h2>Summary</h2>
+<table><tr>{% for c in columns %}<th>{{ c }}</th>{% endfor %}</tr>
+{% for row in rows %}<tr>{% for c in row %}<td>{{ c }}</td>{% endfor %}</tr>{% endfor %}</table>
+{% if gate %}<h2>Against the baseline</h2>
+<table><tr><th>metric</th><th>verdict</th><th>candidate / baseline</th><th>95% CI</th><th>detail</th></tr>
+{% for c in gate.comparisons %}<tr><td>{{ c.metric }}</td><td class="{{ c.verdict }}">{{ c.verdict }}</td>
+<td>{{ "%.3f"|format(c.ratio) if c.ratio is not none else "-" }}</td>
+<td>{{ "%.3f – %.3f"|format(c.ci[0], c.ci[1]) if c.ci else "-" }}</td><td>{{ c.reason }}</td></tr>{% endfor %}
+</table>{% endif %}
+<h2>Charts</h2>
+{% for title, data in charts %}<h3>{{ title }}</h3><img alt="{{ title }}" src="data:image/png;base64,{{ data }}">
+{% endfor %}
+<p><small>kwokbench {{ version }} · generated offline from stored runs</small></p>
+</body></html>
+""")
+
+
+def write_report(runs: list[StoredRun], out: Path, baseline: list[StoredRun] | None = None,
+                 gates: list[str] | None = None) -> Report:
+    from kwokbench import __version__
+
+    out.mkdir(parents=True, exist_ok=True)
+    charts: list[tuple[str, str]] = []
+    paths = []
+    for key, (title, fn) in CHARTS.items():
+        png = fn(runs)
+        p = out / f"{key}.png"
+        p.write_bytes(png)
+        paths.append(p)
+        charts.append((title, base64.b64encode(png).decode()))
+    result = None
+    if baseline:
+        candidates = [r for r in runs if r.path not in {b.path for b in baseline}]
+        if candidates:
+            result = gate(baseline, candidates, gates or DEFAULT_GATES)
+    warnings = result.warnings if result else comparability(runs)
+    columns, rows = _row_values(runs)
+    title = ", ".join(sorted({str(r.meta.get("scenario", {}).get("name")) for r in runs}))
+    doc = _HTML.render(title=title, runs=[_view(r) for r in runs], columns=columns, rows=rows, gate=result,
+                       charts=charts, warnings=warnings, version=__version__)
+    html_path = out / "report.html"
+    html_path.write_text(doc)
+    md_path = out / "summary.md"
+    md_path.write_text(markdown(runs, result))
+    return Report(html_path, md_path, paths, warnings)
+
+
+class _Attr(dict[str, Any]):
+    """Dict with attribute access and '-' for missing keys, for the template."""
+
+    def __getattr__(self, k: str) -> Any:
+        v = self.get(k, "-")
+        return _Attr(v) if isinstance(v, dict) else v
+
+
+def _view(r: StoredRun) -> Any:
+    return type("RunView", (), {"path": r.path, "meta": _Attr(r.meta)})()
+
