@@ -8,6 +8,7 @@ discovered late, Ctrl-C), what was measured is stored and ``meta.json`` says how
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kwokbench.cluster import ClusterInfo, ClusterOptions, Kwokctl, NodeGroup, bring_up
+from kwokbench.cluster import ClusterInfo, ClusterOptions, Kwokctl, NodeGroup, bring_up, watchdog
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.kwokctl import UNLIMITED_BURST, UNLIMITED_QPS, free_port
 from kwokbench.cluster.nodes import wait_service_account
@@ -165,6 +166,7 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
     scrape_stats: dict[str, Any] = {}
     status, error = "failed", ""
     created_cluster = False
+    guard: subprocess.Popen[bytes] | None = None
     try:
         if opts.cluster:
             if not k.exists(opts.cluster):
@@ -175,6 +177,7 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
                       for g in scenario.cluster.node_groups]
             info = bring_up(k, copts, groups, rep).cluster
             created_cluster = True
+            guard = watchdog.start(cluster_name, k.home, rundir.path, opts.keep_cluster)
         rundir.update_meta(cluster={**read_cluster(info), "reused": bool(opts.cluster)})
         _ensure_namespaces(info, {w.namespace for w in scenario.workloads})
         if opts.scrape_interval > 0:
@@ -220,6 +223,9 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
                 k.delete(cluster_name, rep)
             except KwokbenchError as e:
                 rep.warn(f"could not delete cluster {cluster_name}: {e}")
+        if guard is not None:
+            guard.terminate()
+            guard.wait(10)
     return VariantRun(rundir.path, status, summary)
 
 

@@ -20,7 +20,8 @@ import yaml
 
 from kwokbench.errors import ScenarioError
 
-BUILTIN_DIR = Path(__file__).resolve().parent.parent / "templates"
+BUILTIN_DIR = Path(__file__).parent / "builtin_templates"
+"""The repository's templates/ (a symlink, copied into wheels so an installed kwokbench has them)."""
 _SENTINELS = ("kb-sentinel-a0", "kb-sentinel-b1")
 
 # libyaml is ~10x faster; the pure-Python loader is a fallback only

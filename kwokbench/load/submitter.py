@@ -12,7 +12,6 @@ splices names into pre-rendered JSON), sent as bytes, and responses are not dese
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import multiprocessing as mp
 import os
 import queue
@@ -118,13 +117,11 @@ async def _submit(job: SubmitJob, progress: Synchronized[int] | None) -> Request
             log.latency[k] = time.time() - log.sent[k]
             log.status[k] = status
             finished += 1
-            if finished == n:
-                all_done.set()
 
-        all_done = asyncio.Event()
         await asyncio.sleep(max(0.0, job.t0 - time.time()))
         k = 0
-        while k < n:
+        ppid = os.getppid()
+        while k < n and os.getppid() == ppid:  # stop sending if kwokbench was killed
             now = time.time()
             while k < n and log.scheduled[k] <= now:
                 log.sent[k] = now
@@ -138,10 +135,9 @@ async def _submit(job: SubmitJob, progress: Synchronized[int] | None) -> Request
                 # a timer per object costs as much CPU as the request at 2000/s: wake at most every
                 # TICK and send everything due by then (lateness stays below TICK, and is recorded)
                 await asyncio.sleep(max(TICK, log.scheduled[k] - time.time()))
-        end = job.t0 + float(job.offsets[-1]) + job.deadline
-        while n and not all_done.is_set() and time.time() < end:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(all_done.wait(), 0.2)
+        end = job.t0 + float(job.offsets[-1]) + job.deadline if n else 0.0
+        while finished < k and time.time() < end and os.getppid() == ppid:  # answers still outstanding
+            await asyncio.sleep(0.05)
             report()
         for t in list(pending):
             t.cancel()
@@ -164,6 +160,8 @@ def submit_inline(job: SubmitJob) -> RequestLog:
 
 
 def _worker_main(job: SubmitJob, progress: Synchronized[int], out: mp.Queue[Any]) -> None:
+    # if the parent is killed nobody reads the queue: exiting must not wait for the feeder thread
+    out.cancel_join_thread()
     try:
         out.put(("ok", _run(_submit(job, progress))))
     except BaseException as e:  # report to the parent instead of dying silently

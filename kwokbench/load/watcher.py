@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import multiprocessing as mp
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,6 +100,7 @@ def _watch_main(creds: Credentials, run_id: str, workloads: list[str], out: str,
                 synced: Any, stop: Any, errors_q: Any) -> None:
     tl = Timeline(workloads)
     errors: list[str] = []
+    errors_q.cancel_join_thread()  # never block exiting on a parent that is gone
     view = np.frombuffer(counts.get_obj(), dtype=np.int64).reshape(tl.counts.shape)
 
     async def main() -> None:
@@ -116,7 +118,8 @@ def _watch_main(creds: Credentials, run_id: str, workloads: list[str], out: str,
                                                  params={"labelSelector": f"{RUN_LABEL}={run_id}"}, synced=asynced))
             await asynced.wait()
             synced.set()
-            while not stop.is_set():
+            ppid = os.getppid()
+            while not stop.is_set() and os.getppid() == ppid:  # parent killed: flush what we have
                 view[:] = tl.counts
                 await asyncio.sleep(0.1)
             view[:] = tl.counts

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import multiprocessing as mp
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -76,6 +77,7 @@ def _scrape_main(endpoints: list[Endpoint], pids: dict[str, int], out: str, inte
     import psutil
     import zstandard
 
+    result_q.cancel_join_thread()  # never block exiting on a parent that is gone
     outdir = Path(out) / SCRAPES
     outdir.mkdir(parents=True, exist_ok=True)
     files = {e.component: (outdir / f"{e.component}.prom.zst").open("wb") for e in endpoints}
@@ -121,6 +123,7 @@ def _scrape_main(endpoints: list[Endpoint], pids: dict[str, int], out: str, inte
                     c = p.cpu_times()
                     rows.append((t, comp, c.user + c.system, p.memory_info().rss))
 
+        ppid = os.getppid()
         try:
             started.set()
             next_t = time.time()
@@ -130,10 +133,10 @@ def _scrape_main(endpoints: list[Endpoint], pids: dict[str, int], out: str, inte
                 await asyncio.gather(*(one(e) for e in endpoints))
                 stats["scrapes"] += 1
                 stats["cpu_seconds"] += time.process_time() - cpu0
-                if stop.is_set():
+                if stop.is_set() or os.getppid() != ppid:  # stopped, or kwokbench was killed
                     break  # the last scrape happens after stop, so counters include the very end
                 next_t = max(next_t + interval, time.time())  # fell behind: do not burst to catch up
-                while not stop.is_set() and time.time() < next_t:
+                while not stop.is_set() and time.time() < next_t and os.getppid() == ppid:
                     await asyncio.sleep(min(0.05, next_t - time.time()))
         finally:
             for s in sessions.values():

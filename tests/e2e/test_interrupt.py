@@ -1,0 +1,89 @@
+"""Ctrl-C and kill -9 in the middle of a real run: no cluster process survives, the partial run is kept."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from kwokbench.cluster import Kwokctl
+from kwokbench.store import load_run, read_meta
+from tests.conftest import REPO, kwokbench
+
+
+def _start_run(out: Path) -> subprocess.Popen[str]:
+    # 3000 pods at 100/s: 30 s of submission, so the signal lands mid-run
+    return subprocess.Popen(
+        [sys.executable, "-m", "kwokbench", "run", str(REPO / "scenarios/quickstart.yaml"), "--out", str(out),
+         "--set", "cluster.node_groups.0.count=50", "--set", "workloads.0.count=3000"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL, cwd=REPO)
+
+
+def _wait_mid_run(out: Path, k: Kwokctl, proc: subprocess.Popen[str]) -> tuple[Path, str, dict[str, int]]:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        runs = list((out / "quickstart").glob("*/")) if (out / "quickstart").exists() else []
+        if runs:
+            run = runs[0]
+            cluster = f"kb-{read_meta(run)['run_label']}"
+            pids = k.pids(cluster)
+            # mid-run: the cluster is up and the watch has seen pods
+            if len(pids) == 5 and (run / "scrapes").exists():
+                time.sleep(4)
+                return run, cluster, pids
+        assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+        time.sleep(0.5)
+    raise AssertionError("the run did not get going within 120 s")
+
+
+def _gone(pids: dict[str, int], timeout: float) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = [p for p in pids.values() if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+        if not alive:
+            return []
+        time.sleep(0.5)
+    return alive
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_tears_down_and_keeps_partial_run(sig: int, kwokctl: Kwokctl, tmp_path: Path) -> None:
+    proc = _start_run(tmp_path)
+    run, cluster, pids = _wait_mid_run(tmp_path, kwokctl, proc)
+    proc.send_signal(sig)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, output
+    assert "Traceback" not in output
+    assert _gone(pids, 10) == []
+    assert cluster not in kwokctl.names()
+    stored = load_run(run)
+    assert stored.meta["status"] == "interrupted"
+    assert 0 < len(stored.pods) < 3000 and stored.summary is not None
+    assert (run / "procs.parquet").exists()
+    kwokbench("report", str(run), "-o", str(tmp_path / "rep"), check=True)
+
+
+def test_kill_9_is_cleaned_up_by_the_watchdog(kwokctl: Kwokctl, tmp_path: Path) -> None:
+    proc = _start_run(tmp_path)
+    run, cluster, pids = _wait_mid_run(tmp_path, kwokctl, proc)
+    children = {" ".join(c.cmdline())[-90:]: c.pid for c in psutil.Process(proc.pid).children(recursive=True)}
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert _gone(pids, 60) == [], "cluster processes survived kill -9"
+    survivors = _gone(children, 30)
+    assert survivors == [], [name for name, pid in children.items() if pid in survivors]
+    deadline = time.monotonic() + 30
+    while cluster in kwokctl.names() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert cluster not in kwokctl.names()
+    meta = read_meta(run)
+    assert meta["status"] == "interrupted" and "watchdog" in meta["error"]
+    # the watch child flushed its timeline when its parent died: report can read the partial run
+    assert (run / "pods.parquet").exists()
+    kwokbench("report", str(run), "-o", str(tmp_path / "rep"), check=True)
