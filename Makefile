@@ -1,5 +1,5 @@
 # Two commands do everything on a fresh machine (Python >= 3.11 and Go >= 1.26 on PATH):
-#   make demo   provision the toolchain (built from Go modules, cached), run the quickstart benchmark
+#   make demo   provision the toolchain (built from Go modules, cached), run the quickstart scenario, report
 #   make test   lint, type-check, and run unit + integration + e2e tests against real kwokctl clusters
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -33,12 +33,13 @@ test: tools system-deps
 	$(BIN)/pytest
 
 demo: tools
-	$(BIN)/kwokbench up --name demo --nodes 100
-	$(BIN)/kwokbench status
-	$(BIN)/kwokbench down demo
+	$(BIN)/kwokbench run scenarios/quickstart.yaml --out reports
+	$(BIN)/kwokbench report reports/quickstart -o reports/quickstart-report
 
 bench: tools
 	$(BIN)/python benchmarks/bench_up.py
+	$(BIN)/python benchmarks/bench_submit.py
+	$(BIN)/python benchmarks/bench_scrape.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,67 @@
+"""Bad input through the real CLI: one line naming what and where, exit 2, never a traceback.
+
+These need no cluster: every case is caught before one would be created.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, assert_one_line_error, kwokbench
+
+GOOD = (REPO / "scenarios" / "quickstart.yaml").read_text()
+
+
+def _scenario(tmp_path: Path, text: str) -> str:
+    p = tmp_path / "s.yaml"
+    p.write_text(text)
+    return str(p)
+
+
+@pytest.mark.parametrize(("text", "needle"), [
+    ("schema_version: 1\nname: [unclosed\n", "s.yaml:3:1: invalid YAML"),
+    (GOOD.replace("    count: 1000\n", "    count: 1000\n    replicas: 3\n"),
+     "workloads.0.replicas: Extra inputs are not permitted"),
+    (GOOD.replace("count: 100\n", "count: many\n"), "cluster.node_groups.0.count: Input should be a valid integer"),
+    (GOOD.replace("template: pod", "template: missing.yaml.j2"), "template not found: missing.yaml.j2"),
+    (GOOD.replace("schedulers:\n  - name: default", "schedulers:\n  - name: default\n    config: nope.yaml"),
+     "scheduler config nope.yaml: no such file"),
+    (GOOD.replace("schema_version: 1", "schema_version: 7"), "schema_version: Input should be 1"),
+])
+def test_validate_bad_scenarios(tmp_path: Path, text: str, needle: str) -> None:
+    res = kwokbench("validate", _scenario(tmp_path, text))
+    assert_one_line_error(res, needle)
+    # run refuses the same file before creating anything
+    assert_one_line_error(kwokbench("run", _scenario(tmp_path, text), "--out", str(tmp_path / "out")), needle)
+    assert not (tmp_path / "out").exists()
+
+
+def test_template_producing_an_invalid_manifest(tmp_path: Path) -> None:
+    (tmp_path / "t.yaml.j2").write_text("kind: Pod\nmetadata: {name: '{{ name }}'}\n")
+    res = kwokbench("validate", _scenario(tmp_path, GOOD.replace("template: pod", "template: t.yaml.j2")))
+    assert_one_line_error(res, "rendered manifest lacks apiVersion")
+
+
+def test_unknown_variant_and_bad_override(tmp_path: Path) -> None:
+    s = _scenario(tmp_path, GOOD)
+    assert_one_line_error(kwokbench("run", s, "--variant", "fast", "--out", str(tmp_path / "o")),
+                          "unknown scheduler variant(s) fast (scenario has: default)")
+    assert_one_line_error(kwokbench("validate", s, "--set", "workloads.5.count=1"), "no list item 5")
+
+
+def test_missing_scenario_and_reports_dir_not_writable(tmp_path: Path) -> None:
+    assert_one_line_error(kwokbench("validate", str(tmp_path / "none.yaml")), "cannot read scenario")
+    (tmp_path / "blocker").write_text("a file, not a folder")
+    res = kwokbench("run", str(REPO / "scenarios" / "quickstart.yaml"), "--out", str(tmp_path / "blocker"))
+    assert_one_line_error(res, "cannot create run directory")
+    assert_one_line_error(kwokbench("report", str(tmp_path / "none")), "no such run directory")
+
+
+def test_schema_is_json_and_help_is_instant() -> None:
+    import json
+
+    schema = json.loads(kwokbench("schema", check=True).stdout)
+    assert schema["title"] == "Scenario"
+    assert "Usage" in kwokbench("--help", check=True).stdout
