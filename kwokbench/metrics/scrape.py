@@ -82,7 +82,7 @@ def _scrape_main(endpoints: list[Endpoint], pids: dict[str, int], out: str, inte
     outdir.mkdir(parents=True, exist_ok=True)
     files = {e.component: (outdir / f"{e.component}.prom.zst").open("wb") for e in endpoints}
     # one compressor per stream: a ZstdCompressor cannot interleave several streams
-    writers = {c: zstandard.ZstdCompressor(level=3).stream_writer(f) for c, f in files.items()}
+    writers: dict[str, Any] = {c: zstandard.ZstdCompressor(level=3).stream_writer(f) for c, f in files.items()}
     procs: dict[str, psutil.Process] = {}
     for comp, pid in pids.items():
         with contextlib.suppress(psutil.Error):
@@ -146,7 +146,7 @@ def _scrape_main(endpoints: list[Endpoint], pids: dict[str, int], out: str, inte
         asyncio.run(main())
     finally:
         for w in writers.values():
-            w.close()  # type: ignore[no-untyped-call]
+            w.close()
         import pandas as pd
 
         df = pd.DataFrame(rows, columns=["t", "component", "cpu_seconds", "rss_bytes"])
