@@ -101,11 +101,17 @@ def comparability(runs: list[StoredRun]) -> list[str]:
     return warnings
 
 
+def scenario_gates(runs: list[StoredRun]) -> list[str]:
+    """The gates the candidate runs' scenario declares (the same for all of them, or none)."""
+    declared = {tuple(r.meta.get("scenario", {}).get("gates") or []) for r in runs}
+    return list(declared.pop()) if len(declared) == 1 else []
+
+
 def gate(baseline: list[StoredRun], candidate: list[StoredRun], specs: list[str]) -> GateResult:
     if not baseline or not candidate:
         raise ScenarioError("gate needs at least one baseline and one candidate run")
     comps = []
-    for spec in specs or DEFAULT_GATES:
+    for spec in specs or scenario_gates(candidate) or DEFAULT_GATES:
         metric, max_reg = parse_gate(spec)
         comps.append(compare(metric.name, values(baseline, metric), values(candidate, metric),
                              metric.higher_is_better, max_reg))

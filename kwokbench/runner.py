@@ -32,7 +32,7 @@ from kwokbench.metrics.prometheus import query_run
 from kwokbench.metrics.scrape import Scraper, cluster_endpoints
 from kwokbench.progress import Reporter, Silent
 from kwokbench.scenario import Scenario, SchedulerSpec, WorkloadSpec
-from kwokbench.store import BINDING_RATE, PODS, REQUESTS, SUMMARY, RunDir, host_info, load_run
+from kwokbench.store import BINDING_RATE, METRICS, PODS, REQUESTS, SUMMARY, RunDir, host_info, load_run
 from kwokbench.summary import POD_COLUMNS, summarize, with_columns
 from kwokbench.templates import ManifestFactory, resolve_template
 from kwokbench.toolchain import versions
@@ -233,8 +233,9 @@ def _metrics_summary(rundir: RunDir, pods: pd.DataFrame, copts: ClusterOptions, 
                      scrape_stats: dict[str, Any]) -> dict[str, Any]:
     """Parse the raw scrapes (after the run, off the hot path) into series and summary figures."""
     client_qps = UNLIMITED_QPS if not scenario.cluster.qps_limits else STOCK_SCHEDULER_QPS
-    rate, section = derive(rundir.path, with_columns(pods, POD_COLUMNS), client_qps)
+    rate, series, section = derive(rundir.path, with_columns(pods, POD_COLUMNS), client_qps)
     rundir.write_frame(BINDING_RATE, rate)
+    rundir.write_frame(METRICS, series)  # e.g. scheduler_pending_pods over time, per queue
     section["scrapes"] = scrape_stats
     return section
 

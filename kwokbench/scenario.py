@@ -105,6 +105,10 @@ class Scenario(_Model):
     schedulers: list[SchedulerSpec] = Field(default_factory=lambda: [SchedulerSpec()], min_length=1,
                                             description="Scheduler variants; each runs on a fresh identical cluster.")
     workloads: list[WorkloadSpec] = Field(min_length=1, description="Workload phases, submitted in order.")
+    gates: list[Annotated[str, Field(pattern=r"^[a-z0-9_]+:\d+(\.\d+)?%?$")]] = Field(
+        default_factory=list, description=(
+            "Regression gates used by `kwokbench gate` when it is given no --metric, as NAME:MAX_REGRESSION "
+            "(e.g. throughput:10%, latency_p99:15%)."))
 
     @model_validator(mode="after")
     def _unique_names(self) -> Scenario:

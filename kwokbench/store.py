@@ -29,6 +29,7 @@ from kwokbench.errors import StoreError
 FORMAT_VERSION = 1
 META, SUMMARY, PODS, REQUESTS = "meta.json", "summary.json", "pods.parquet", "requests.parquet"
 BINDING_RATE = "binding_rate.parquet"
+METRICS = "metrics.parquet"
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

@@ -39,8 +39,29 @@ class PodRecord:
     finished: float = np.nan
     node: str = ""
     phase: str = ""
+    cpu_m: float = 0.0
+    """Requested CPU in millicores (sum over containers), for allocation charts."""
+    gpus: float = 0.0
     from_list: bool = False
     deleted: bool = False
+
+
+def cpu_millicores(q: str) -> float:
+    q = str(q)
+    return float(q[:-1]) if q.endswith("m") else float(q) * 1000
+
+
+def pod_requests(pod: dict[str, Any]) -> tuple[float, float]:
+    """(CPU millicores, nvidia.com/gpu) requested by the pod's containers."""
+    cpu = gpus = 0.0
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        req = (c.get("resources") or {}).get("requests") or {}
+        try:
+            cpu += cpu_millicores(req.get("cpu", "0"))
+            gpus += float(req.get("nvidia.com/gpu", 0))
+        except ValueError:
+            pass
+    return cpu, gpus
 
 
 class Timeline:
@@ -60,6 +81,7 @@ class Timeline:
             if w < 0:
                 return
             rec = self.pods[key] = PodRecord(key[0], key[1], w, from_list=(typ == "SYNC"))
+            rec.cpu_m, rec.gpus = pod_requests(pod)
             self._mark(rec, "created", t)
         spec, status = pod.get("spec") or {}, pod.get("status") or {}
         if spec.get("nodeName"):
@@ -91,6 +113,8 @@ class Timeline:
             **{s: np.array([getattr(r, s) for r in rows], dtype=np.float64) for s in STATES},
             "node": [r.node for r in rows],
             "phase": [r.phase for r in rows],
+            "cpu_m": np.array([r.cpu_m for r in rows], dtype=np.float64),
+            "gpus": np.array([r.gpus for r in rows], dtype=np.float64),
             "from_list": np.array([r.from_list for r in rows], dtype=bool),
             "deleted": np.array([r.deleted for r in rows], dtype=bool),
         })

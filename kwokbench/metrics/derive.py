@@ -232,8 +232,9 @@ def client_bound(series: pd.DataFrame, rate: dict[str, Any], client_qps: float |
     return reasons
 
 
-def derive(run_dir: Path, pods: pd.DataFrame, client_qps: float | None) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Everything issue-4 style reports need: (metrics series frame, summary section)."""
+def derive(run_dir: Path, pods: pd.DataFrame,
+           client_qps: float | None) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    """(binding-rate series, every kept sample as a long frame, summary section)."""
     series = load_series(run_dir)
     window = None
     if len(pods) and pods["scheduled"].notna().any():
@@ -273,4 +274,4 @@ def derive(run_dir: Path, pods: pd.DataFrame, client_qps: float | None) -> tuple
     win_s = (window[1] - window[0]) if window else 0.0
     out["labels"] = client_bound(series, rate, client_qps, win_s)
     rate_frame = pd.DataFrame(rate.get("series", {"t": [], "rate": []}))
-    return rate_frame, out
+    return rate_frame, series, out

@@ -107,17 +107,22 @@ def submit_rate(runs: list[StoredRun]) -> bytes:
 
 
 def node_allocation(runs: list[StoredRun]) -> bytes:
-    fig, ax = plt.subplots(figsize=(9, 3.5))
-    for r in runs:
-        if not len(r.pods):
-            continue
-        per_node = r.pods["node"][r.pods["node"] != ""].value_counts()
-        nodes = (r.meta.get("cluster") or {}).get("nodes") or len(per_node)
-        counts = np.concatenate([per_node.to_numpy(), np.zeros(max(0, nodes - len(per_node)))])
-        ax.hist(counts, bins=min(30, max(5, int(counts.max()) + 1)), alpha=0.5, label=_label(r))
-    ax.set(title="Pods per node (placement spread; empty nodes included)", xlabel="pods on the node",
-           ylabel="nodes")
-    ax.legend(fontsize=8)
+    """Requested CPU (and GPUs, when any pod asks for them) per node, empty nodes included."""
+    has_gpu = any(len(r.pods) and "gpus" in r.pods and r.pods["gpus"].sum() > 0 for r in runs)
+    fig, axes = plt.subplots(1, 2 if has_gpu else 1, figsize=(11 if has_gpu else 9, 3.5), squeeze=False)
+    for col, (what, unit, scale) in enumerate([("cpu_m", "CPU cores", 1000.0), ("gpus", "GPUs", 1.0)][:axes.shape[1]]):
+        ax = axes[0][col]
+        for r in runs:
+            p = r.pods
+            if not len(p) or what not in p:
+                continue
+            placed = p[p["node"] != ""]
+            per_node = placed.groupby("node")[what].sum() / scale
+            nodes = (r.meta.get("cluster") or {}).get("nodes") or len(per_node)
+            values = np.concatenate([per_node.to_numpy(), np.zeros(max(0, nodes - len(per_node)))])
+            ax.hist(values, bins=30, alpha=0.5, label=_label(r))
+        ax.set(title=f"{unit} requested per node (empty nodes included)", xlabel=unit, ylabel="nodes")
+        ax.legend(fontsize=8)
     return _png(fig)
 
 

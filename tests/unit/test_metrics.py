@@ -82,10 +82,11 @@ def test_series_and_binding_rate_from_real_payloads(run_dir: Path) -> None:
 def test_derive_cross_checks_against_timeline(run_dir: Path) -> None:
     created = np.linspace(T_FIRST + 0.5, T_LAST - 1.0, 1000)
     pods = pd.DataFrame({"created": created, "scheduled": created + 0.01})
-    _, sec = derive(run_dir, pods, client_qps=5000)
+    _, series, sec = derive(run_dir, pods, client_qps=5000)
+    assert len(series) and set(series.columns) == {"t", "component", "name", "labels", "value"}
     assert sec["cross_check"]["agrees"] and sec["cross_check"]["bindings_from_metric"] == 1000
     assert sec["labels"] == []
-    _, sec = derive(run_dir, pods.iloc[:900], client_qps=5000)
+    _, _, sec = derive(run_dir, pods.iloc[:900], client_qps=5000)
     assert not sec["cross_check"]["agrees"]  # a mismatch is reported, not hidden
     assert sec["cross_check"]["relative_difference"] == pytest.approx(100 / 900)
 

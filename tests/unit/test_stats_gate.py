@@ -75,6 +75,16 @@ def test_gate_exit_codes_and_junit(tmp_path: Path) -> None:
     assert any("did not complete" in w for w in gate(base, good + failed, []).warnings)
 
 
+def test_scenario_declared_gates_apply_without_metric_options(tmp_path: Path) -> None:
+    base = [_run(tmp_path, f"b{i}", v) for i, v in enumerate(BASE)]
+    bad = [_run(tmp_path, f"s{i}", v) for i, v in enumerate(SLOWER)]
+    for r in bad:
+        r.meta["scenario"] = {"gates": ["throughput:25%"]}
+    res = gate(base, bad, [])
+    assert [c.metric for c in res.comparisons] == ["throughput"] and res.exit_code == 0  # 20% < 25% allowed
+    assert gate(base, bad, ["throughput:10%"]).exit_code == 1  # --metric wins
+
+
 def test_not_comparable_runs_are_flagged(tmp_path: Path) -> None:
     a = _run(tmp_path, "a", 400)
     b = _run(tmp_path, "b", 400)
