@@ -159,13 +159,23 @@ def submit_inline(job: SubmitJob) -> RequestLog:
     return _run(_submit(job, None))  # type: ignore[no-any-return]
 
 
+def send_to_parent(q: Any, item: Any, ppid: int) -> None:
+    """Put a child's result on its queue, unless the parent is gone: then nobody will read it, and
+    exiting must not wait on the queue's feeder thread (cancel_join_thread drops unsent data, so it
+    is only safe when there is no reader left)."""
+    if os.getppid() != ppid:
+        q.cancel_join_thread()
+        return
+    q.put(item)
+
+
 def _worker_main(job: SubmitJob, progress: Synchronized[int], out: mp.Queue[Any]) -> None:
-    # if the parent is killed nobody reads the queue: exiting must not wait for the feeder thread
-    out.cancel_join_thread()
+    ppid = os.getppid()
     try:
-        out.put(("ok", _run(_submit(job, progress))))
+        result: tuple[str, Any] = ("ok", _run(_submit(job, progress)))
     except BaseException as e:  # report to the parent instead of dying silently
-        out.put(("error", f"{type(e).__name__}: {e}"))
+        result = ("error", f"{type(e).__name__}: {e}")
+    send_to_parent(out, result, ppid)
 
 
 class Submission:

@@ -22,6 +22,7 @@ import numpy as np
 
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.kubeconfig import Credentials
+from kwokbench.load.submitter import send_to_parent
 
 RUN_LABEL = "kwokbench.io/run"
 WORKLOAD_LABEL = "kwokbench.io/workload"
@@ -124,7 +125,7 @@ def _watch_main(creds: Credentials, run_id: str, workloads: list[str], out: str,
                 synced: Any, stop: Any, errors_q: Any) -> None:
     tl = Timeline(workloads)
     errors: list[str] = []
-    errors_q.cancel_join_thread()  # never block exiting on a parent that is gone
+    ppid = os.getppid()
     view = np.frombuffer(counts.get_obj(), dtype=np.int64).reshape(tl.counts.shape)
 
     async def main() -> None:
@@ -156,7 +157,7 @@ def _watch_main(creds: Credentials, run_id: str, workloads: list[str], out: str,
         tmp = Path(out + ".tmp")
         tl.frame().to_parquet(tmp, index=False)
         tmp.rename(out)
-        errors_q.put(errors)
+        send_to_parent(errors_q, errors, ppid)
 
 
 class Watcher:

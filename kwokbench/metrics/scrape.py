@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from kwokbench.cluster.kubeconfig import Credentials
+from kwokbench.load.submitter import send_to_parent
 
 SCRAPES = "scrapes"
 PROCS = "procs.parquet"
@@ -77,7 +78,7 @@ def _scrape_main(endpoints: list[Endpoint], pids: dict[str, int], out: str, inte
     import psutil
     import zstandard
 
-    result_q.cancel_join_thread()  # never block exiting on a parent that is gone
+    parent = os.getppid()
     outdir = Path(out) / SCRAPES
     outdir.mkdir(parents=True, exist_ok=True)
     files = {e.component: (outdir / f"{e.component}.prom.zst").open("wb") for e in endpoints}
@@ -151,7 +152,7 @@ def _scrape_main(endpoints: list[Endpoint], pids: dict[str, int], out: str, inte
 
         df = pd.DataFrame(rows, columns=["t", "component", "cpu_seconds", "rss_bytes"])
         df.to_parquet(Path(out) / PROCS, index=False)
-        result_q.put({"errors": errors, **stats})
+        send_to_parent(result_q, {"errors": errors, **stats}, parent)
 
 
 class Scraper:
