@@ -52,7 +52,7 @@ def summary_rows(s: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         ratio = ph.get("achieved_ratio")
         rows.append([f"submit {ph['phase']}: achieved / target",
                      f"{_f(ph.get('achieved_qps'))} / {_f(ph.get('target_qps'))} /s"
-                     + (f" ({ratio * 100:.1f}%)" if ratio else "")])
+                     + (f" ({ratio * 100:.1f}% of the schedule)" if ratio else "")])
         errors = ph.get("errors") or {}
         if errors:
             rows.append([f"submit {ph['phase']}: errors", ", ".join(f"{k}: {v}" for k, v in errors.items())])

@@ -5,6 +5,7 @@ These need no cluster: every case is caught before one would be created.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,19 @@ def test_schema_is_json_and_help_is_instant() -> None:
     schema = json.loads(kwokbench("schema", check=True).stdout)
     assert schema["title"] == "Scenario"
     assert "Usage" in kwokbench("--help", check=True).stdout
+
+
+def test_missing_toolchain_and_missing_go(tmp_path: Path) -> None:
+    empty = {"KWOKBENCH_CACHE": str(tmp_path / "cache"), "KWOKBENCH_HOME": str(tmp_path / "home")}
+    res = kwokbench("tools", "doctor", env=empty)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "kube-apiserver v1.36.4: not built" in res.stderr and "run `kwokbench tools install`" in res.stderr
+    # no cached binaries and no Go: up says what to do instead of building or crashing
+    no_go = {**empty, "PATH": str(Path(sys.executable).parent)}
+    assert_one_line_error(kwokbench("tools", "install", "--from", "source", env=no_go), "Go is not on PATH")
+    broken = tmp_path / "cache" / "toolchain" / "kwok-v0.8.0"
+    broken.mkdir(parents=True)
+    (broken / "kwokctl").write_text("#!/bin/sh\nexit 1\n")
+    (broken / "kwokctl").chmod(0o755)
+    res = kwokbench("tools", "doctor", env=empty)
+    assert res.returncode == 2 and "kwokctl v0.8.0: wrong version" in res.stderr
