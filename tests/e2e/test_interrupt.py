@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -29,7 +30,7 @@ def _wait_mid_run(out: Path, k: Kwokctl, proc: subprocess.Popen[str]) -> tuple[P
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         runs = list((out / "quickstart").glob("*/")) if (out / "quickstart").exists() else []
-        if runs:
+        if runs and (runs[0] / "meta.json").exists():  # the folder exists a moment before its meta.json
             run = runs[0]
             cluster = f"kb-{read_meta(run)['run_label']}"
             pids = k.pids(cluster)
@@ -52,9 +53,19 @@ def _gone(pids: dict[str, int], timeout: float) -> list[int]:
     return alive
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_interrupt_tears_down_and_keeps_partial_run(sig: int, kwokctl: Kwokctl, tmp_path: Path) -> None:
+@pytest.fixture()
+def started(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
     proc = _start_run(tmp_path)
+    yield proc
+    if proc.poll() is None:  # a failed assertion must not leave a run going into the next test
+        proc.kill()
+    proc.communicate(timeout=60)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_tears_down_and_keeps_partial_run(sig: int, kwokctl: Kwokctl, tmp_path: Path,
+                                                    started: subprocess.Popen[str]) -> None:
+    proc = started
     run, cluster, pids = _wait_mid_run(tmp_path, kwokctl, proc)
     proc.send_signal(sig)
     output, _ = proc.communicate(timeout=120)
@@ -69,8 +80,9 @@ def test_interrupt_tears_down_and_keeps_partial_run(sig: int, kwokctl: Kwokctl, 
     kwokbench("report", str(run), "-o", str(tmp_path / "rep"), check=True)
 
 
-def test_kill_9_is_cleaned_up_by_the_watchdog(kwokctl: Kwokctl, tmp_path: Path) -> None:
-    proc = _start_run(tmp_path)
+def test_kill_9_is_cleaned_up_by_the_watchdog(kwokctl: Kwokctl, tmp_path: Path,
+                                              started: subprocess.Popen[str]) -> None:
+    proc = started
     run, cluster, pids = _wait_mid_run(tmp_path, kwokctl, proc)
     children = {" ".join(c.cmdline())[-90:]: c.pid for c in psutil.Process(proc.pid).children(recursive=True)}
     os.kill(proc.pid, signal.SIGKILL)
