@@ -7,7 +7,6 @@ A :class:`~kwokbench.errors.KwokbenchError` becomes one line on stderr and its e
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -352,7 +351,3 @@ def gate_cmd(
             f.write(markdown(base + cand, result))
     raise typer.Exit(result.exit_code)
 
-
-def run() -> None:  # pragma: no cover - console entry for `python -m kwokbench`
-    app()
-    sys.exit(0)

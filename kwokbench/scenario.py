@@ -17,7 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from kwokbench.errors import ScenarioError
 from kwokbench.toolchain import versions
 
-SCHEMA_VERSION = 1
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -179,7 +179,3 @@ async def gather_limited(jobs: list[Callable[[], Awaitable[Any]]], concurrency: 
 
     return await asyncio.gather(*(one(j) for j in jobs))
 
-
-async def iter_lines(resp: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
-    async for line in resp.content:
-        yield line

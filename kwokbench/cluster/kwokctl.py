@@ -29,7 +29,6 @@ from kwokbench.progress import Reporter, Silent
 from kwokbench.toolchain import Toolchain
 
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$")
-COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok-controller")
 UNLIMITED_QPS, UNLIMITED_BURST = 5000, 10000  # what kwokctl --disable-qps-limits sets
 
 

@@ -14,8 +14,6 @@ from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.errors import ApiError, ClusterError
 from kwokbench.templates import ManifestFactory
 
-GROUP_LABEL = "kwokbench.io/node-group"
-
 
 @dataclass(frozen=True)
 class NodeGroup:

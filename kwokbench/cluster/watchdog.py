@@ -59,10 +59,5 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def parent_alive(ppid: int) -> bool:
-    """For children: is the process that started us still there (not re-parented)?"""
-    return os.getppid() == ppid
-
-
 if __name__ == "__main__":
     sys.exit(main())

@@ -31,7 +31,6 @@ from kwokbench.templates import ManifestFactory
 CONNECTION_ERROR = -1
 TICK = 0.001
 """Shortest pacing sleep (s)."""
-NOT_SENT = 0
 
 
 @dataclass(frozen=True)
@@ -155,10 +154,6 @@ def _run(coro: Any) -> Any:
     return uvloop.run(coro)
 
 
-def submit_inline(job: SubmitJob) -> RequestLog:
-    return _run(_submit(job, None))  # type: ignore[no-any-return]
-
-
 def send_to_parent(q: Any, item: Any, ppid: int) -> None:
     """Put a child's result on its queue, unless the parent is gone: then nobody will read it, and
     exiting must not wait on the queue's feeder thread (cancel_join_thread drops unsent data, so it
@@ -227,7 +222,4 @@ def _with_worker(job: SubmitJob, w: int, workers: int) -> SubmitJob:
     return SubmitJob(job.creds, job.path, job.factory, job.offsets, job.t0, w, workers, job.connections,
                      job.deadline)
 
-
-def default_workers() -> int:
-    return 1 if (os.cpu_count() or 1) <= 2 else 2
 

@@ -77,11 +77,6 @@ def load_series(run_dir: Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["t", "component", "name", "labels", "value"])
 
 
-def scrape_times(run_dir: Path, component: str) -> list[tuple[float, int, float]]:
-    f = run_dir / SCRAPES / f"{component}.prom.zst"
-    return [(s.t, s.status, s.ms) for s in read_snapshots(f)] if f.exists() else []
-
-
 # ---- pure derivations ------------------------------------------------------------------------------
 
 
