@@ -80,7 +80,21 @@ class Api:
         Listed objects are delivered as ``SYNC`` events; a relist after 410 delivers them again, so
         handlers must be idempotent. ``on_error`` is told about every restart (recorded, not hidden).
         """
-        params = dict(params or {})
+        # stop cancels the stream once, instead of racing a new task against every line read
+        loop = asyncio.ensure_future(self._watch_loop(path, handler, stop, dict(params or {}), on_error, synced))
+        stopped = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait({loop, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for t in (loop, stopped):
+                t.cancel()
+            await asyncio.gather(loop, stopped, return_exceptions=True)
+        exc = loop.exception() if loop.done() and not loop.cancelled() else None
+        if exc is not None:  # an unexpected failure of the loop itself (expected ones are retried inside)
+            raise exc
+
+    async def _watch_loop(self, path: str, handler: Handler, stop: asyncio.Event, params: dict[str, str],
+                          on_error: Callable[[str], None] | None, synced: asyncio.Event | None) -> None:
         rv = ""
         need_list = True
         while not stop.is_set():
@@ -90,7 +104,7 @@ class Api:
                     need_list = False
                     if synced is not None:
                         synced.set()
-                rv = await self._watch_once(path, params, rv, handler, stop)
+                rv = await self._watch_once(path, params, rv, handler)
             except _Gone:
                 need_list = True
                 if on_error:
@@ -114,8 +128,7 @@ class Api:
             if not cont:
                 return str(doc["metadata"]["resourceVersion"])
 
-    async def _watch_once(self, path: str, params: dict[str, str], rv: str, handler: Handler,
-                          stop: asyncio.Event) -> str:
+    async def _watch_once(self, path: str, params: dict[str, str], rv: str, handler: Handler) -> str:
         p = {**params, "watch": "1", "resourceVersion": rv, "allowWatchBookmarks": "true",
              "timeoutSeconds": "300"}
         try:
@@ -125,29 +138,20 @@ class Api:
                     raise _Gone()
                 if resp.status != 200:
                     raise ApiError(f"watch {path}: HTTP {resp.status}: {_reason(await resp.read())}", resp.status)
-                stop_task = asyncio.ensure_future(stop.wait())
-                try:
-                    while True:
-                        line_task = asyncio.ensure_future(resp.content.readline())
-                        done, _ = await asyncio.wait({line_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
-                        if line_task not in done:
-                            line_task.cancel()
-                            return rv
-                        line = line_task.result()
-                        if not line:
-                            return rv  # server closed the watch (timeoutSeconds): resume from rv
-                        ev = orjson.loads(line)
-                        obj = ev.get("object") or {}
-                        typ = ev.get("type", "")
-                        if typ == "ERROR":
-                            if obj.get("code") == 410:
-                                raise _Gone()
-                            raise ApiError(f"watch {path}: {obj.get('message', obj)}")
-                        rv = str(obj.get("metadata", {}).get("resourceVersion", rv))
-                        if typ != "BOOKMARK":
-                            handler(typ, obj, time.time())
-                finally:
-                    stop_task.cancel()
+                async for line in resp.content:
+                    if not line.strip():
+                        continue
+                    ev = orjson.loads(line)
+                    obj = ev.get("object") or {}
+                    typ = ev.get("type", "")
+                    if typ == "ERROR":
+                        if obj.get("code") == 410:
+                            raise _Gone()
+                        raise ApiError(f"watch {path}: {obj.get('message', obj)}")
+                    rv = str(obj.get("metadata", {}).get("resourceVersion", rv))
+                    if typ != "BOOKMARK":
+                        handler(typ, obj, time.time())
+                return rv  # server closed the watch (timeoutSeconds): resume from rv
         except (aiohttp.ClientError, TimeoutError) as e:
             raise ApiError(f"watch {path}: {type(e).__name__}: {e}") from e
 

@@ -14,9 +14,8 @@ BINDING = {"resource": "pods", "subresource": "binding", "verb": "POST"}
 def prefilter(text: str, families: Iterable[str]) -> str:
     """Keep only the lines of the named families: the parser is slow, payloads are megabytes."""
     names = tuple(families)
-    return "\n".join(line for line in text.splitlines()
-                     if line.startswith(names) or line.startswith(tuple(f"# HELP {n}" for n in names))
-                     or line.startswith(tuple(f"# TYPE {n}" for n in names))) + "\n"
+    prefixes = names + tuple(f"# {kind} {n}" for kind in ("HELP", "TYPE") for n in names)
+    return "\n".join(line for line in text.splitlines() if line.startswith(prefixes)) + "\n"
 
 
 def samples(text: str, name: str) -> list[Sample]:
