@@ -82,15 +82,19 @@ def tools_install(
     source: Annotated[str, typer.Option("--from", help="source (build from Go modules), release "
                                         "(kwokctl downloads official binaries) or auto.")] = "auto",
     force: Annotated[bool, typer.Option(help="Rebuild even when cached binaries are valid.")] = False,
+    core_only: Annotated[bool, typer.Option(help="Skip the optional scheduler-plugins build (runs build it "
+                                            "on demand when a variant uses it).")] = False,
 ) -> None:
-    """Build (or download) kwok, kwokctl, Kubernetes and etcd into the version-keyed cache."""
+    """Build (or download) kwok, kwokctl, Kubernetes, etcd and scheduler-plugins into the version-keyed cache."""
     from kwokbench import console
     from kwokbench.toolchain import Toolchain
+    from kwokbench.toolchain.install import OPTIONAL
 
     if source not in ("auto", "source", "release"):
         raise ScenarioError(f"--from {source!r}: expected source, release or auto")
     tc = Toolchain()
-    mode = tc.install(source, console.RichReporter(), force=force)  # type: ignore[arg-type]
+    extras = () if core_only or source == "release" else OPTIONAL
+    mode = tc.install(source, console.RichReporter(), force=force, extras=extras)  # type: ignore[arg-type]
     console.info(f"toolchain ready ({mode}) in {tc.cache / 'toolchain'}")
 
 
@@ -111,8 +115,13 @@ def tools_doctor() -> None:
     except KwokbenchError as e:
         rows.append(["go", "-", "-", "[red]problem[/]"])
         problems.append(str(e))
+    optional = {c.name for c in tc.components if c.optional}
     for s in tc.check():
-        rows.append([s.binary, s.version, str(s.path), "[green]ok[/]" if s.ok else f"[red]{s.problem}[/]"])
+        name = f"{s.component}/{s.binary}" if s.component in optional else s.binary
+        if not s.ok and s.component in optional:
+            rows.append([name, s.version, str(s.path), f"[yellow]{s.problem} (optional, built on demand)[/]"])
+            continue
+        rows.append([name, s.version, str(s.path), "[green]ok[/]" if s.ok else f"[red]{s.problem}[/]"])
         if not s.ok:
             problems.append(f"{s.binary} {s.version}: {s.problem} at {s.path}; run `kwokbench tools install`")
     console.table("kwokbench toolchain", ["component", "version", "path", "status"], rows)

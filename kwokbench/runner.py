@@ -8,8 +8,11 @@ discovered late, Ctrl-C), what was measured is stored and ``meta.json`` says how
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
+import sys
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -23,6 +26,7 @@ from kwokbench.cluster import ClusterInfo, ClusterOptions, Kwokctl, NodeGroup, b
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.kwokctl import UNLIMITED_BURST, UNLIMITED_QPS, free_port
 from kwokbench.cluster.nodes import wait_service_account
+from kwokbench.cluster.objects import apply_crds, cluster_state, create_all
 from kwokbench.errors import ClusterError, KwokbenchError, ScenarioError
 from kwokbench.load.pacer import schedule, target_rate
 from kwokbench.load.submitter import RequestLog, Submission, SubmitJob
@@ -30,12 +34,14 @@ from kwokbench.load.watcher import RUN_LABEL, STATES, WORKLOAD_LABEL, Watcher
 from kwokbench.metrics.derive import derive
 from kwokbench.metrics.prometheus import query_run
 from kwokbench.metrics.scrape import Scraper, cluster_endpoints
+from kwokbench.placement import placement
 from kwokbench.progress import Reporter, Silent
-from kwokbench.scenario import Scenario, SchedulerSpec, WorkloadSpec
-from kwokbench.store import BINDING_RATE, METRICS, PODS, REQUESTS, SUMMARY, RunDir, host_info, load_run
+from kwokbench.scenario import PLUGINS_BINARY, STOCK_BINARY, Scenario, SchedulerSpec, WorkloadSpec
+from kwokbench.store import BINDING_RATE, METRICS, NODES, PODS, REQUESTS, SUMMARY, RunDir, host_info, load_run
 from kwokbench.summary import POD_COLUMNS, summarize, with_columns
 from kwokbench.templates import ManifestFactory, resolve_template
-from kwokbench.toolchain import versions
+from kwokbench.toolchain import Toolchain, versions
+from kwokbench.toolchain.plugin import build_scheduler, plugin_dir
 
 WAIT_STATE = {"created": "created", "scheduled": "scheduled", "running": "running", "completed": "finished"}
 STOCK_SCHEDULER_QPS, STOCK_SCHEDULER_BURST = 50, 100
@@ -80,19 +86,67 @@ def _factories(scenario: Scenario, base: Path, run_label: str) -> list[ManifestF
     for w in scenario.workloads:
         # the run label in every name: a reused cluster may still hold the objects of earlier runs
         f = ManifestFactory(resolve_template(w.template, base), w.params, f"{w.name}-{run_label}",
-                            labels={RUN_LABEL: run_label, WORKLOAD_LABEL: w.name})
+                            labels={RUN_LABEL: run_label, WORKLOAD_LABEL: w.name},
+                            gang_size=w.gang.size if w.gang else 0)
         if f.pods_per_object() == 0:
             raise ScenarioError(f"workload {w.name}: template {w.template} makes a {f.kind}, not a Pod or Job")
+        if w.gang and f.kind != "Pod":
+            raise ScenarioError(f"workload {w.name}: gang members must be Pods, template {w.template} makes a {f.kind}")
+        if w.gang:
+            _gang_factory(w, f, base)
         out.append(f)
+    return out
+
+
+def _gang_factory(w: WorkloadSpec, members: ManifestFactory, base: Path) -> ManifestFactory:
+    """The PodGroups of a gang phase: PodGroup k is named like the group label of members k*size…"""
+    assert w.gang is not None
+    g = ManifestFactory(resolve_template(w.gang.template, base),
+                        {"min_member": w.gang.min_member or w.gang.size,
+                         "schedule_timeout_seconds": w.gang.schedule_timeout_seconds},
+                        members.group_prefix, labels=dict(members.labels))
+    if g.kind != "PodGroup":
+        raise ScenarioError(f"workload {w.name}: gang.template {w.gang.template} makes a {g.kind}, not a PodGroup")
+    return g
+
+
+def variant_binary(variant: SchedulerSpec, base: Path) -> Path | None:
+    """The plugin directory of a variant whose ``binary`` is one (checked), else None."""
+    if variant.binary in (STOCK_BINARY, PLUGINS_BINARY):
+        return None
+    path = Path(variant.binary).expanduser()
+    path = path if path.is_absolute() else base / path
+    if not path.is_dir():
+        raise ScenarioError(f"scheduler {variant.name}: binary {variant.binary!r} is neither {STOCK_BINARY}, "
+                            f"{PLUGINS_BINARY} nor a plugin directory (relative to {base})")
+    plugin_dir(path)
+    return path
+
+
+def _scheduler_binaries(variants: list[SchedulerSpec], base: Path, tc: Toolchain,
+                        rep: Reporter) -> dict[str, Path | None]:
+    """Variant name → the kube-scheduler it runs (None: the control plane's own)."""
+    out: dict[str, Path | None] = {}
+    for v in variants:
+        d = variant_binary(v, base)
+        if d is not None:
+            out[v.name] = build_scheduler(d, rep)
+        elif v.binary == PLUGINS_BINARY:
+            out[v.name] = tc.path("kube-scheduler", "scheduler-plugins")
+        else:
+            out[v.name] = None
     return out
 
 
 def fairness_manifest(scenario: Scenario, variant: SchedulerSpec, opts: ClusterOptions) -> dict[str, Any]:
     """Everything that changes how fast a scheduler can go besides the scheduler itself."""
     unlimited = not scenario.cluster.qps_limits
+    qps = opts.scheduler_client_qps or (UNLIMITED_QPS if unlimited else STOCK_SCHEDULER_QPS)
+    burst = opts.scheduler_client_burst or (max(int(opts.scheduler_client_qps), 1) if opts.scheduler_client_qps
+                                            else UNLIMITED_BURST if unlimited else STOCK_SCHEDULER_BURST)
     return {
-        "scheduler_client_qps": UNLIMITED_QPS if unlimited else STOCK_SCHEDULER_QPS,
-        "scheduler_client_burst": UNLIMITED_BURST if unlimited else STOCK_SCHEDULER_BURST,
+        "scheduler_client_qps": qps,
+        "scheduler_client_burst": burst,
         "apiserver_max_requests_inflight": 0 if unlimited else 400,
         "apiserver_max_mutating_requests_inflight": 0 if unlimited else 200,
         "apiserver_priority_and_fairness": not unlimited,
@@ -101,6 +155,11 @@ def fairness_manifest(scenario: Scenario, variant: SchedulerSpec, opts: ClusterO
         "kwok_parallelism": opts.kwok_parallelism,
         "extra_args": [*scenario.cluster.extra_args, *[f"kube-scheduler={a}" for a in variant.extra_args]],
         "scheduler_config": variant.config,
+        "scheduler_binary": variant.binary,
+        "scheduler_binary_path": str(opts.scheduler_binary) if opts.scheduler_binary else "",
+        # the URL's port differs per run and is not a setting
+        "extenders": [{k: v for k, v in e.items() if k != "urlPrefix"} for e in opts.scheduler_extenders],
+        "crds": sorted({"podgroups.scheduling.x-k8s.io"} if any(w.gang for w in scenario.workloads) else set()),
     }
 
 
@@ -119,11 +178,14 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
     _factories(scenario, base, "validate")
     for v in variants:
         _resolve(base, v.config)
+        variant_binary(v, base)
     for g in scenario.cluster.node_groups:
         ManifestFactory(resolve_template(g.template, base), {**g.params, "group": g.name}, f"kb-{g.name}")
     if opts.cluster and opts.repeat > 1:
         raise ScenarioError("--repeat needs a fresh cluster per run; it cannot be combined with --cluster")
-    k.toolchain.install("auto", rep)
+    needs_plugins = any(v.binary == PLUGINS_BINARY for v in variants) or any(w.gang for w in scenario.workloads)
+    k.toolchain.install("auto", rep, extras=("scheduler-plugins",) if needs_plugins else ())
+    binaries = _scheduler_binaries(variants, base, k.toolchain, rep)
     group = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     results = []
     for i in range(opts.repeat):
@@ -131,24 +193,34 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
             if opts.repeat > 1:
                 rep.info(f"[bold]repeat {i + 1}/{opts.repeat}, variant {v.name}[/]")
             results.append(run_variant(scenario, base, v, opts, rep, k, multi=len(variants) > 1,
-                                       group={"id": group, "repeat": i, "of": opts.repeat}))
+                                       group={"id": group, "repeat": i, "of": opts.repeat},
+                                       scheduler_binary=binaries[v.name]))
     return results
 
 
 def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: RunOptions, rep: Reporter,
-                k: Kwokctl, multi: bool = False, group: dict[str, Any] | None = None) -> VariantRun:
+                k: Kwokctl, multi: bool = False, group: dict[str, Any] | None = None,
+                scheduler_binary: Path | None = None) -> VariantRun:
     rundir = RunDir.create(opts.out, scenario.name, variant.name if multi else None)
     run_label = rundir.run_id.split("-")[1]
     factories = _factories(scenario, base, run_label)
     cluster_name = opts.cluster or f"kb-{run_label}"
     sched_extra = [f"kube-scheduler={a}" for a in variant.extra_args]
+    extender = Extender(variant) if variant.extender and not opts.cluster else None
     copts = ClusterOptions(
         name=cluster_name, qps_limits=scenario.cluster.qps_limits, scheduler_config=_resolve(base, variant.config),
+        scheduler_binary=scheduler_binary, scheduler_client_qps=variant.client_qps,
+        scheduler_client_burst=variant.client_burst,
+        scheduler_extenders=[extender.config] if extender else [],
+        # for every variant, so the default scheduler meets the same objects as Coscheduling
+        crds=k.toolchain.scheduler_plugins_crds() if any(w.gang for w in scenario.workloads) else [],
         prometheus_port=free_port() if scenario.cluster.prometheus else None,
         extra_args=[*scenario.cluster.extra_args, *sched_extra])
     phases: list[dict[str, Any]] = [
               {"name": w.name, "template": w.template, "count": w.count, "target_qps": target_rate(w.arrival),
-               "pods_expected": w.count * f.pods_per_object(), "wait_for": w.wait_for}
+               "pods_expected": w.count * f.pods_per_object(), "wait_for": w.wait_for,
+               "labels": f.labels_of_pods(),
+               "gang": {"size": w.gang.size, "min_member": w.gang.min_member or w.gang.size} if w.gang else None}
               for w, f in zip(scenario.workloads, factories, strict=True)]
     rundir.write_meta({
         "status": "running", "run_id": rundir.run_id, "run_label": run_label, "group": group or {},
@@ -167,7 +239,10 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
     status, error = "failed", ""
     created_cluster = False
     guard: subprocess.Popen[bytes] | None = None
+    info: ClusterInfo | None = None
     try:
+        if extender is not None:
+            extender.start()
         if opts.cluster:
             if not k.exists(opts.cluster):
                 raise ClusterError(f"--cluster {opts.cluster}: no such kwokbench cluster (see `kwokbench status`)")
@@ -180,6 +255,8 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
             guard = watchdog.start(cluster_name, k.home, rundir.path, opts.keep_cluster)
         rundir.update_meta(cluster={**read_cluster(info), "reused": bool(opts.cluster)})
         _ensure_namespaces(info, {w.namespace for w in scenario.workloads})
+        if any(w.gang for w in scenario.workloads) and opts.cluster:
+            asyncio.run(apply_crds(info.credentials(), k.toolchain.scheduler_plugins_crds()))
         if opts.scrape_interval > 0:
             scraper = Scraper(cluster_endpoints(info), k.pids(info.name), rundir.path, opts.scrape_interval)
             if not scraper.wait_started(60):
@@ -188,6 +265,8 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
         if not watcher.wait_synced(60):
             raise ClusterError("the pod watch did not start within 60s")
         for i, (w, f) in enumerate(zip(scenario.workloads, factories, strict=True)):
+            if w.gang:
+                _create_podgroups(info, w, f, base, rep)
             log, timed_out = _run_phase(info, w, f, i, scenario.seed, opts, watcher, rep, phases[i])
             logs.append(_log_frame(log, w.name))
             phases[i].update(timed_out=timed_out, harness_cpu_seconds=log.cpu_seconds)
@@ -208,9 +287,14 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
         expected = sum(p["pods_expected"] for p in phases)
         summary = summarize(stored.pods, requests, phases, expected)
         summary["watch_errors"] = watch_errors
+        if info is not None and (created_cluster or opts.cluster):
+            summary["placement"] = _placement(info, rundir, stored.pods, phases,
+                                              {w.namespace for w in scenario.workloads}, rep)
+        if extender is not None:
+            summary["extender"] = extender.stop()
         if scraper is not None:
             summary.update(_metrics_summary(rundir, stored.pods, copts, scenario, scrape_stats))
-        if copts.prometheus_port and created_cluster and len(stored.pods):
+        if copts.prometheus_port and created_cluster and info is not None and len(stored.pods):
             rep.info("querying Prometheus for the independent binding-rate cross-check")
             prom = query_run(copts.prometheus_port, info.apiserver_port, float(stored.pods["created"].min()),
                              float(stored.pods["scheduled"].max()))
@@ -227,6 +311,81 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
             guard.terminate()
             guard.wait(10)
     return VariantRun(rundir.path, status, summary)
+
+
+def _placement(info: ClusterInfo, rundir: RunDir, pods: pd.DataFrame, phases: list[dict[str, Any]],
+               namespaces: set[str], rep: Reporter) -> dict[str, Any] | None:
+    """Nodes and FailedScheduling reasons, read before the cluster goes; placement figures from them."""
+    try:
+        rows, messages = asyncio.run(cluster_state(info.credentials(), namespaces))
+    except KwokbenchError as e:
+        rep.warn(f"placement quality not measured: could not read nodes/events ({e})")
+        return None
+    nodes = pd.DataFrame(rows, columns=["name", "group", "cpu_m", "gpus", "pods"])
+    rundir.write_frame(NODES, nodes)
+    rundir.write_json("failed_scheduling.json", messages)
+    return placement(with_columns(pods, PLACEMENT_COLUMNS), nodes, phases, messages)
+
+
+PLACEMENT_COLUMNS: dict[str, type] = {**POD_COLUMNS, "namespace": str, "name": str, "workload": str, "node": str,
+                                      "cpu_m": float, "gpus": float}
+
+
+def _create_podgroups(info: ClusterInfo, w: WorkloadSpec, members: ManifestFactory, base: Path,
+                      rep: Reporter) -> None:
+    assert w.gang is not None
+    g = _gang_factory(w, members, base)
+    n = w.count // w.gang.size
+    with rep.status(f"{w.name}: creating {n} PodGroups (minMember {w.gang.min_member or w.gang.size})"):
+        asyncio.run(create_all(info.credentials(), g.namespaced_path(w.namespace), [g.body(k) for k in range(n)]))
+
+
+class Extender:
+    """kwokbench's builtin extender (``python -m kwokbench.extender``), one per variant run."""
+
+    def __init__(self, variant: SchedulerSpec) -> None:
+        assert variant.extender is not None
+        spec = variant.extender
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.config: dict[str, Any] = {"urlPrefix": self.url, "weight": spec.weight, "enableHTTPS": False,
+                                       "nodeCacheCapable": False, "httpTimeout": "30s"}
+        if spec.filter:
+            self.config["filterVerb"] = "filter"
+        if spec.prioritize:
+            self.config["prioritizeVerb"] = "prioritize"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 20.0) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "kwokbench.extender", "--port", str(self.port)],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise ClusterError(f"the extender exited at start (exit {self.proc.returncode})")
+            try:
+                with urllib.request.urlopen(f"{self.url}/healthz", timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        raise ClusterError(f"the extender did not answer on {self.url} within {timeout:g}s")
+
+    def stop(self) -> dict[str, Any]:
+        stats: dict[str, Any] = {"url": self.url}
+        if self.proc is None:
+            return stats
+        try:
+            with urllib.request.urlopen(f"{self.url}/stats", timeout=5) as r:
+                stats.update(json.loads(r.read()))
+        except (OSError, ValueError) as e:
+            stats["error"] = f"could not read the extender's stats: {e}"
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+        return stats
 
 
 def _metrics_summary(rundir: RunDir, pods: pd.DataFrame, copts: ClusterOptions, scenario: Scenario,

@@ -52,12 +52,33 @@ class ClusterSpec(_Model):
         return v
 
 
+STOCK_BINARY, PLUGINS_BINARY = "kube-scheduler", "scheduler-plugins"
+
+
+class ExtenderSpec(_Model):
+    rule: Literal["gpu"] = Field("gpu", description=(
+        "Rule of kwokbench's builtin extender: `gpu`, the rule of plugins/gpufilter (GPU-intensive pods only on "
+        "nodes with nvidia.com/gpu, CPU-intensive ones on nodes with >= 2000m CPU)."))
+    filter: bool = Field(True, description="Call the extender's filter verb.")
+    prioritize: bool = Field(True, description="Call the extender's prioritize verb.")
+    weight: int = Field(1, ge=1, le=100, description="Weight of the extender's priorities.")
+
+
 class SchedulerSpec(_Model):
     name: str = Field("default", pattern=DNS_LABEL, max_length=30, description="Variant name, used in reports.")
+    binary: str = Field(STOCK_BINARY, min_length=1, description=(
+        "Which kube-scheduler runs: `kube-scheduler` (stock, the control plane's version), `scheduler-plugins` "
+        "(sigs.k8s.io/scheduler-plugins: Coscheduling, CapacityScheduling, …), or a Go plugin directory "
+        "(path relative to the scenario) compiled in by `kwokbench tools build-scheduler`."))
     config: str | None = Field(None, description=(
         "KubeSchedulerConfiguration file (relative to the scenario). Client QPS/burst are set unlimited "
         "unless cluster.qps_limits is true."))
     extra_args: list[str] = Field(default_factory=list, description="Extra kube-scheduler flags, key=value.")
+    extender: ExtenderSpec | None = Field(None, description=(
+        "Start kwokbench's builtin HTTP extender for this variant and add it to the configuration's extenders."))
+    client_qps: float | None = Field(None, gt=0, description=(
+        "Scheduler client QPS (default: unlimited, or kube-scheduler's 50 when cluster.qps_limits is true)."))
+    client_burst: int | None = Field(None, gt=0, description="Scheduler client burst (default: as client_qps).")
 
 
 class QpsArrival(_Model):
@@ -81,11 +102,27 @@ Arrival = Annotated[QpsArrival | PoissonArrival | RampArrival, Field(discriminat
 WaitFor = Literal["none", "created", "scheduled", "running", "completed"]
 
 
+class GangSpec(_Model):
+    size: int = Field(ge=1, le=10_000, description="Pods per gang: pods i*size … (i+1)*size-1 form gang i.")
+    min_member: int | None = Field(None, ge=1, description="PodGroup minMember (default: size).")
+    template: str = Field("podgroup", description="PodGroup template (builtin: podgroup).")
+    schedule_timeout_seconds: int = Field(30, ge=1, description="PodGroup scheduleTimeoutSeconds.")
+
+    @model_validator(mode="after")
+    def _min_member(self) -> GangSpec:
+        if self.min_member is not None and self.min_member > self.size:
+            raise ValueError(f"min_member {self.min_member} is larger than the gang size {self.size}")
+        return self
+
+
 class WorkloadSpec(_Model):
     name: str = Field(pattern=DNS_LABEL, max_length=30, description="Phase name; objects are named <name>-<i>.")
     template: str = Field("pod", description="Workload template (path relative to the scenario, or builtin: "
                                               "pod, job, gpu-pod).")
     count: int = Field(ge=1, le=1_000_000, description="Number of objects to create.")
+    gang: GangSpec | None = Field(None, description=(
+        "Submit the pods as gangs: one scheduler-plugins PodGroup per `size` pods, created before the phase's "
+        "pods, each pod labelled scheduling.x-k8s.io/pod-group. Installs the PodGroup CRD (for every variant)."))
     namespace: str = Field("default", pattern=DNS_LABEL, description="Namespace (created when missing).")
     params: dict[str, Any] = Field(default_factory=dict, description="Template variables.")
     arrival: Arrival = Field(default_factory=lambda: QpsArrival(qps=100),
@@ -108,6 +145,13 @@ class Scenario(_Model):
         default_factory=list, description=(
             "Regression gates used by `kwokbench gate` when it is given no --metric, as NAME:MAX_REGRESSION "
             "(e.g. throughput:10%, latency_p99:15%)."))
+
+    @model_validator(mode="after")
+    def _gangs(self) -> Scenario:
+        for w in self.workloads:
+            if w.gang and w.count % w.gang.size:
+                raise ValueError(f"workload {w.name}: count {w.count} is not a multiple of gang.size {w.gang.size}")
+        return self
 
     @model_validator(mode="after")
     def _unique_names(self) -> Scenario:

@@ -30,6 +30,8 @@ FORMAT_VERSION = 1
 META, SUMMARY, PODS, REQUESTS = "meta.json", "summary.json", "pods.parquet", "requests.parquet"
 BINDING_RATE = "binding_rate.parquet"
 METRICS = "metrics.parquet"
+NODES = "nodes.parquet"
+"""Nodes at the end of the run (allocatable CPU/GPUs/pods), for placement quality."""
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

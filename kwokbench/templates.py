@@ -23,6 +23,8 @@ from kwokbench.errors import ScenarioError
 BUILTIN_DIR = Path(__file__).parent / "builtin_templates"
 """The repository's templates/ (a symlink, copied into wheels so an installed kwokbench has them)."""
 _SENTINELS = ("kb-sentinel-a0", "kb-sentinel-b1")
+_GROUP_SENTINEL = "kb-group-sentinel-c2"
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 
 # libyaml is ~10x faster; the pure-Python loader is a fallback only
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -95,16 +97,27 @@ class ManifestFactory:
     prefix: str
     labels: Mapping[str, str] = field(default_factory=dict)
     """Added to the object's labels and to its pod template's (so a Job's pods carry them too)."""
+    gang_size: int = 0
+    """When > 0, object i also gets the label ``scheduling.x-k8s.io/pod-group: <prefix>-gang-<i // gang_size>``."""
     kind: str = ""
     api_version: str = ""
     sample: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        docs = [self._render(s, i) for i, s in enumerate(_SENTINELS)]
+        docs = [self._render(s, i, _GROUP_SENTINEL) for i, s in enumerate(_SENTINELS)]
         self.sample = docs[0]
         self.kind, self.api_version = str(docs[0]["kind"]), str(docs[0]["apiVersion"])
         parts = [orjson.dumps(d).split(s.encode()) for d, s in zip(docs, _SENTINELS, strict=True)]
         self._fast: list[bytes] | None = parts[0] if parts[0] == parts[1] else None
+
+    @property
+    def group_prefix(self) -> str:
+        """PodGroup k of this workload is named ``<group_prefix>-<k>``."""
+        return f"{self.prefix}-gang"
+
+    def group(self, i: int) -> str:
+        """Name of the PodGroup (gang) object i belongs to."""
+        return f"{self.group_prefix}-{i // self.gang_size}"
 
     def _vars(self, name: str, index: int) -> dict[str, Any]:
         return {**self.params, "name": name, "index": index}
@@ -115,16 +128,24 @@ class ManifestFactory:
     def body(self, i: int) -> bytes:
         name = self.name(i)
         if self._fast is not None:
-            return name.encode().join(self._fast)
-        return orjson.dumps(self._render(name, i))
+            out = name.encode().join(self._fast)
+            return out.replace(_GROUP_SENTINEL.encode(), self.group(i).encode()) if self.gang_size else out
+        return orjson.dumps(self._render(name, i, self.group(i) if self.gang_size else None))
 
-    def _render(self, name: str, i: int) -> dict[str, Any]:
+    def _render(self, name: str, i: int, group: str | None = None) -> dict[str, Any]:
         doc = render_manifest(self.path, self._vars(name, i))
-        if self.labels:
+        labels = {**self.labels, **({POD_GROUP_LABEL: group} if self.gang_size and group else {})}
+        if labels:
             for meta in (doc["metadata"], ((doc.get("spec") or {}).get("template") or {}).get("metadata")):
                 if isinstance(meta, dict):
-                    meta["labels"] = {**(meta.get("labels") or {}), **self.labels}
+                    meta["labels"] = {**(meta.get("labels") or {}), **labels}
         return doc
+
+    def labels_of_pods(self) -> dict[str, str]:
+        """Labels every pod of this workload carries (the pod's, or a Job's pod template's)."""
+        tmpl = ((self.sample.get("spec") or {}).get("template") or {}).get("metadata")
+        meta = tmpl if self.kind == "Job" and isinstance(tmpl, dict) else self.sample.get("metadata") or {}
+        return {str(k): str(v) for k, v in (meta.get("labels") or {}).items() if v != _GROUP_SENTINEL}
 
     def pods_per_object(self) -> int:
         """Pods one object results in: 1 for a Pod, completions for a Job (the scheduler's work)."""

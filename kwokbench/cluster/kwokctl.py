@@ -43,6 +43,14 @@ class ClusterOptions:
     """Keep the components' default client QPS limits and apiserver APF (False = kwokctl --disable-qps-limits)."""
     scheduler_config: Path | None = None
     scheduler_binary: Path | None = None
+    scheduler_client_qps: float | None = None
+    """Overrides the scheduler's client QPS (default: unlimited without qps_limits, else its own 50)."""
+    scheduler_client_burst: int | None = None
+    scheduler_extenders: list[dict[str, Any]] = field(default_factory=list)
+    """Entries appended to the configuration's ``extenders:`` (KubeSchedulerConfiguration v1 Extender)."""
+    crds: list[Path] = field(default_factory=list)
+    """CRD manifests installed before nodes are created; the components are then restarted, because a
+    scheduler plugin's informer does not pick up a kind that did not exist when it started."""
     apiserver_port: int | None = None
     prometheus_port: int | None = None
     extra_args: list[str] = field(default_factory=list)
@@ -123,26 +131,43 @@ def validate_name(name: str) -> str:
     return name
 
 
-def scheduler_config_with_qps(src: Path, dst: Path, qps_limits: bool) -> Path:
-    """Copy a KubeSchedulerConfiguration, checked, with client QPS/burst unlimited unless limits are kept.
+def scheduler_config(opts: ClusterOptions, dst: Path) -> Path:
+    """The KubeSchedulerConfiguration kwokctl gets (always one: flags are ignored once there is a file).
 
-    kube-scheduler ignores ``--kube-api-qps`` once ``--config`` is given, so kwokctl's
-    ``--disable-qps-limits`` alone would silently leave a configured scheduler at 50 QPS.
+    The scenario's file (checked) or kube-scheduler's defaults, with client QPS/burst unlimited unless
+    limits are kept (or as the variant sets them), the variant's extenders appended, and leader election
+    off unless the file asks for it: one scheduler per cluster needs none, and a restarted scheduler
+    would otherwise wait ~15 s for the lease of its killed predecessor. kube-scheduler ignores
+    ``--kube-api-qps`` once ``--config`` is given, so kwokctl's ``--disable-qps-limits`` alone would
+    silently leave a configured scheduler at 50 QPS.
     """
-    try:
-        doc = yaml.safe_load(src.read_text())
-    except OSError as e:
-        raise ScenarioError(f"scheduler config {src}: {e.strerror}") from e
-    except yaml.YAMLError as e:
-        raise ScenarioError(f"scheduler config {src} is not valid YAML: {e}") from e
-    if not isinstance(doc, dict) or doc.get("kind") != "KubeSchedulerConfiguration":
-        raise ScenarioError(f"scheduler config {src}: expected kind KubeSchedulerConfiguration")
-    if not str(doc.get("apiVersion", "")).startswith("kubescheduler.config.k8s.io/"):
-        raise ScenarioError(f"scheduler config {src}: expected apiVersion kubescheduler.config.k8s.io/v1")
-    if not qps_limits:
-        cc = doc.setdefault("clientConnection", {})
+    doc: Any = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    src = opts.scheduler_config
+    if src is not None:
+        try:
+            doc = yaml.safe_load(src.read_text())
+        except OSError as e:
+            raise ScenarioError(f"scheduler config {src}: {e.strerror}") from e
+        except yaml.YAMLError as e:
+            raise ScenarioError(f"scheduler config {src} is not valid YAML: {e}") from e
+        if not isinstance(doc, dict) or doc.get("kind") != "KubeSchedulerConfiguration":
+            raise ScenarioError(f"scheduler config {src}: expected kind KubeSchedulerConfiguration")
+        if not str(doc.get("apiVersion", "")).startswith("kubescheduler.config.k8s.io/"):
+            raise ScenarioError(f"scheduler config {src}: expected apiVersion kubescheduler.config.k8s.io/v1")
+    doc.setdefault("leaderElection", {}).setdefault("leaderElect", False)
+    cc = doc.setdefault("clientConnection", {})
+    if not opts.qps_limits:
         cc.setdefault("qps", UNLIMITED_QPS)
         cc.setdefault("burst", UNLIMITED_BURST)
+    if opts.scheduler_client_qps:
+        cc["qps"] = opts.scheduler_client_qps
+        cc["burst"] = opts.scheduler_client_burst or max(int(opts.scheduler_client_qps), 1)
+    elif opts.scheduler_client_burst:
+        cc["burst"] = opts.scheduler_client_burst
+    if not cc:
+        del doc["clientConnection"]
+    if opts.scheduler_extenders:
+        doc["extenders"] = [*(doc.get("extenders") or []), *opts.scheduler_extenders]
     dst.parent.mkdir(parents=True, exist_ok=True)
     dst.write_text(yaml.safe_dump(doc, sort_keys=False))
     return dst
@@ -214,10 +239,8 @@ class Kwokctl:
         cfg.write_text(yaml.safe_dump_all(kwokctl_documents(self.toolchain.kwokctl_options(), opts, ports)))
         args = ["-c", str(cfg), "--name", name, "create", "cluster", "--runtime", "binary",
                 "--kubeconfig", str(self.kubeconfig), "--wait", f"{opts.wait_seconds}s", "--quiet-pull"]
-        if opts.scheduler_config:
-            sc = scheduler_config_with_qps(opts.scheduler_config, cfg_dir / f"{name}.scheduler.yaml",
-                                           opts.qps_limits)
-            args += ["--kube-scheduler-config", str(sc)]
+        sc = scheduler_config(opts, cfg_dir / f"{name}.scheduler.yaml")
+        args += ["--kube-scheduler-config", str(sc)]
         if opts.scheduler_binary:
             args += ["--kube-scheduler-binary", str(opts.scheduler_binary)]
         if opts.prometheus_port:
@@ -236,6 +259,17 @@ class Kwokctl:
             with contextlib.suppress(Exception):
                 self.delete(name)
             raise
+
+    def restart(self, name: str, reporter: Reporter | None = None, wait_seconds: int = 120) -> None:
+        """Stop and start every component (etcd keeps its data), e.g. so that a scheduler that started
+        before its CRDs existed sees them. kwokctl v0.8.0 cannot restart a single component."""
+        rep = reporter or Silent()
+        with rep.status(f"restarting cluster {name}"):
+            pids = self.pids(name)
+            self._run(["--name", name, "stop", "cluster"], timeout=120, what=f"stopping cluster {name}")
+            _kill_survivors(pids)
+            self._run(["--name", name, "start", "cluster", "--wait", f"{wait_seconds}s"], timeout=wait_seconds + 60,
+                      what=f"starting cluster {name}")
 
     def delete(self, name: str, reporter: Reporter | None = None) -> list[int]:
         """Delete the cluster and make sure none of its processes survive; returns the pids it had."""
@@ -312,7 +346,8 @@ def kwokctl_documents(toolchain_options: dict[str, object], opts: ClusterOptions
 def _default_extra_args() -> list[str]:
     # A benchmark cluster is disposable: etcd need not fsync every write to survive a power cut,
     # and fsync latency on a shared disk would otherwise be measured as scheduler latency.
-    return ["etcd=unsafe-no-fsync=true"]
+    # One controller-manager per cluster needs no leader election (and a restart would wait for the lease).
+    return ["etcd=unsafe-no-fsync=true", "kube-controller-manager=leader-elect=false"]
 
 
 def _kill_survivors(pids: dict[str, int], grace: float = 5.0) -> None:

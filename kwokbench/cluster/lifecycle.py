@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions, Kwokctl
 from kwokbench.cluster.nodes import NodeGroup, NodesResult, create_nodes, wait_service_account
+from kwokbench.cluster.objects import apply_crds
 from kwokbench.progress import Reporter, Silent
 from kwokbench.templates import ManifestFactory
 
@@ -32,6 +33,11 @@ def bring_up(kwokctl: Kwokctl, opts: ClusterOptions, groups: list[NodeGroup],
     info = kwokctl.create(opts, rep)
     try:
         asyncio.run(wait_service_account(info.credentials()))
+        if opts.crds:
+            with rep.status("installing CRDs: " + ", ".join(p.stem for p in opts.crds)):
+                asyncio.run(apply_crds(info.credentials(), opts.crds))
+            kwokctl.restart(opts.name, rep)
+            asyncio.run(wait_service_account(info.credentials()))
     except BaseException:
         kwokctl.delete(opts.name)
         raise

@@ -30,6 +30,7 @@ KEEP: dict[str, dict[str, Any]] = {
     "kube-scheduler": {
         "scheduler_schedule_attempts_total": None,
         "scheduler_scheduling_attempt_duration_seconds": None,
+        "scheduler_scheduling_algorithm_duration_seconds": None,
         "scheduler_pod_scheduling_sli_duration_seconds": None,
         "scheduler_framework_extension_point_duration_seconds": None,
         "scheduler_pending_pods": None,
@@ -153,13 +154,17 @@ def histogram_quantiles(series: pd.DataFrame, component: str, family: str, qs: I
                                                                                  group_by else ""))
     times = scrape_times_of(series, component)
     t0, t1 = (times[0], times[-1]) if len(times) else (b["t"].min(), b["t"].max())
+    sums = _select(series, component, f"{family}_sum", **labels)
+    sums = sums.assign(group=sums["labels"].map(lambda x: json.loads(x).get(group_by, "") if group_by else ""))
     out: dict[str, Any] = {}
     for g, gdf in b.groupby("group"):
         first = gdf[gdf["t"] == t0].groupby("le")["value"].sum()
         last = gdf[gdf["t"] == t1].groupby("le")["value"].sum()
         inc = (last - first.reindex(last.index, fill_value=0)).sort_index()
         count = float(inc.iloc[-1]) if len(inc) else 0.0
-        res: dict[str, Any] = {"count": count}
+        gs = sums[sums["group"] == g]
+        total = float(gs[gs["t"] == t1]["value"].sum() - gs[gs["t"] == t0]["value"].sum())
+        res: dict[str, Any] = {"count": count, "mean": total / count if count and len(gs) else None}
         for q in qs:
             res[f"p{round(q * 100)}"] = _bucket_quantile(q, inc.index.to_numpy(), inc.to_numpy()) if count else None
         out[str(g)] = res
@@ -247,6 +252,8 @@ def derive(run_dir: Path, pods: pd.DataFrame,
                                               by="result"),
         "scheduling_attempt_duration_seconds": histogram_quantiles(
             series, "kube-scheduler", "scheduler_scheduling_attempt_duration_seconds", result="scheduled"),
+        "scheduling_algorithm_duration_seconds": histogram_quantiles(
+            series, "kube-scheduler", "scheduler_scheduling_algorithm_duration_seconds"),
         "pod_scheduling_sli_duration_seconds": histogram_quantiles(
             series, "kube-scheduler", "scheduler_pod_scheduling_sli_duration_seconds"),
         "extension_point_duration_seconds": histogram_quantiles(

@@ -42,7 +42,8 @@ class Binary:
     name: str
     version_args: tuple[str, ...]
     expect: str
-    """Substring the version output must contain (the pinned version)."""
+    """Substring the version output must contain (the pinned version). With no ``version_args`` the
+    entry is a data file (e.g. a CRD) and its content must contain ``expect``."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,10 @@ class Component:
     binaries: tuple[Binary, ...]
     build: Callable[[Component, Path], list[list[str]]] = field(compare=False)
     """Returns the commands that build every binary of the component into the given output dir."""
+    optional: bool = False
+    """Not needed by a stock cluster: built by ``tools install`` and by runs whose variants use it."""
+    post: Callable[[Component, Path], None] | None = field(default=None, compare=False)
+    """Runs after the build commands (in the build's output dir), e.g. to copy manifests."""
 
     def dir(self, cache: Path) -> Path:
         return cache / "toolchain" / f"{self.name}-{self.version}"
@@ -153,15 +158,20 @@ def staging_replaces(gomod_text: str) -> list[str]:
     return re.findall(r"^\s*(?:replace\s+)?(k8s\.io/\S+)\s+=>\s+\./staging/", gomod_text, flags=re.M)
 
 
-def _build_kubernetes(c: Component, out: Path) -> list[list[str]]:
-    staging = "v0." + c.version.removeprefix("v1.")
-    gomod = _download_gomod("k8s.io/kubernetes", c.version)
-    mods = staging_replaces(gomod)
+def kubernetes_wrapper(module: str, version: str) -> list[list[str]]:
+    """Commands that start a wrapper module able to build ``k8s.io/kubernetes@version`` packages:
+    every staging module it replaces with ``./staging/X`` replaced by the published ``X@v0.N.P``."""
+    staging = "v0." + version.removeprefix("v1.")
+    mods = staging_replaces(_download_gomod("k8s.io/kubernetes", version))
     if not mods:
-        raise ToolchainError(f"k8s.io/kubernetes@{c.version} go.mod has no ./staging replaces; recipe is out of date")
-    cmds = [["go", "mod", "init", "kwokbench.local/k8sbuild"],
+        raise ToolchainError(f"k8s.io/kubernetes@{version} go.mod has no ./staging replaces; recipe is out of date")
+    return [["go", "mod", "init", module],
             ["go", "mod", "edit", "-go=1.26.0", "-godebug=default=go1.26"],
             ["go", "mod", "edit", *[f"-replace={m}={m}@{staging}" for m in mods]]]
+
+
+def _build_kubernetes(c: Component, out: Path) -> list[list[str]]:
+    cmds = kubernetes_wrapper("kwokbench.local/k8sbuild", c.version)
     bins = [b.name for b in c.binaries]
     cmds.append(["go", "get", "-tool", *[f"k8s.io/kubernetes/cmd/{b}@{c.version}" for b in bins]])
     ld = kubernetes_ldflags(c.version)
@@ -170,7 +180,41 @@ def _build_kubernetes(c: Component, out: Path) -> list[list[str]]:
     return cmds
 
 
-def _download_gomod(module: str, version: str) -> str:
+def version_replaces(gomod_text: str) -> list[tuple[str, str, str]]:
+    """``(old, new, version)`` of every ``old => new vX`` replace of a go.mod (directory replaces skipped)."""
+    return re.findall(r"^\s*(?:replace\s+)?(\S+)(?:\s+v\S+)?\s+=>\s+(\S+)\s+(v\S+)\s*$", gomod_text, flags=re.M)
+
+
+def _build_scheduler_plugins(c: Component, out: Path) -> list[list[str]]:
+    # `go install` refuses a module with replaces, so copy its (version) replaces into a wrapper
+    mod = "sigs.k8s.io/scheduler-plugins"
+    replaces = version_replaces(_download_module(mod, c.version)["GoMod"].read_text())
+    if not replaces:
+        raise ToolchainError(f"{mod}@{c.version} go.mod has no version replaces; the recipe is out of date")
+    return [["go", "mod", "init", "kwokbench.local/spbuild"],
+            ["go", "mod", "edit", *[f"-replace={a}={b}@{v}" for a, b, v in replaces]],
+            ["go", "get", "-tool", f"{mod}/cmd/scheduler@{c.version}"],
+            ["go", "build", "-trimpath", "-ldflags", kubernetes_ldflags(versions.SCHEDULER_PLUGINS_KUBERNETES),
+             "-o", str(out / "kube-scheduler"), f"{mod}/cmd/scheduler"]]
+
+
+SCHEDULER_PLUGINS_CRDS = ("coscheduling", "capacityscheduling")
+"""PodGroup and ElasticQuota (``manifests/<plugin>/crd.yaml`` in the module)."""
+
+
+def _copy_scheduler_plugins_crds(c: Component, out: Path) -> None:
+    """The CRDs (PodGroup, ElasticQuota, …) ship in the module zip: copy them next to the binary."""
+    src = _download_module("sigs.k8s.io/scheduler-plugins", c.version)["Dir"] / "manifests"
+    (out / "crds").mkdir()
+    for plugin in SCHEDULER_PLUGINS_CRDS:
+        f = src / plugin / "crd.yaml"
+        if not f.is_file():
+            raise ToolchainError(f"{f} is missing; the scheduler-plugins module layout changed")
+        shutil.copyfile(f, out / "crds" / f"{plugin}.yaml")
+
+
+def _download_module(module: str, version: str) -> dict[str, Path]:
+    """``go mod download`` one module; returns its ``GoMod`` file and source ``Dir`` in the module cache."""
     try:
         res = subprocess.run(["go", "mod", "download", "-json", f"{module}@{version}"],
                              capture_output=True, text=True, timeout=600, env=_go_env(), check=False)
@@ -179,7 +223,11 @@ def _download_gomod(module: str, version: str) -> str:
         raise ToolchainError(f"could not download {module}@{version}: {e}") from e
     if "Error" in info or "GoMod" not in info:
         raise ToolchainError(f"could not download {module}@{version}: {info.get('Error', res.stderr.strip())}")
-    return Path(info["GoMod"]).read_text()
+    return {"GoMod": Path(info["GoMod"]), "Dir": Path(info.get("Dir", ""))}
+
+
+def _download_gomod(module: str, version: str) -> str:
+    return _download_module(module, version)["GoMod"].read_text()
 
 
 def components() -> list[Component]:
@@ -200,7 +248,14 @@ def components() -> list[Component]:
             Binary("kube-scheduler", ("--version",), f"Kubernetes {kv}"),
             Binary("kubectl", ("version", "--client"), f"Client Version: {kv}"),
         ), _build_kubernetes),
+        Component("scheduler-plugins", versions.SCHEDULER_PLUGINS, (
+            Binary("kube-scheduler", ("--version",), f"Kubernetes {versions.SCHEDULER_PLUGINS_KUBERNETES}"),
+            Binary("crds/coscheduling.yaml", (), "kind: PodGroup"),
+        ), _build_scheduler_plugins, optional=True, post=_copy_scheduler_plugins_crds),
     ]
+
+
+OPTIONAL = tuple(c.name for c in components() if c.optional)
 
 
 # ---- the toolchain --------------------------------------------------------------------------------
@@ -213,24 +268,39 @@ class Toolchain:
         self.cache = cache or cache_dir()
         self.components = components()
 
-    def path(self, binary: str) -> Path:
-        for c in self.components:
+    @property
+    def core(self) -> list[Component]:
+        return [c for c in self.components if not c.optional]
+
+    def component(self, name: str) -> Component:
+        return next(c for c in self.components if c.name == name)
+
+    def path(self, binary: str, component: str | None = None) -> Path:
+        for c in ([self.component(component)] if component else self.core):
             for b in c.binaries:
                 if b.name == binary:
                     return c.dir(self.cache) / b.name
         raise KeyError(binary)
 
+    def scheduler_plugins_crds(self) -> list[Path]:
+        """PodGroup, ElasticQuota, … CRD manifests of the scheduler-plugins build."""
+        return sorted((self.component("scheduler-plugins").dir(self.cache) / "crds").glob("*.yaml"))
+
     @property
     def release_marker(self) -> Path:
         return self.cache / "toolchain" / f"release-{versions.KWOK}-{versions.KUBERNETES}"
 
-    def check(self) -> list[BinaryStatus]:
-        return [self._check_binary(c, b) for c in self.components for b in c.binaries]
+    def check(self, optional: bool = True) -> list[BinaryStatus]:
+        return [self._check_binary(c, b) for c in (self.components if optional else self.core) for b in c.binaries]
 
     def _check_binary(self, c: Component, b: Binary) -> BinaryStatus:
         path = c.dir(self.cache) / b.name
         if not path.exists():
             return BinaryStatus(c.name, b.name, c.version, path, False, "not built")
+        if not b.version_args:  # a data file (e.g. a CRD manifest): its content must match
+            text = path.read_text(errors="replace")
+            ok = b.expect in text
+            return BinaryStatus(c.name, b.name, c.version, path, ok, "" if ok else f"lacks {b.expect!r}")
         try:
             res = subprocess.run([str(path), *b.version_args], capture_output=True, text=True, timeout=30)
         except (OSError, subprocess.SubprocessError) as e:
@@ -243,7 +313,7 @@ class Toolchain:
 
     def mode(self) -> Literal["source", "release"] | None:
         """Which installed toolchain ``up`` will use: built binaries first, then a release install."""
-        if all(s.ok for s in self.check()):
+        if all(s.ok for s in self.check(optional=False)):
             return "source"
         if self.release_marker.exists() and self._check_binary(self.components[0], self.components[0].binaries[0]).ok:
             return "release"
@@ -251,18 +321,24 @@ class Toolchain:
 
     # -- install --
 
-    def install(self, source: Source = "auto", reporter: Reporter | None = None, force: bool = False) -> str:
-        """Make every binary available; returns the mode used. Idempotent and cheap when cached."""
+    def install(self, source: Source = "auto", reporter: Reporter | None = None, force: bool = False,
+                extras: Sequence[str] = ()) -> str:
+        """Make every core binary (and the optional ``extras`` components) available; returns the mode
+        used. Idempotent and cheap when cached."""
         rep = reporter or Silent()
+        wanted = [c for c in self.components if not c.optional or c.name in extras]
         if source == "auto":
-            if not force and self.mode() is not None:
+            extras_ok = all(self._check_binary(c, b).ok for c in wanted if c.optional for b in c.binaries)
+            if not force and self.mode() is not None and extras_ok:
                 return self.mode() or "source"
             source = "release" if shutil.which("go") is None and _downloads_reachable() else "source"
         if source == "release":
+            if extras:
+                raise ToolchainError(f"{', '.join(extras)} can only be built from source (needs Go)")
             self._install_release(rep)
             return "release"
         check_go()
-        for c in self.components:
+        for c in wanted:
             statuses = [self._check_binary(c, b) for b in c.binaries]
             if not force and all(s.ok for s in statuses):
                 rep.info(f"[dim]{c.name} {c.version}: cached in {c.dir(self.cache)}[/]")
@@ -287,7 +363,9 @@ class Toolchain:
             with rep.status(f"building {c.name} {c.version} from Go modules (log: {log})") as update, \
                     log.open("w") as logf:
                 for cmd in c.build(c, out):
-                    _run_logged(cmd, work, env, logf, update)
+                    run_logged(cmd, work, env, logf, update)
+                if c.post is not None:
+                    c.post(c, out)
             if final.exists():
                 shutil.rmtree(final)
             out.rename(final)
@@ -347,7 +425,7 @@ class Toolchain:
         return opts
 
 
-def _run_logged(cmd: Sequence[str], cwd: Path, env: dict[str, str], logf: object,
+def run_logged(cmd: Sequence[str], cwd: Path, env: dict[str, str], logf: object,
                 update: Callable[[str], None]) -> None:
     tail: deque[str] = deque(maxlen=25)
     print("$ " + " ".join(cmd), file=logf, flush=True)  # type: ignore[call-overload]

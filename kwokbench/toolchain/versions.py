@@ -15,5 +15,12 @@ KUBERNETES = "v1.36.4"
 ETCD = "v3.6.16"
 """go.etcd.io/etcd: etcd, etcdctl, etcdutl (Kubernetes 1.36 needs 3.5.11+/3.6; Debian's 3.4 is too old)."""
 
+SCHEDULER_PLUGINS = "v0.35.4-devel"
+"""sigs.k8s.io/scheduler-plugins: kube-scheduler with Coscheduling & co, plus its CRDs. No release targets
+1.36 yet; this one is built on Kubernetes 1.35, one minor behind the apiserver (inside the skew policy)."""
+
+SCHEDULER_PLUGINS_KUBERNETES = "v1.35.4"
+"""The k8s.io/kubernetes version scheduler-plugins' go.mod requires (stamped into its --version)."""
+
 MIN_GO = (1, 26)
 """kwok v0.8.0 and Kubernetes 1.36 declare ``go 1.26.0``."""

@@ -7,7 +7,7 @@ import yaml
 
 from kwokbench.cli import parse_params
 from kwokbench.cluster.kubeconfig import load_kubeconfig
-from kwokbench.cluster.kwokctl import ClusterOptions, kwokctl_documents, scheduler_config_with_qps, validate_name
+from kwokbench.cluster.kwokctl import ClusterOptions, kwokctl_documents, scheduler_config, validate_name
 from kwokbench.errors import ClusterError, ScenarioError
 
 
@@ -31,17 +31,42 @@ def test_scheduler_config_gets_unlimited_client_qps(tmp_path: Path) -> None:
     src = tmp_path / "s.yaml"
     src.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
                    "profiles: [{schedulerName: default-scheduler}]\n")
-    out = yaml.safe_load(scheduler_config_with_qps(src, tmp_path / "o.yaml", qps_limits=False).read_text())
-    assert out["clientConnection"] == {"qps": 5000, "burst": 10000}
-    kept = yaml.safe_load(scheduler_config_with_qps(src, tmp_path / "k.yaml", qps_limits=True).read_text())
-    assert "clientConnection" not in kept
+    def render(**kw: object) -> dict[str, object]:
+        out = scheduler_config(ClusterOptions(**kw), tmp_path / "o.yaml")  # type: ignore[arg-type]
+        return yaml.safe_load(out.read_text())  # type: ignore[no-any-return]
+
+    assert render(scheduler_config=src, qps_limits=False)["clientConnection"] == {"qps": 5000, "burst": 10000}
+    assert "clientConnection" not in render(scheduler_config=src, qps_limits=True)
+    # a variant's own client QPS wins over both defaults, and is recorded in a generated config
+    assert render(scheduler_client_qps=200, qps_limits=True)["clientConnection"] == {"qps": 200, "burst": 200}
+    assert render(scheduler_config=src, scheduler_client_qps=300, scheduler_client_burst=600)[
+        "clientConnection"] == {"qps": 300, "burst": 600}
+    # no file: kube-scheduler's defaults, without leader election, and unlimited client QPS
+    assert render() == {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                        "leaderElection": {"leaderElect": False}, "clientConnection": {"qps": 5000, "burst": 10000}}
+    src.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+                   "leaderElection: {leaderElect: true}\n")
+    assert render(scheduler_config=src)["leaderElection"] == {"leaderElect": True}
+
+
+def test_scheduler_config_appends_extenders(tmp_path: Path) -> None:
+    src = tmp_path / "s.yaml"
+    src.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+                   "extenders: [{urlPrefix: 'http://other', filterVerb: f}]\n")
+    ext = {"urlPrefix": "http://127.0.0.1:1234", "filterVerb": "filter"}
+    for s in (src, None):
+        out = scheduler_config(ClusterOptions(scheduler_config=s, scheduler_extenders=[ext]), tmp_path / "o.yaml")
+        doc = yaml.safe_load(out.read_text())
+        assert doc["kind"] == "KubeSchedulerConfiguration"
+        assert doc["extenders"][-1] == ext
+        assert len(doc["extenders"]) == (2 if s else 1)
 
 
 def test_scheduler_config_rejects_other_kinds(tmp_path: Path) -> None:
     src = tmp_path / "s.yaml"
     src.write_text("apiVersion: v1\nkind: ConfigMap\n")
     with pytest.raises(ScenarioError, match="expected kind KubeSchedulerConfiguration"):
-        scheduler_config_with_qps(src, tmp_path / "o.yaml", False)
+        scheduler_config(ClusterOptions(scheduler_config=src), tmp_path / "o.yaml")
 
 
 @pytest.mark.parametrize("name", ["UPPER", "has_underscore", "-lead", "x" * 41, ""])

@@ -1,0 +1,107 @@
+"""Setup and end-of-run objects: CRDs, gang PodGroups, and the cluster state a placement analysis needs
+(nodes with their allocatable resources, FailedScheduling events of pods left pending)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+
+from kwokbench.cluster.api import Api, gather_limited
+from kwokbench.cluster.kubeconfig import Credentials
+from kwokbench.errors import ApiError, ClusterError
+from kwokbench.placement import quantity
+
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def _established(crd: dict[str, Any]) -> bool:
+    return any(c.get("type") == "Established" and c.get("status") == "True"
+               for c in (crd.get("status") or {}).get("conditions") or [])
+
+
+async def apply_crds(creds: Credentials, files: list[Path], timeout: float = 60.0) -> list[str]:
+    """Create the CRDs of ``files`` (kept when they exist) and wait until each is served."""
+    docs = [d for f in files for d in yaml.safe_load_all(f.read_text()) if d and d.get("kind") ==
+            "CustomResourceDefinition"]
+    if not docs:
+        raise ClusterError(f"no CustomResourceDefinition in {', '.join(map(str, files))}")
+    names = [d["metadata"]["name"] for d in docs]
+    async with Api(creds) as api:
+        for d in docs:
+            status, body = await api.raw("POST", CRD_PATH, orjson.dumps(d))
+            if status not in (201, 409):
+                raise ClusterError(f"creating CRD {d['metadata']['name']}: HTTP {status} {body[:200]!r}")
+        deadline = time.monotonic() + timeout
+        pending = set(names)
+        while pending:
+            for n in sorted(pending):
+                if _established(await api.json("GET", f"{CRD_PATH}/{n}")):
+                    pending.discard(n)
+            if pending and time.monotonic() > deadline:
+                raise ClusterError(f"CRDs not established within {timeout:g}s: {', '.join(sorted(pending))}")
+            await asyncio.sleep(0.2)
+        # Established means the apiserver accepts the kind; wait until the collection also answers
+        for d in docs:
+            group, plural = d["spec"]["group"], d["spec"]["names"]["plural"]
+            version = next(v["name"] for v in d["spec"]["versions"] if v.get("served", True))
+            while (await api.raw("GET", f"/apis/{group}/{version}/{plural}", params={"limit": "1"}))[0] != 200:
+                if time.monotonic() > deadline:
+                    raise ClusterError(f"/apis/{group}/{version}/{plural} not served within {timeout:g}s")
+                await asyncio.sleep(0.2)
+    return names
+
+
+async def create_all(creds: Credentials, path: str, bodies: list[bytes], concurrency: int = 32) -> None:
+    """POST every body (e.g. the PodGroups of a gang phase); any failure but 409 is an error."""
+    async with Api(creds) as api:
+        def post(body: bytes) -> Callable[[], Any]:
+            async def job() -> tuple[int, bytes]:
+                return await api.raw("POST", path, body)
+            return job
+        results = await gather_limited([post(b) for b in bodies], concurrency)
+    bad = [(s, b) for s, b in results if s not in (201, 409)]
+    if bad:
+        raise ClusterError(f"{len(bad)} of {len(bodies)} creates at {path} failed, first: HTTP {bad[0][0]} "
+                           f"{bad[0][1][:200]!r}")
+
+
+def node_rows(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per node: name, node group, allocatable CPU (millicores), GPUs and pods."""
+    rows = []
+    for n in items:
+        meta, alloc = n.get("metadata") or {}, (n.get("status") or {}).get("allocatable") or {}
+        try:
+            rows.append({"name": meta.get("name", ""),
+                         "group": (meta.get("labels") or {}).get("kwokbench.io/node-group", ""),
+                         "cpu_m": quantity(alloc.get("cpu", 0)) * 1000,
+                         "gpus": quantity(alloc.get("nvidia.com/gpu", 0)),
+                         "pods": quantity(alloc.get("pods", 0))})
+        except ValueError:
+            continue
+    return rows
+
+
+async def cluster_state(creds: Credentials, namespaces: set[str]) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """(node rows, latest FailedScheduling message per ``namespace/pod``) at the end of a run."""
+    async with Api(creds) as api:
+        nodes = await api.json("GET", "/api/v1/nodes")
+        messages: dict[str, tuple[str, str]] = {}
+        for ns in sorted(namespaces):
+            try:
+                ev = await api.json("GET", f"/api/v1/namespaces/{ns}/events",
+                                    params={"fieldSelector": "reason=FailedScheduling"})
+            except ApiError:
+                continue
+            for e in ev.get("items") or []:
+                obj = e.get("involvedObject") or {}
+                key = f"{ns}/{obj.get('name', '')}"
+                when = str(e.get("lastTimestamp") or e.get("eventTime") or "")
+                if key not in messages or when >= messages[key][0]:
+                    messages[key] = (when, str(e.get("message") or e.get("note") or ""))
+    return node_rows(nodes.get("items") or []), {k: v[1] for k, v in messages.items()}
