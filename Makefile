@@ -1,6 +1,6 @@
 # Two commands do everything on a fresh machine (Python >= 3.11 and Go >= 1.26 on PATH):
 #   make demo   provision the toolchain (built from Go modules, cached), run the quickstart scenario, report
-#   make test   lint, type-check, and run unit + integration + e2e tests against real kwokctl clusters
+#   make test   lint, type-check, Go plugin tests, and unit + integration + e2e tests on real kwokctl clusters
 VENV ?= .venv
 BIN := $(VENV)/bin
 PYTHON ?= python3
@@ -30,9 +30,11 @@ tools: install
 test: tools system-deps
 	$(BIN)/ruff check kwokbench tests benchmarks
 	$(BIN)/mypy
+	cd plugins/gpufilter && GOTOOLCHAIN=local GOFLAGS=-mod=mod go vet ./... && GOTOOLCHAIN=local GOFLAGS=-mod=mod go test ./...
 	$(BIN)/pytest
 
-demo: tools
+# `run` provisions the core toolchain itself (with progress); scheduler-plugins is built only when needed
+demo: install
 	$(BIN)/kwokbench run scenarios/quickstart.yaml --out reports
 	$(BIN)/kwokbench report reports/quickstart -o reports/quickstart-report
 

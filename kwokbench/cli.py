@@ -98,6 +98,22 @@ def tools_install(
     console.info(f"toolchain ready ({mode}) in {tc.cache / 'toolchain'}")
 
 
+@tools_app.command("build-scheduler")
+@handled
+def tools_build_scheduler(
+    plugin: Annotated[Path, typer.Argument(help="Go plugin directory: a module whose package exports Name and New.")],
+    force: Annotated[bool, typer.Option(help="Rebuild even when a binary of this plugin version is cached.")] = False,
+) -> None:
+    """Compile an out-of-tree scheduler plugin into kube-scheduler (cached per plugin version)."""
+    from kwokbench import console
+    from kwokbench.toolchain.plugin import build_scheduler
+
+    binary = build_scheduler(plugin, console.RichReporter(), force=force)
+    console.info(f"kube-scheduler with {plugin}: {binary}")
+    console.info(f"use it in a scenario: schedulers: [{{name: mine, binary: {plugin}, config: <config enabling "
+                 f"the plugin>}}] (binary paths are relative to the scenario file)")
+
+
 @tools_app.command("doctor")
 @handled
 def tools_doctor() -> None:
@@ -235,13 +251,11 @@ def validate(
 ) -> None:
     """Check a scenario file (errors name the YAML line and field path) and its templates."""
     from kwokbench import console
-    from kwokbench.runner import _factories, _resolve
+    from kwokbench.runner import check_scenario
     from kwokbench.scenario import load_scenario
 
     sc = load_scenario(file, set_ or [])
-    _factories(sc, file.parent, "validate")
-    for v in sc.schedulers:
-        _resolve(file.parent, v.config)
+    check_scenario(sc, file.parent)
     nodes = sum(g.count for g in sc.cluster.node_groups)
     pods = sum(w.count for w in sc.workloads)
     console.info(f"{file}: ok — {nodes} nodes, {len(sc.workloads)} phases, {pods} objects, "

@@ -163,6 +163,17 @@ def fairness_manifest(scenario: Scenario, variant: SchedulerSpec, opts: ClusterO
     }
 
 
+def check_scenario(scenario: Scenario, base: Path) -> None:
+    """Everything that can be checked before a cluster exists: templates render, config files and plugin
+    directories exist. Raises ScenarioError (one line) on the first problem."""
+    _factories(scenario, base, "validate")
+    for v in scenario.schedulers:
+        _resolve(base, v.config)
+        variant_binary(v, base)
+    for g in scenario.cluster.node_groups:
+        ManifestFactory(resolve_template(g.template, base), {**g.params, "group": g.name}, f"kb-{g.name}")
+
+
 def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
                  reporter: Reporter | None = None, kwokctl: Kwokctl | None = None) -> list[VariantRun]:
     rep = reporter or Silent()
@@ -175,12 +186,7 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
     if opts.cluster and len(variants) > 1:
         raise ScenarioError("--cluster reuses one cluster, so it needs exactly one variant (use --variant)")
     base = scenario_path.parent
-    _factories(scenario, base, "validate")
-    for v in variants:
-        _resolve(base, v.config)
-        variant_binary(v, base)
-    for g in scenario.cluster.node_groups:
-        ManifestFactory(resolve_template(g.template, base), {**g.params, "group": g.name}, f"kb-{g.name}")
+    check_scenario(scenario, base)
     if opts.cluster and opts.repeat > 1:
         raise ScenarioError("--repeat needs a fresh cluster per run; it cannot be combined with --cluster")
     needs_plugins = any(v.binary == PLUGINS_BINARY for v in variants) or any(w.gang for w in scenario.workloads)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
+from typing import Any
 
 import matplotlib
 
@@ -143,6 +144,57 @@ def control_plane(runs: list[StoredRun]) -> bytes:
     return _png(fig)
 
 
+def _grouped_bars(ax: Any, runs: list[StoredRun], names: list[str], values: list[list[float]]) -> None:
+    x = np.arange(len(names))
+    w = 0.8 / max(len(runs), 1)
+    for i, (r, vals) in enumerate(zip(runs, values, strict=True)):
+        ax.bar(x + i * w, vals, w, label=_label(r))
+    ax.set_xticks(x + w * (len(runs) - 1) / 2, names, fontsize=8)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3, axis="y")
+
+
+def scheduler_time(runs: list[StoredRun]) -> bytes:
+    """Mean time per pod of the scheduling attempt, the algorithm, each extension point, and the extender."""
+    points = ["PreFilter", "Filter", "PreScore", "Score", "Reserve", "Permit", "PreBind", "Bind"]
+    names = ["attempt", "algorithm", *points, "extender"]
+    values = []
+    for r in runs:
+        s = (r.summary or {}).get("scheduler") or {}
+        ext_points = s.get("extension_point_duration_seconds") or {}
+        ext = (r.summary or {}).get("extender") or {}
+        calls = sum((ext.get("calls") or {}).values())
+        scheduled = max((r.summary or {}).get("pods_scheduled") or 0, 1)
+        row = [(s.get("scheduling_attempt_duration_seconds") or {}).get("mean") or 0.0,
+               (s.get("scheduling_algorithm_duration_seconds") or {}).get("mean") or 0.0,
+               *[(ext_points.get(p) or {}).get("mean") or 0.0 for p in points],
+               sum((ext.get("handling_seconds") or {}).values()) / scheduled if calls else 0.0]
+        values.append([v * 1000 for v in row])
+    fig, ax = plt.subplots(figsize=(11, 3.8))
+    _grouped_bars(ax, runs, names, values)
+    ax.set(title="Scheduler time per pod, mean (extension points from scheduler metrics; extender: its own "
+                 "handling time)", ylabel="ms")
+    return _png(fig)
+
+
+def placement_quality(runs: list[StoredRun]) -> bytes:
+    """What placement did, next to how fast: the lower the better for every bar."""
+    names = ["pods pending", "gangs partly placed", "rule violations", "GPUs stranded", "nodes unused"]
+    values = []
+    for r in runs:
+        pl = (r.summary or {}).get("placement") or {}
+        u = pl.get("utilisation") or {}
+        values.append([float((pl.get("pending") or {}).get("pods") or 0),
+                       float(sum(g.get("partial", 0) for g in pl.get("gangs") or [])),
+                       float((pl.get("rule_violations") or {}).get("violations") or 0),
+                       float((pl.get("gpu_fragmentation") or {}).get("stranded_gpus") or 0),
+                       float((u.get("nodes") or 0) - (u.get("nodes_used") or 0))])
+    fig, ax = plt.subplots(figsize=(10, 3.6))
+    _grouped_bars(ax, runs, names, values)
+    ax.set(title="Placement quality (lower is better)", ylabel="count")
+    return _png(fig)
+
+
 CHARTS: dict[str, tuple[str, Callable[[list[StoredRun]], bytes]]] = {
     "binding_rate": ("Binding rate over time", binding_rate),
     "cumulative": ("Cumulative pods scheduled", cumulative_scheduled),
@@ -150,4 +202,6 @@ CHARTS: dict[str, tuple[str, Callable[[list[StoredRun]], bytes]]] = {
     "submit": ("Achieved vs target submit rate", submit_rate),
     "allocation": ("Per-node allocation", node_allocation),
     "control_plane": ("Control-plane CPU and memory", control_plane),
+    "scheduler_time": ("Scheduler time per pod by stage", scheduler_time),
+    "placement": ("Placement quality", placement_quality),
 }

@@ -48,6 +48,18 @@ def summary_rows(s: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     if sched.get("count"):
         rows.append(["scheduling attempt duration p50 / p99 (scheduler)",
                      f"{_ms(sched.get('p50'))} / {_ms(sched.get('p99'))}"])
+    algo = (s.get("scheduler") or {}).get("scheduling_algorithm_duration_seconds") or {}
+    if algo.get("count"):
+        rows.append(["scheduling algorithm duration mean / p99 (scheduler)",
+                     f"{_ms(algo.get('mean'))} / {_ms(algo.get('p99'))}"])
+    ext = s.get("extender")
+    if ext and ext.get("calls"):
+        calls = sum(ext["calls"].values())
+        secs = sum((ext.get("handling_seconds") or {}).values())
+        rows.append(["extender calls (filter / prioritize), mean handling",
+                     f"{ext['calls'].get('filter', 0)} / {ext['calls'].get('prioritize', 0)}, "
+                     f"{secs / calls * 1000:.2f} ms" if calls else "0"])
+    rows += placement_rows(s.get("placement") or {})
     for ph in s.get("submit", []):
         ratio = ph.get("achieved_ratio")
         rows.append([f"submit {ph['phase']}: achieved / target",
@@ -61,3 +73,35 @@ def summary_rows(s: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     if s.get("watch_errors"):
         rows.append(["watch restarts", str(len(s["watch_errors"]))])
     return ["metric", "value"], rows
+
+
+def placement_rows(pl: dict[str, Any]) -> list[list[str]]:
+    if not pl:
+        return []
+    rows = []
+    u = pl.get("utilisation") or {}
+    cpu = u.get("cpu") or {}
+    if u:
+        rows.append(["nodes used; CPU requested/allocatable p50 / p90",
+                     f"{u.get('nodes_used')} of {u.get('nodes')}; "
+                     f"{_f(_pct(cpu.get('p50')), '%', 0)} / {_f(_pct(cpu.get('p90')), '%', 0)}"])
+    frag = pl.get("gpu_fragmentation")
+    if frag:
+        rows.append(["GPUs stranded (free, but fewer than the largest request)",
+                     f"{frag['stranded_gpus']:.0f} of {frag['free_gpus']:.0f} free"])
+    for g in pl.get("gangs") or []:
+        rows.append([f"gangs {g['phase']}: complete / partly placed / unplaced",
+                     f"{g['complete']} / {g['partial']} / {g['unplaced']} of {g['gangs']}"])
+    rv = pl.get("rule_violations")
+    if rv:
+        rows.append(["pods placed against the gpufilter rule", f"{rv['violations']} of {rv['pods_checked']}"])
+    pend = pl.get("pending") or {}
+    if pend.get("pods"):
+        top = next(iter((pend.get("reasons") or {}).items()), None)
+        rows.append(["pods left pending (top reason)",
+                     f"{pend['pods']}" + (f" ({top[0][:60]}: {top[1]})" if top else "")])
+    return rows
+
+
+def _pct(v: Any) -> float | None:
+    return None if v is None else float(v) * 100

@@ -30,6 +30,13 @@ def _scenario(tmp_path: Path, text: str) -> str:
     (GOOD.replace("schedulers:\n  - name: default", "schedulers:\n  - name: default\n    config: nope.yaml"),
      "scheduler config nope.yaml: no such file"),
     (GOOD.replace("schema_version: 1", "schema_version: 7"), "schema_version: Input should be 1"),
+    (GOOD.replace("schedulers:\n  - name: default", "schedulers:\n  - name: default\n    binary: plugins/none"),
+     "scheduler default: binary 'plugins/none' is neither kube-scheduler, scheduler-plugins nor a plugin directory"),
+    (GOOD.replace("schedulers:\n  - name: default", "schedulers:\n  - name: default\n    binary: /tmp"),
+     "plugin directory /tmp: no go.mod"),
+    (GOOD.replace("    template: pod\n", "    template: job\n    gang: {size: 2}\n")
+     .replace("count: 1000\n", "count: 10\n"),
+     "workload pods: gang members must be Pods, template job makes a Job"),
 ])
 def test_validate_bad_scenarios(tmp_path: Path, text: str, needle: str) -> None:
     res = kwokbench("validate", _scenario(tmp_path, text))
@@ -82,3 +89,19 @@ def test_missing_toolchain_and_missing_go(tmp_path: Path) -> None:
     (broken / "kwokctl").chmod(0o755)
     res = kwokbench("tools", "doctor", env=empty)
     assert res.returncode == 2 and "kwokctl v0.8.0: wrong version" in res.stderr
+
+
+@pytest.mark.parametrize(("files", "needle"), [
+    (None, "no such directory"),
+    ({}, "no go.mod"),
+    ({"go.mod": "module example.com/p\n", "p.go": "package p\n"}, "does not export Name and New"),
+    ({"go.mod": "module example.com/p\n", "p.go": "package p\nconst Name = \"P\"\n"}, "does not export New"),
+])
+def test_build_scheduler_rejects_non_plugin_directories(tmp_path: Path, files: dict[str, str] | None,
+                                                        needle: str) -> None:
+    d = tmp_path / "plugin"
+    if files is not None:
+        d.mkdir()
+        for name, text in files.items():
+            (d / name).write_text(text)
+    assert_one_line_error(kwokbench("tools", "build-scheduler", str(d)), needle)

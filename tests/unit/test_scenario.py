@@ -123,3 +123,20 @@ def test_fuzz_structured_documents(doc: dict[str, object]) -> None:
 
     with contextlib.suppress(ScenarioError):
         parse_scenario(yaml.safe_dump(doc))
+
+
+def test_gangs_and_variant_binaries() -> None:
+    doc = GOOD.replace("    count: 5\n", "    count: 12\n    gang: {size: 4, min_member: 3}\n")
+    sc = parse_scenario(doc + "schedulers:\n  - {name: cos, binary: scheduler-plugins}\n"
+                              "  - {name: ext, extender: {rule: gpu}, client_qps: 200}\n")
+    gang = sc.workloads[0].gang
+    assert gang is not None and (gang.size, gang.min_member, gang.template) == (4, 3, "podgroup")
+    assert [s.binary for s in sc.schedulers] == ["scheduler-plugins", "kube-scheduler"]
+    ext = sc.schedulers[1].extender
+    assert ext is not None and ext.filter and ext.prioritize and sc.schedulers[1].client_qps == 200
+    with pytest.raises(ScenarioError, match=r"count 13 is not a multiple of gang\.size 4"):
+        parse_scenario(doc.replace("count: 12", "count: 13"))
+    with pytest.raises(ScenarioError, match="min_member 5 is larger than the gang size 4"):
+        parse_scenario(doc.replace("min_member: 3", "min_member: 5"))
+    with pytest.raises(ScenarioError, match=r"extender\.rule"):
+        parse_scenario(GOOD + "schedulers: [{name: x, extender: {rule: wasm}}]\n")

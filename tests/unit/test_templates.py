@@ -6,7 +6,7 @@ import orjson
 import pytest
 
 from kwokbench.errors import ScenarioError
-from kwokbench.templates import ManifestFactory, collection_path, render_manifest, resolve_template
+from kwokbench.templates import POD_GROUP_LABEL, ManifestFactory, collection_path, render_manifest, resolve_template
 
 
 def test_builtin_node_template_defaults() -> None:
@@ -74,3 +74,17 @@ def test_collection_paths() -> None:
     assert collection_path("batch/v1", "Job", "ns") == "/apis/batch/v1/namespaces/ns/jobs"
     assert collection_path("scheduling.x-k8s.io/v1alpha1", "PodGroup", "ns") == \
         "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/ns/podgroups"
+
+
+def test_gang_members_carry_their_pod_group_label_on_the_fast_path() -> None:
+    f = ManifestFactory(resolve_template("pod"), {}, "gangs-ab12cd", labels={"kwokbench.io/run": "ab12cd"},
+                        gang_size=4)
+    assert f._fast is not None  # one render, names and groups spliced in
+    groups = [orjson.loads(f.body(i))["metadata"]["labels"][POD_GROUP_LABEL] for i in range(9)]
+    assert groups == ["gangs-ab12cd-gang-0"] * 4 + ["gangs-ab12cd-gang-1"] * 4 + ["gangs-ab12cd-gang-2"]
+    assert f.group_prefix == "gangs-ab12cd-gang"
+    assert POD_GROUP_LABEL not in f.labels_of_pods() and f.labels_of_pods()["kwokbench.io/run"] == "ab12cd"
+    # a PodGroup factory with that prefix names PodGroup k exactly like the label of its members
+    pg = ManifestFactory(resolve_template("podgroup"), {"min_member": 4}, f.group_prefix)
+    assert orjson.loads(pg.body(2))["metadata"]["name"] == groups[8]
+    assert pg.kind == "PodGroup" and orjson.loads(pg.body(0))["spec"]["minMember"] == 4

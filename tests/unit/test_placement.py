@@ -1,0 +1,105 @@
+"""Placement quality, the extender's rule and gang naming: pure functions on small frames."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from kwokbench import extender
+from kwokbench.placement import failed_scheduling_reasons, gpu_rule, placement, quantity
+
+NODES = pd.DataFrame([
+    {"name": "small-0", "group": "small", "cpu_m": 1500.0, "gpus": 0.0, "pods": 110.0},
+    {"name": "cpu-0", "group": "cpu", "cpu_m": 32000.0, "gpus": 0.0, "pods": 110.0},
+    {"name": "gpu-0", "group": "gpu", "cpu_m": 64000.0, "gpus": 8.0, "pods": 110.0},
+    {"name": "gpu-1", "group": "gpu", "cpu_m": 64000.0, "gpus": 8.0, "pods": 110.0},
+])
+
+
+def pod(name: str, workload: str, node: str, cpu_m: float = 1000.0, gpus: float = 0.0) -> dict[str, object]:
+    return {"namespace": "default", "name": name, "workload": workload, "node": node, "cpu_m": cpu_m, "gpus": gpus,
+            "scheduled": 1.0 if node else float("nan"), "created": 0.0}
+
+
+def test_quantities() -> None:
+    assert quantity("500m") == 0.5 and quantity("8") == 8 and quantity(2) == 2
+    assert quantity("2Gi") == 2 * 1024**3 and quantity("1k") == 1000
+    with pytest.raises(ValueError):
+        quantity("lots")
+
+
+@pytest.mark.parametrize(("kind", "cpu_m", "gpus", "ok"), [
+    ("GPU-intensive", 64000, 8, True), ("GPU-intensive", 64000, 0, False),
+    ("CPU-intensive", 2000, 0, True), ("CPU-intensive", 1999, 8, False), (None, 1, 0, True), ("batch", 1, 0, True),
+])
+def test_gpu_rule(kind: str | None, cpu_m: float, gpus: float, ok: bool) -> None:
+    assert (gpu_rule(kind, cpu_m, gpus) == "") is ok
+
+
+def test_utilisation_fragmentation_and_rule_violations() -> None:
+    pods = pd.DataFrame([
+        pod("g-0", "gpu-work", "gpu-0", gpus=6), pod("g-1", "gpu-work", "small-0", gpus=0),
+        pod("c-0", "cpu-work", "cpu-0", cpu_m=16000), pod("c-1", "cpu-work", "small-0", cpu_m=500),
+        pod("c-2", "cpu-work", ""),
+    ])
+    phases = [{"name": "gpu-work", "labels": {"workload-type": "GPU-intensive"}},
+              {"name": "cpu-work", "labels": {"workload-type": "CPU-intensive"}}]
+    out = placement(pods, NODES, phases, {"default/c-2": "0/4 nodes are available: 4 Insufficient cpu."})
+    u = out["utilisation"]
+    assert u["nodes"] == 4 and u["nodes_used"] == 3
+    # CPU requested/allocatable: small-0 1500/1500, cpu-0 16000/32000, gpu-0 1000/64000, gpu-1 0
+    assert u["cpu"]["p50"] == pytest.approx((0.5 + 1000 / 64000) / 2)
+    assert u["cpu"]["mean"] == pytest.approx((1 + 0.5 + 1000 / 64000) / 4)
+    assert u["gpu"]["mean"] == pytest.approx(6 / 16)
+    # gpu-0 has 2 free (< the largest request, 6): stranded; gpu-1 has 8 free: usable
+    assert out["gpu_fragmentation"] == {"largest_request": 6.0, "free_gpus": 10.0, "stranded_gpus": 2.0,
+                                        "stranded_share": 0.2, "nodes_fitting_largest": 1}
+    v = out["rule_violations"]
+    assert v["pods_checked"] == 4 and v["violations"] == 2
+    assert v["by_type"] == {"GPU-intensive": 1, "CPU-intensive": 1}
+    assert out["pending"] == {"pods": 1, "reasons": {"Insufficient cpu": 1}}
+    assert out["gangs"] == []
+
+
+def test_gang_completeness() -> None:
+    # gangs of 3: gang 0 complete, gang 1 partly placed (1 of 3), gang 2 not placed
+    nodes = ["n", "n", "n", "n", "", "", "", "", ""]
+    pods = pd.DataFrame([pod(f"gangs-ab12cd-{i}", "gangs", node) for i, node in enumerate(nodes)])
+    [g] = placement(pods, NODES, [{"name": "gangs", "count": 9, "gang": {"size": 3, "min_member": 3}}], {})["gangs"]
+    assert g == {"phase": "gangs", "gangs": 3, "size": 3, "min_member": 3, "complete": 1, "partial": 1,
+                 "unplaced": 1, "pods_in_partial_gangs": 1}
+    # minMember 1: any placed member completes its gang
+    [g1] = placement(pods, NODES, [{"name": "gangs", "count": 9, "gang": {"size": 3, "min_member": 1}}], {})["gangs"]
+    assert (g1["complete"], g1["partial"], g1["unplaced"]) == (2, 0, 1)
+
+
+def test_failed_scheduling_reasons() -> None:
+    msg = ("0/50 nodes are available: 10 Insufficient cpu, 40 node(s) didn't match Pod's node affinity/selector. "
+           "no new claims to deallocate, preemption: 0/50 nodes are available: 50 No preemption victims found.")
+    assert failed_scheduling_reasons(msg) == {"Insufficient cpu": 10,
+                                              "node(s) didn't match Pod's node affinity/selector": 40}
+    pre = ("0/50 nodes are available: pre-filter pod gangs-f751ce-264 cannot find enough sibling pods, "
+           "current pods number: 1, minMember of group: 12. no new claims")
+    other = pre.replace("gangs-f751ce-264", "gangs-f751ce-9").replace("number: 1", "number: 7")
+    assert failed_scheduling_reasons(pre) == failed_scheduling_reasons(other)  # one kind of reason
+    assert failed_scheduling_reasons("rejection in Unreserve") == {"rejection in Unreserve": 1}
+    assert failed_scheduling_reasons("") == {}
+
+
+def _node(name: str, cpu: str, gpus: str | None = None) -> dict[str, object]:
+    alloc = {"cpu": cpu, **({"nvidia.com/gpu": gpus} if gpus else {})}
+    return {"metadata": {"name": name}, "status": {"allocatable": alloc}}
+
+
+def test_extender_filter_and_prioritize_follow_the_plugin_rule() -> None:
+    nodes = {"items": [_node("small", "1500m"), _node("cpu", "32"), _node("gpu", "64", "8")]}
+    gpu_pod = {"metadata": {"name": "p", "labels": {"workload-type": "GPU-intensive"}}}
+    cpu_pod = {"metadata": {"name": "q", "labels": {"workload-type": "CPU-intensive"}}}
+    res = extender.filter_result({"Pod": gpu_pod, "Nodes": nodes})
+    assert [n["metadata"]["name"] for n in res["Nodes"]["items"]] == ["gpu"]
+    assert set(res["FailedAndUnresolvableNodes"]) == {"small", "cpu"} and res["Error"] == ""
+    res = extender.filter_result({"Pod": cpu_pod, "Nodes": nodes})
+    assert [n["metadata"]["name"] for n in res["Nodes"]["items"]] == ["cpu", "gpu"]
+    assert extender.priorities({"Pod": gpu_pod, "Nodes": nodes}) == [
+        {"Host": "small", "Score": 0}, {"Host": "cpu", "Score": 0}, {"Host": "gpu", "Score": 10}]
+    assert extender.priorities({"Pod": cpu_pod, "Nodes": nodes})[2] == {"Host": "gpu", "Score": 0}
