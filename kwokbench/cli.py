@@ -300,6 +300,9 @@ def run_cmd(
         raise KeyboardInterrupt(f"signal {signum}")
 
     signal.signal(signal.SIGTERM, on_term)
+    # a shell starting kwokbench in the background sets SIGINT to "ignore", and then Python installs no
+    # handler: make Ctrl-C / kill -INT always end the run cleanly
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     opts = RunOptions(out=out, cluster=cluster, keep_cluster=keep_cluster, submit_workers=submit_workers,
                       variants=variant or [], scrape_interval=scrape_interval, repeat=repeat)
     results = run_scenario(sc, file, opts, console.RichReporter())
@@ -307,6 +310,69 @@ def run_cmd(
         columns, rows = summary_rows(r.summary or {})
         console.table(f"{sc.name} / {r.path.name} ({r.status})", columns, rows)
         console.out.print(f"stored in {r.path}")
+
+
+def _numbers(text: str, what: str, kind: type) -> list[Any]:
+    try:
+        values = [kind(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ScenarioError(f"{what} {text!r}: expected comma-separated numbers, e.g. 100,1000") from None
+    if not values or any(v <= 0 for v in values):
+        raise ScenarioError(f"{what} {text!r}: expected positive numbers")
+    return values
+
+
+def _seconds(text: str, what: str) -> float:
+    t = text.strip()
+    try:
+        return float(t[:-2]) / 1000 if t.endswith("ms") else float(t.removesuffix("s"))
+    except ValueError:
+        raise ScenarioError(f"{what} {text!r}: expected a duration such as 1s, 500ms or 2.5") from None
+
+
+@app.command()
+@handled
+def sweep(
+    file: Annotated[Path, typer.Argument(help="Scenario YAML file (its first workload phase is swept).")],
+    nodes: Annotated[str, typer.Option(help="Cluster sizes, comma-separated.")] = "100,1000",
+    qps: Annotated[str, typer.Option(help="Submit rates (pods/s), comma-separated.")] = "50,100,200,500",
+    slo_p99: Annotated[str, typer.Option("--slo-p99", help="p99 scheduling latency SLO, e.g. 1s or 500ms.")] = "1s",
+    duration: Annotated[float, typer.Option(min=1, help="Seconds of load per grid point.")] = 20.0,
+    min_ratio: Annotated[float, typer.Option(min=0.01, max=1.0, help="Throughput/target a point must keep.")] = 0.95,
+    variant: Annotated[str | None, typer.Option(help="Scheduler variant (default: the first).")] = None,
+    stop_early: Annotated[bool, typer.Option(help="Skip higher rates once a size is saturated.")] = True,
+    keep_clusters: Annotated[bool, typer.Option(help="Do not delete the clusters afterwards.")] = False,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: path=value.")] = None,
+    out: Annotated[Path, typer.Option(help="Root folder for run and sweep directories.")] = Path("reports"),
+) -> None:
+    """Capacity planning: every cluster size × submit rate; the knee of each size within the SLO."""
+    import signal
+
+    from kwokbench import console
+    from kwokbench.report import sweep as sweep_report
+    from kwokbench.scenario import load_scenario
+    from kwokbench.sweep import SweepOptions, load, run_sweep
+
+    sc = load_scenario(file, set_ or [])
+    opts = SweepOptions(nodes=_numbers(nodes, "--nodes", int), qps=_numbers(qps, "--qps", float),
+                        slo_p99=_seconds(slo_p99, "--slo-p99"), min_ratio=min_ratio, duration=duration, out=out,
+                        variant=variant, stop_early=stop_early, keep_clusters=keep_clusters)
+
+    def on_term(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_term)
+    # a shell starting kwokbench in the background sets SIGINT to "ignore", and then Python installs no
+    # handler: make Ctrl-C / kill -INT always end the run cleanly
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    path = run_sweep(sc, file, opts, console.RichReporter())
+    doc = load(path)
+    columns, rows = sweep_report.rows(doc)
+    console.table(f"sweep {sc.name} ({doc['variant']})", columns, rows)
+    for line in [*doc["sentences"], *sweep_report.trends(doc)]:
+        console.out.print(line)
+    written = sweep_report.write(doc, path)
+    console.out.print(f"stored in {path} ({', '.join(p.name for p in written)})")
 
 
 def _load(paths: list[Path]) -> list[Any]:

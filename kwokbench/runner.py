@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from kwokbench.chaos import Chaos, pods_lost, rate_from_pods, recovery
 from kwokbench.cluster import ClusterInfo, ClusterOptions, Kwokctl, NodeGroup, bring_up, watchdog
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.kwokctl import UNLIMITED_BURST, UNLIMITED_QPS, free_port
@@ -123,7 +124,7 @@ def variant_binary(variant: SchedulerSpec, base: Path) -> Path | None:
     return path
 
 
-def _scheduler_binaries(variants: list[SchedulerSpec], base: Path, tc: Toolchain,
+def scheduler_binaries(variants: list[SchedulerSpec], base: Path, tc: Toolchain,
                         rep: Reporter) -> dict[str, Path | None]:
     """Variant name → the kube-scheduler it runs (None: the control plane's own)."""
     out: dict[str, Path | None] = {}
@@ -191,7 +192,7 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
         raise ScenarioError("--repeat needs a fresh cluster per run; it cannot be combined with --cluster")
     needs_plugins = any(v.binary == PLUGINS_BINARY for v in variants) or any(w.gang for w in scenario.workloads)
     k.toolchain.install("auto", rep, extras=("scheduler-plugins",) if needs_plugins else ())
-    binaries = _scheduler_binaries(variants, base, k.toolchain, rep)
+    binaries = scheduler_binaries(variants, base, k.toolchain, rep)
     group = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     results = []
     for i in range(opts.repeat):
@@ -204,6 +205,20 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
     return results
 
 
+def cluster_options(scenario: Scenario, base: Path, variant: SchedulerSpec, name: str, tc: Toolchain,
+                    scheduler_binary: Path | None = None, extender: Extender | None = None) -> ClusterOptions:
+    """How a variant's cluster is created (the same for a fresh cluster per run and for a sweep's cluster)."""
+    return ClusterOptions(
+        name=name, qps_limits=scenario.cluster.qps_limits, scheduler_config=_resolve(base, variant.config),
+        scheduler_binary=scheduler_binary, scheduler_client_qps=variant.client_qps,
+        scheduler_client_burst=variant.client_burst,
+        scheduler_extenders=[extender.config] if extender else [],
+        # for every variant, so the default scheduler meets the same objects as Coscheduling
+        crds=tc.scheduler_plugins_crds() if any(w.gang for w in scenario.workloads) else [],
+        prometheus_port=free_port() if scenario.cluster.prometheus else None,
+        extra_args=[*scenario.cluster.extra_args, *[f"kube-scheduler={a}" for a in variant.extra_args]])
+
+
 def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: RunOptions, rep: Reporter,
                 k: Kwokctl, multi: bool = False, group: dict[str, Any] | None = None,
                 scheduler_binary: Path | None = None) -> VariantRun:
@@ -211,17 +226,8 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
     run_label = rundir.run_id.split("-")[1]
     factories = _factories(scenario, base, run_label)
     cluster_name = opts.cluster or f"kb-{run_label}"
-    sched_extra = [f"kube-scheduler={a}" for a in variant.extra_args]
     extender = Extender(variant) if variant.extender and not opts.cluster else None
-    copts = ClusterOptions(
-        name=cluster_name, qps_limits=scenario.cluster.qps_limits, scheduler_config=_resolve(base, variant.config),
-        scheduler_binary=scheduler_binary, scheduler_client_qps=variant.client_qps,
-        scheduler_client_burst=variant.client_burst,
-        scheduler_extenders=[extender.config] if extender else [],
-        # for every variant, so the default scheduler meets the same objects as Coscheduling
-        crds=k.toolchain.scheduler_plugins_crds() if any(w.gang for w in scenario.workloads) else [],
-        prometheus_port=free_port() if scenario.cluster.prometheus else None,
-        extra_args=[*scenario.cluster.extra_args, *sched_extra])
+    copts = cluster_options(scenario, base, variant, cluster_name, k.toolchain, scheduler_binary, extender)
     phases: list[dict[str, Any]] = [
               {"name": w.name, "template": w.template, "count": w.count, "target_qps": target_rate(w.arrival),
                "pods_expected": w.count * f.pods_per_object(), "wait_for": w.wait_for,
@@ -246,6 +252,7 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
     created_cluster = False
     guard: subprocess.Popen[bytes] | None = None
     info: ClusterInfo | None = None
+    chaos: Chaos | None = None
     try:
         if extender is not None:
             extender.start()
@@ -259,7 +266,8 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
             info = bring_up(k, copts, groups, rep).cluster
             created_cluster = True
             guard = watchdog.start(cluster_name, k.home, rundir.path, opts.keep_cluster)
-        rundir.update_meta(cluster={**read_cluster(info), "reused": bool(opts.cluster)})
+        rundir.update_meta(cluster={**read_cluster(info), "reused": bool(opts.cluster),
+                                    "nodes": sum(g.count for g in scenario.cluster.node_groups)})
         _ensure_namespaces(info, {w.namespace for w in scenario.workloads})
         if any(w.gang for w in scenario.workloads) and opts.cluster:
             asyncio.run(apply_crds(info.credentials(), k.toolchain.scheduler_plugins_crds()))
@@ -270,6 +278,9 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
         watcher = Watcher(info.credentials(), run_label, [w.name for w in scenario.workloads], rundir.path / PODS)
         if not watcher.wait_synced(60):
             raise ClusterError("the pod watch did not start within 60s")
+        if scenario.chaos:
+            chaos = Chaos(scenario.chaos, info, k, [])
+            chaos.start()
         for i, (w, f) in enumerate(zip(scenario.workloads, factories, strict=True)):
             if w.gang:
                 _create_podgroups(info, w, f, base, rep)
@@ -300,6 +311,13 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
             summary["extender"] = extender.stop()
         if scraper is not None:
             summary.update(_metrics_summary(rundir, stored.pods, copts, scenario, scrape_stats))
+        if chaos is not None:
+            events = chaos.stop()
+            rundir.write_json("chaos.json", events)
+            rate = pd.read_parquet(rundir.path / BINDING_RATE) if (rundir.path / BINDING_RATE).exists() \
+                else rate_from_pods(stored.pods)
+            summary["chaos"] = {"events": recovery(events, rate, with_columns(stored.pods, PLACEMENT_COLUMNS)),
+                                "pods_lost": pods_lost(stored.pods, sum(p["pods_expected"] for p in phases))}
         if copts.prometheus_port and created_cluster and info is not None and len(stored.pods):
             rep.info("querying Prometheus for the independent binding-rate cross-check")
             prom = query_run(copts.prometheus_port, info.apiserver_port, float(stored.pods["created"].min()),

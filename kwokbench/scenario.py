@@ -132,6 +132,21 @@ class WorkloadSpec(_Model):
     timeout_seconds: float = Field(300, gt=0, description="How long to wait for wait_for after the last create.")
 
 
+ChaosAction = Literal["restart-scheduler", "restart-apiserver", "restart-controller-manager", "nodes-not-ready",
+                      "delete-nodes"]
+
+
+class ChaosEvent(_Model):
+    at_seconds: float = Field(ge=0, description="When, in seconds after the first workload phase starts.")
+    action: ChaosAction = Field(description=(
+        "restart-scheduler / restart-apiserver / restart-controller-manager: stop the component, wait "
+        "down_seconds, start it again with the same command line; nodes-not-ready: kwok stops managing a share "
+        "of nodes and their Ready condition turns False; delete-nodes: delete a share of nodes."))
+    down_seconds: float = Field(0, ge=0, le=600, description="Restart actions: how long the component stays down.")
+    share: float = Field(0.1, gt=0, le=1, description="Node actions: the share of nodes affected (at least one).")
+    group: str | None = Field(None, description="Node actions: only nodes of this node group.")
+
+
 class Scenario(_Model):
     schema_version: Literal[1] = Field(description="Format version of this file; must be 1.")
     name: str = Field(pattern=DNS_LABEL, max_length=60, description="Scenario name; runs are stored under it.")
@@ -141,10 +156,20 @@ class Scenario(_Model):
     schedulers: list[SchedulerSpec] = Field(default_factory=lambda: [SchedulerSpec()], min_length=1,
                                             description="Scheduler variants; each runs on a fresh identical cluster.")
     workloads: list[WorkloadSpec] = Field(min_length=1, description="Workload phases, submitted in order.")
+    chaos: list[ChaosEvent] = Field(default_factory=list, description=(
+        "Timed disruptions during the workload; the report marks them and measures recovery."))
     gates: list[Annotated[str, Field(pattern=r"^[a-z0-9_]+:\d+(\.\d+)?%?$")]] = Field(
         default_factory=list, description=(
             "Regression gates used by `kwokbench gate` when it is given no --metric, as NAME:MAX_REGRESSION "
             "(e.g. throughput:10%, latency_p99:15%)."))
+
+    @model_validator(mode="after")
+    def _chaos_groups(self) -> Scenario:
+        groups = {g.name for g in self.cluster.node_groups}
+        for i, e in enumerate(self.chaos):
+            if e.group is not None and e.group not in groups:
+                raise ValueError(f"chaos.{i}.group: no node group {e.group!r} (have: {', '.join(sorted(groups))})")
+        return self
 
     @model_validator(mode="after")
     def _gangs(self) -> Scenario:

@@ -52,11 +52,12 @@ class Api:
         return self._session
 
     async def raw(self, method: str, path: str, body: bytes | None = None,
-                  params: dict[str, str] | None = None, timeout: float | None = None) -> tuple[int, bytes]:
+                  params: dict[str, str] | None = None, timeout: float | None = None,
+                  headers: dict[str, str] | None = None) -> tuple[int, bytes]:
         """One request; network failures become ApiError, HTTP status codes are returned as they are."""
         try:
             async with self.session.request(
-                method, path.lstrip("/"), data=body, params=params,
+                method, path.lstrip("/"), data=body, params=params, headers=headers,
                 timeout=aiohttp.ClientTimeout(total=timeout or self._timeout),
             ) as resp:
                 return resp.status, await resp.read()

@@ -343,11 +343,18 @@ def kwokctl_documents(toolchain_options: dict[str, object], opts: ClusterOptions
     ]
 
 
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+
+
 def _default_extra_args() -> list[str]:
     # A benchmark cluster is disposable: etcd need not fsync every write to survive a power cut,
     # and fsync latency on a shared disk would otherwise be measured as scheduler latency.
     # One controller-manager per cluster needs no leader election (and a restart would wait for the lease).
-    return ["etcd=unsafe-no-fsync=true", "kube-controller-manager=leader-elect=false"]
+    # kwokctl's binary runtime makes the kwok controller manage *every* node; kwokbench's nodes carry
+    # kwok's annotation, so select on it: a node without it (a chaos event, a real node) is left alone.
+    return ["etcd=unsafe-no-fsync=true", "kube-controller-manager=leader-elect=false",
+            "kwok-controller=manage-all-nodes=false",
+            f"kwok-controller=manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake"]
 
 
 def _kill_survivors(pids: dict[str, int], grace: float = 5.0) -> None:

@@ -34,17 +34,31 @@ def _label(run: StoredRun) -> str:
     return f"{run.meta.get('variant', {}).get('name', '?')} · {run.path.name[-13:]}"
 
 
+def _mark_chaos(ax: Any, r: StoredRun, color: Any) -> None:
+    """A dotted vertical line, labelled, at each chaos event of the run."""
+    for e in ((r.summary or {}).get("chaos") or {}).get("events") or []:
+        if e.get("t") is None:
+            continue
+        x = float(e["t"]) - _t0(r)
+        ax.axvline(x, ls=":", color=color, lw=1.2)
+        rec = e.get("recovery_seconds")
+        label = e["action"] + (f" (back in {rec:.0f} s)" if rec is not None else "")
+        ax.text(x, ax.get_ylim()[1] * 0.95, " " + label, fontsize=7, color=color, va="top", rotation=90)
+
+
 def binding_rate(runs: list[StoredRun]) -> bytes:
     fig, ax = plt.subplots(figsize=(9, 4))
     for r in runs:
         f = r.path / BINDING_RATE
         if f.exists():
             df = pd.read_parquet(f)
-            ax.plot(df["t"] - _t0(r), df["rate"], label=_label(r), lw=1.5)
+            line = ax.plot(df["t"] - _t0(r), df["rate"], label=_label(r), lw=1.5)[0]
+            _mark_chaos(ax, r, line.get_color())
         elif len(r.pods):  # no scrapes: the watch's per-second binds
             s = r.pods["scheduled"].dropna() - _t0(r)
             counts = s.astype(int).value_counts().sort_index()
-            ax.step(counts.index, counts.values, label=f"{_label(r)} (watch)", where="post")
+            lines = ax.step(counts.index, counts.values, label=f"{_label(r)} (watch)", where="post")
+            _mark_chaos(ax, r, lines[0].get_color())
     ax.set(title="Binding rate (apiserver POST pods/binding, 1 s scrapes)", xlabel="seconds since first pod created",
            ylabel="pods/s")
     ax.grid(alpha=0.3)
@@ -56,7 +70,8 @@ def cumulative_scheduled(runs: list[StoredRun]) -> bytes:
     fig, ax = plt.subplots(figsize=(9, 4))
     for r in runs:
         s = np.sort(r.pods["scheduled"].dropna().to_numpy() - _t0(r)) if len(r.pods) else np.zeros(0)
-        ax.plot(s, np.arange(1, len(s) + 1), label=_label(r))
+        line = ax.plot(s, np.arange(1, len(s) + 1), label=_label(r))[0]
+        _mark_chaos(ax, r, line.get_color())
     ax.set(title="Pods scheduled over time", xlabel="seconds since first pod created", ylabel="pods scheduled")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)

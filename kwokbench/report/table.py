@@ -60,6 +60,15 @@ def summary_rows(s: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
                      f"{ext['calls'].get('filter', 0)} / {ext['calls'].get('prioritize', 0)}, "
                      f"{secs / calls * 1000:.2f} ms" if calls else "0"])
     rows += placement_rows(s.get("placement") or {})
+    chaos = s.get("chaos")
+    if chaos:
+        for e in chaos.get("events") or []:
+            rec = e.get("recovery_seconds")
+            what = ("skipped (the run ended first)" if e.get("skipped") else f"error: {e['error']}" if e.get("error")
+                    else f"binding rate back in {rec:.1f} s" if rec is not None
+                    else "no load before it to recover" if not e.get("rate_before") else "NOT recovered")
+            rows.append([f"chaos {e['action']} at {e['at_seconds']:g} s", what])
+        rows.append(["pods lost (accepted, never scheduled, gone)", str(chaos.get("pods_lost", "-"))])
     for ph in s.get("submit", []):
         ratio = ph.get("achieved_ratio")
         rows.append([f"submit {ph['phase']}: achieved / target",

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kwokbench.cluster import ClusterInfo
+from kwokbench.report.charts import CHARTS
 from tests.conftest import REPO, assert_one_line_error, kwokbench
 
 EVIL = "<script>alert('x')</script> & co"
@@ -50,7 +51,7 @@ def test_report_opens_in_chromium_with_charts_and_escapes(two_runs: Path, tmp_pa
         driver.get((tmp_path / "rep" / "report.html").as_uri())
         images = driver.execute_script(
             "return Array.from(document.images).map(i => [i.complete, i.naturalWidth, i.naturalHeight])")
-        assert len(images) == 6
+        assert len(images) == len(CHARTS)
         assert all(done and w > 300 and h > 200 for done, w, h in images), images
         assert driver.execute_script("return document.scripts.length") == 0  # the scenario's <script> is text
         assert EVIL in driver.find_element("tag name", "body").text

@@ -1,0 +1,219 @@
+"""Chaos: timed disruptions of a run's cluster, and how the scheduling recovered (pure analysis).
+
+Components run as local processes (kwokctl ``--runtime binary``), and kwokctl v0.8.0 cannot stop or
+start one component, so a restart reads the process's command line, working directory and
+environment, stops it (SIGTERM, then SIGKILL), waits ``down_seconds``, starts the same command again
+with its output appended to kwokctl's log file, and writes the new pid into kwokctl's pid file (so
+``down`` still finds it). Node actions go through the API: ``nodes-not-ready`` takes the nodes away
+from the kwok controller (removes the ``kwok.x-k8s.io/node`` annotation it selects on) and sets their
+Ready condition False, so the node-lifecycle controller taints them and the scheduler avoids them;
+``delete-nodes`` deletes them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+import subprocess
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import orjson
+import pandas as pd
+import psutil
+
+from kwokbench.cluster.api import Api
+from kwokbench.cluster.kwokctl import ClusterInfo, Kwokctl
+from kwokbench.errors import ClusterError, KwokbenchError
+from kwokbench.scenario import ChaosEvent
+
+COMPONENT = {"restart-scheduler": "kube-scheduler", "restart-apiserver": "kube-apiserver",
+             "restart-controller-manager": "kube-controller-manager"}
+NODE_GROUP_LABEL = "kwokbench.io/node-group"
+
+
+@dataclass
+class Chaos:
+    """Runs the scenario's events in a thread, each at its time after :meth:`start`."""
+
+    events: list[ChaosEvent]
+    info: ClusterInfo
+    kwokctl: Kwokctl
+    log: list[dict[str, Any]]
+
+    def __post_init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.t0 = 0.0
+
+    def start(self) -> None:
+        self.t0 = time.time()
+        self._thread = threading.Thread(target=self._run, name="chaos", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 120) -> list[dict[str, Any]]:
+        """Cancel events not yet started; wait for one in progress (a restart must not be left half-done)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self.log
+
+    def _run(self) -> None:
+        for i, e in enumerate(sorted(self.events, key=lambda e: e.at_seconds)):
+            if self._stop.wait(max(0.0, self.t0 + e.at_seconds - time.time())):
+                self.log.append({"index": i, "action": e.action, "at_seconds": e.at_seconds, "skipped": True,
+                                 "why": "the run ended first"})
+                continue
+            rec: dict[str, Any] = {"index": i, "action": e.action, "at_seconds": e.at_seconds, "t": time.time()}
+            try:
+                if e.action in COMPONENT:
+                    rec.update(restart_component(self.kwokctl, self.info, COMPONENT[e.action], e.down_seconds))
+                else:
+                    rec.update(asyncio.run(_nodes_action(self.info, e)))
+            except (KwokbenchError, OSError, psutil.Error) as err:
+                rec["error"] = str(err)
+            rec["ended"] = time.time()
+            self.log.append(rec)
+
+
+def restart_component(k: Kwokctl, info: ClusterInfo, component: str, down_seconds: float,
+                      ready_timeout: float = 120) -> dict[str, Any]:
+    pid_file = k.cluster_dir(info.name) / "pids" / f"{component}.pid"
+    try:
+        old = psutil.Process(int(pid_file.read_text().strip()))
+        cmd, cwd, env = old.cmdline(), old.cwd(), old.environ()
+    except (OSError, ValueError, psutil.Error) as e:
+        raise ClusterError(f"cannot restart {component}: its process is not running ({e})") from e
+    old.terminate()
+    try:
+        old.wait(15)
+    except psutil.TimeoutExpired:
+        old.kill()
+        old.wait(10)
+    stopped = time.time()
+    time.sleep(down_seconds)
+    log = k.cluster_dir(info.name) / "logs" / f"{component}.log"
+    with log.open("ab") as out:
+        new = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                               start_new_session=True)
+    tmp = pid_file.with_suffix(".tmp")
+    tmp.write_text(str(new.pid))
+    tmp.replace(pid_file)
+    started = time.time()
+    port = {"kube-scheduler": info.scheduler_port, "kube-apiserver": info.apiserver_port,
+            "kube-controller-manager": info.controller_manager_port}[component]
+    ready = _wait_healthy(port, info, ready_timeout)
+    return {"component": component, "old_pid": old.pid, "new_pid": new.pid, "stopped": stopped,
+            "started": started, "ready": ready}
+
+
+def _wait_healthy(port: int, info: ClusterInfo, timeout: float) -> float | None:
+    """When the component's /healthz answered ok (epoch seconds), or None after the timeout."""
+    ctx = info.credentials().ssl_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with contextlib.suppress(OSError), \
+                urllib.request.urlopen(f"https://127.0.0.1:{port}/healthz", timeout=2, context=ctx) as r:
+            if r.status == 200:
+                return time.time()
+        time.sleep(0.2)
+    return None
+
+
+def pick_nodes(names: list[str], share: float) -> list[str]:
+    """A deterministic share (at least one) of the nodes: spread over the sorted list, not its head."""
+    if not names:
+        return []
+    names = sorted(names)
+    n = max(1, round(len(names) * share))
+    return [names[int(i * len(names) / n)] for i in range(n)]
+
+
+async def _nodes_action(info: ClusterInfo, e: ChaosEvent) -> dict[str, Any]:
+    params = {"labelSelector": f"{NODE_GROUP_LABEL}={e.group}"} if e.group else None
+    async with Api(info.credentials()) as api:
+        nodes = await api.json("GET", "/api/v1/nodes", params=params)
+        names = pick_nodes([n["metadata"]["name"] for n in nodes.get("items") or []], e.share)
+        merge = {"Content-Type": "application/merge-patch+json"}
+        strategic = {"Content-Type": "application/strategic-merge-patch+json"}
+        for name in names:
+            if e.action == "delete-nodes":
+                status, body = await api.raw("DELETE", f"/api/v1/nodes/{name}")
+            else:
+                status, body = await api.raw(
+                    "PATCH", f"/api/v1/nodes/{name}",
+                    orjson.dumps({"metadata": {"annotations": {"kwok.x-k8s.io/node": None}}}), headers=merge)
+                if status == 200:
+                    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                    cond = {"type": "Ready", "status": "False", "reason": "KwokbenchChaos",
+                            "message": "made NotReady by a kwokbench chaos event", "lastHeartbeatTime": now,
+                            "lastTransitionTime": now}
+                    status, body = await api.raw("PATCH", f"/api/v1/nodes/{name}/status",
+                                                 orjson.dumps({"status": {"conditions": [cond]}}), headers=strategic)
+            if status not in (200, 202):
+                raise ClusterError(f"{e.action} {name}: HTTP {status} {body[:200]!r}")
+    return {"nodes": names}
+
+
+# ---- analysis (pure) ------------------------------------------------------------------------------
+
+
+def recovery(events: list[dict[str, Any]], rate: pd.DataFrame, pods: pd.DataFrame,
+             before: float = 10.0, level: float = 0.9, smooth: int = 3) -> list[dict[str, Any]]:
+    """Per event: the binding rate before it, when it was back to ``level`` of that, and pods affected.
+
+    ``rate`` is the 1 s binding-rate series (t, rate); recovery is the first time after the event ends
+    at which the ``smooth``-second rolling mean is back at ``level`` × the mean of the ``before``
+    seconds before the event. Pods: bound to the event's nodes (node actions), and pods lost —
+    created but gone before they were ever scheduled (must be zero).
+    """
+    out = []
+    r = rate.sort_values("t") if len(rate) else rate
+    for e in events:
+        if e.get("skipped") or "t" not in e:
+            out.append({**_brief(e), "recovery_seconds": None})
+            continue
+        t, end = float(e["t"]), float(e.get("ended", e["t"]))
+        pre = r[(r["t"] >= t - before) & (r["t"] < t)]["rate"] if len(r) else pd.Series(dtype=float)
+        pre_level = float(pre.mean()) if len(pre) else None
+        back = None
+        if pre_level and len(r):
+            post = r[r["t"] >= t].assign(mean=lambda d: d["rate"].rolling(smooth, min_periods=smooth).mean())
+            ok = post[(post["t"] >= end) & (post["mean"] >= level * pre_level)]
+            back = float(ok["t"].iloc[0] - t) if len(ok) else None
+        nodes = set(e.get("nodes") or [])
+        on_nodes = int(pods["node"].isin(nodes).sum()) if nodes and len(pods) else 0
+        out.append({**_brief(e), "rate_before": pre_level, "recovery_seconds": back,
+                    "recovered": back is not None or not pre_level, "pods_on_affected_nodes": on_nodes})
+    return out
+
+
+def rate_from_pods(pods: pd.DataFrame) -> pd.DataFrame:
+    """A 1 s binding-rate series from the watch's scheduled times (when /metrics was not scraped)."""
+    t = pods["scheduled"].dropna().to_numpy() if len(pods) and "scheduled" in pods else np.zeros(0)
+    if not len(t):
+        return pd.DataFrame({"t": [], "rate": []})
+    edges = np.arange(np.floor(t.min()), np.ceil(t.max()) + 1.0)
+    counts, _ = np.histogram(t, bins=edges)
+    return pd.DataFrame({"t": edges[1:], "rate": counts.astype(float)})
+
+
+def _brief(e: dict[str, Any]) -> dict[str, Any]:
+    keys = ("action", "at_seconds", "t", "ended", "component", "nodes", "error", "skipped", "down_seconds")
+    return {k: (len(e[k]) if k == "nodes" else e[k]) for k in keys if k in e}
+
+
+def pods_lost(pods: pd.DataFrame, created: int) -> int:
+    """Pods the apiserver accepted that were never scheduled and are not still waiting: gone."""
+    if not len(pods):
+        return created
+    unscheduled = pods["scheduled"].isna()
+    deleted_unscheduled = int((unscheduled & pods["deleted"].astype(bool)).sum()) if "deleted" in pods else 0
+    never_seen = max(0, created - len(pods))
+    return deleted_unscheduled + never_seen

@@ -1,0 +1,280 @@
+"""``kwokbench sweep``: capacity planning over a grid of cluster sizes × submit rates.
+
+For each cluster size one cluster is built (the scenario's node groups scaled to that total) and every
+submit rate is run on it as an ordinary stored run (``--cluster`` reuse), lowest rate first; the pods
+of a point are deleted before the next one. A point *holds* when the achieved binding throughput keeps
+>= 95% of its target rate and p99 scheduling latency stays within the SLO; the **knee** of a size is its
+highest rate that holds. Once a rate fails, higher rates on that size are skipped (``--no-stop-early``
+runs them anyway).
+
+Analysis (:func:`evaluate`, :func:`knees`, :func:`trend`) is pure over the stored ``sweep.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kwokbench.cluster import Kwokctl, NodeGroup, bring_up, watchdog
+from kwokbench.cluster.api import Api
+from kwokbench.cluster.kwokctl import ClusterInfo
+from kwokbench.errors import KwokbenchError, ScenarioError, StoreError
+from kwokbench.load.watcher import RUN_LABEL
+from kwokbench.progress import Reporter, Silent
+from kwokbench.runner import RunOptions, check_scenario, cluster_options, run_variant, scheduler_binaries
+from kwokbench.scenario import PLUGINS_BINARY, QpsArrival, Scenario
+from kwokbench.store import _atomic_write
+from kwokbench.templates import resolve_template
+
+SWEEP_FORMAT_VERSION = 1
+SWEEP = "sweep.json"
+
+
+@dataclass
+class SweepOptions:
+    nodes: list[int]
+    qps: list[float]
+    slo_p99: float = 1.0
+    """Seconds: p99 of created → scheduled must stay within this."""
+    min_ratio: float = 0.95
+    """Achieved binding throughput / target rate a point must keep."""
+    duration: float = 20.0
+    """Seconds of load per point: a point submits max(50, qps × duration) pods."""
+    out: Path = Path("reports")
+    variant: str | None = None
+    stop_early: bool = True
+    keep_clusters: bool = False
+    runs: RunOptions = field(default_factory=RunOptions)
+
+
+def scaled(scenario: Scenario, nodes: int) -> Scenario:
+    """The scenario with its node groups scaled (proportionally) to ``nodes`` in total."""
+    groups = scenario.cluster.node_groups
+    total = sum(g.count for g in groups) or 1
+    counts = [math.floor(nodes * g.count / total) for g in groups]
+    counts[0] += nodes - sum(counts)
+    new = [g.model_copy(update={"count": c}) for g, c in zip(groups, counts, strict=True)]
+    return scenario.model_copy(update={"cluster": scenario.cluster.model_copy(update={"node_groups": new})})
+
+
+def at_rate(scenario: Scenario, qps: float, duration: float) -> Scenario:
+    """The scenario's first workload phase at a fixed rate for ``duration`` seconds."""
+    w = scenario.workloads[0]
+    count = max(50, round(qps * duration))
+    if w.gang:
+        count = max(w.gang.size, count - count % w.gang.size)
+    w = w.model_copy(update={"arrival": QpsArrival(qps=qps), "count": count, "wait_for": "scheduled",
+                             "timeout_seconds": max(30.0, duration)})
+    return scenario.model_copy(update={"workloads": [w]})
+
+
+# ---- pure analysis --------------------------------------------------------------------------------
+
+
+def evaluate(summary: dict[str, Any] | None, qps: float, slo_p99: float, min_ratio: float) -> dict[str, Any]:
+    """One grid point's figures and whether it holds."""
+    s = summary or {}
+    binding = s.get("binding_rate") or {}
+    throughput = binding.get("average") if binding.get("available") else None
+    if throughput is None:
+        throughput = (s.get("throughput") or {}).get("average") or 0.0
+    p99 = ((s.get("latency") or {}).get("created_to_scheduled") or {}).get("p99")
+    complete = s.get("pods_scheduled", 0) >= s.get("pods_expected", 1)
+    ratio = throughput / qps if qps else 0.0
+    reasons = []
+    if ratio < min_ratio:
+        reasons.append(f"throughput {throughput:.1f}/s is {ratio * 100:.0f}% of {qps:g}/s")
+    if p99 is None or p99 > slo_p99:
+        reasons.append("no pod scheduled" if p99 is None else f"p99 {p99 * 1000:.0f} ms > SLO {slo_p99 * 1000:.0f} ms")
+    if not complete:
+        reasons.append(f"{s.get('pods_scheduled', 0)}/{s.get('pods_expected', 0)} pods scheduled")
+    procs = s.get("processes") or {}
+    return {"qps": qps, "throughput": throughput, "ratio": ratio, "p99": p99, "holds": not reasons,
+            "why": "; ".join(reasons),
+            "cpu_seconds": {c: v.get("cpu_seconds") for c, v in procs.items()},
+            "rss_peak_mib": {c: (v.get("rss_peak_bytes") or 0) / 2**20 for c, v in procs.items()}}
+
+
+def knees(points: list[dict[str, Any]]) -> dict[int, float | None]:
+    """Per cluster size: the highest rate whose point holds, with every lower measured rate holding too."""
+    out: dict[int, float | None] = {}
+    for n in sorted({p["nodes"] for p in points}):
+        knee = None
+        for p in sorted((p for p in points if p["nodes"] == n and not p.get("skipped")), key=lambda p: p["qps"]):
+            if not p["holds"]:
+                break
+            knee = p["qps"]
+        out[n] = knee
+    return out
+
+
+def sentence(nodes: int, knee: float | None, slo_p99: float, tested: list[float]) -> str:
+    slo = f"{slo_p99 * 1000:.0f} ms" if slo_p99 < 1 else f"{slo_p99:g} s"
+    if knee is None:
+        return (f"with {nodes} nodes this control plane sustained none of the tested rates "
+                f"(lowest {min(tested):g} pods/s) within a {slo} p99")
+    above = [q for q in tested if q > knee]
+    bound = f" (it failed at {min(above):g}/s)" if above else " (the highest rate tested: the knee is higher)"
+    return f"with {nodes} nodes this control plane sustains {knee:g} pods/s within a {slo} p99{bound}"
+
+
+def trend(x: Sequence[float], y: Sequence[float]) -> tuple[float, float] | None:
+    """Least-squares line y = a·x + b through the points, or None with fewer than two distinct x."""
+    if len(set(x)) < 2:
+        return None
+    a, b = np.polyfit(np.asarray(x, dtype=float), np.asarray(y, dtype=float), 1)
+    return float(a), float(b)
+
+
+# ---- the sweep ------------------------------------------------------------------------------------
+
+
+def run_sweep(scenario: Scenario, scenario_path: Path, opts: SweepOptions, reporter: Reporter | None = None,
+              kwokctl: Kwokctl | None = None) -> Path:
+    rep = reporter or Silent()
+    k = kwokctl or Kwokctl()
+    base = scenario_path.parent
+    if not opts.nodes or not opts.qps or any(n < 1 for n in opts.nodes) or any(q <= 0 for q in opts.qps):
+        raise ScenarioError("--nodes and --qps need positive values, e.g. --nodes 100,1000 --qps 50,100,200")
+    names = [v.name for v in scenario.schedulers]
+    variant = next((v for v in scenario.schedulers if v.name == (opts.variant or names[0])), None)
+    if variant is None:
+        raise ScenarioError(f"unknown scheduler variant {opts.variant} (scenario has: {', '.join(names)})")
+    if variant.extender:
+        raise ScenarioError(f"variant {variant.name}: sweeps do not support extender variants yet")
+    check_scenario(scenario, base)
+    needs_plugins = variant.binary == PLUGINS_BINARY or any(w.gang for w in scenario.workloads)
+    k.toolchain.install("auto", rep, extras=("scheduler-plugins",) if needs_plugins else ())
+    binary = scheduler_binaries([variant], base, k.toolchain, rep)[variant.name]
+
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    sweep_dir = opts.out / scenario.name / f"sweep-{stamp}"
+    try:
+        sweep_dir.mkdir(parents=True)
+    except OSError as e:
+        raise StoreError(f"cannot create sweep directory {sweep_dir}: {e.strerror}") from e
+    nodes, rates = sorted(set(opts.nodes)), sorted(set(opts.qps))
+    doc: dict[str, Any] = {"format_version": SWEEP_FORMAT_VERSION, "scenario": scenario.name,
+                           "scenario_file": str(scenario_path), "variant": variant.name, "status": "running",
+                           "started_at": datetime.now(UTC).isoformat(), "nodes": nodes, "qps": rates,
+                           "slo_p99_seconds": opts.slo_p99, "min_ratio": opts.min_ratio,
+                           "duration_seconds": opts.duration, "points": []}
+    save(sweep_dir, doc)
+    total = len(nodes) * len(rates)
+    try:
+        with rep.counter(f"sweep {scenario.name}: {len(nodes)} sizes × {len(rates)} rates", total) as advance:
+            done = 0
+            for n in nodes:
+                sized = scaled(scenario, n)
+                cluster = f"kb-sweep-{stamp[-7:-1].lower()}-{n}"
+                copts = cluster_options(sized, base, variant, cluster, k.toolchain, binary)
+                groups = [NodeGroup(g.name, g.count, resolve_template(g.template, base), g.params)
+                          for g in sized.cluster.node_groups]
+                rep.info(f"[bold]{n} nodes[/]: cluster {cluster}")
+                info = bring_up(k, copts, groups, rep).cluster
+                guard = watchdog.start(cluster, k.home, sweep_dir, opts.keep_clusters)
+                try:
+                    saturated = ""
+                    for q in rates:
+                        if saturated:
+                            doc["points"].append({"nodes": n, "qps": q, "skipped": True, "holds": False,
+                                                  "why": f"skipped: {saturated}"})
+                        else:
+                            point = _point(sized, scenario_path, q, opts, info, k, rep, variant.name)
+                            point["nodes"] = n
+                            doc["points"].append(point)
+                            rep.info(f"  {n} nodes, {q:g}/s: {point['throughput']:.1f} pods/s, p99 "
+                                     f"{_ms(point['p99'])} → {'holds' if point['holds'] else point['why']}")
+                            if not point["holds"] and opts.stop_early:
+                                saturated = f"{n} nodes saturated at {q:g}/s"
+                        save(sweep_dir, doc)
+                        done += 1
+                        advance(done)
+                finally:
+                    if not opts.keep_clusters:
+                        with contextlib.suppress(KwokbenchError):
+                            k.delete(cluster, rep)
+                    guard.terminate()
+                    guard.wait(10)
+        doc["status"] = "complete"
+    except KeyboardInterrupt:
+        doc["status"] = "interrupted"
+        raise
+    except KwokbenchError as e:
+        doc["status"], doc["error"] = "failed", str(e)
+        raise
+    finally:
+        ks = knees(doc["points"])
+        doc["knees"] = {str(n): v for n, v in ks.items()}
+        doc["sentences"] = [sentence(n, ks[n], opts.slo_p99, rates) for n in ks]
+        doc["ended_at"] = datetime.now(UTC).isoformat()
+        save(sweep_dir, doc)
+    return sweep_dir
+
+
+def _point(scenario: Scenario, scenario_path: Path, qps: float, opts: SweepOptions, info: ClusterInfo,
+           k: Kwokctl, rep: Reporter, variant: str) -> dict[str, Any]:
+    sc = at_rate(scenario, qps, opts.duration)
+    v = next(s for s in sc.schedulers if s.name == variant)
+    ropts = RunOptions(out=opts.out, cluster=info.name, scrape_interval=opts.runs.scrape_interval,
+                       submit_workers=opts.runs.submit_workers)
+    res = run_variant(sc, scenario_path.parent, v, ropts, rep, k)
+    point = evaluate(res.summary, qps, opts.slo_p99, opts.min_ratio)
+    point["run"] = str(res.path)
+    label = res.path.name.split("-")[1]
+    asyncio.run(delete_run_pods(info, label, {w.namespace for w in sc.workloads}))
+    return point
+
+
+async def delete_run_pods(info: ClusterInfo, run_label: str, namespaces: set[str], timeout: float = 120) -> None:
+    """Delete (force, no grace) every pod, Job and PodGroup of a run, and wait until its pods are gone."""
+    selector = {"labelSelector": f"{RUN_LABEL}={run_label}"}
+    async with Api(info.credentials()) as api:
+        for ns in sorted(namespaces):
+            for path in (f"/apis/batch/v1/namespaces/{ns}/jobs",
+                         f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups"):
+                await api.raw("DELETE", path, params={**selector, "propagationPolicy": "Background"})
+            await api.raw("DELETE", f"/api/v1/namespaces/{ns}/pods", params={**selector, "gracePeriodSeconds": "0"})
+        deadline = asyncio.get_running_loop().time() + timeout
+        for ns in sorted(namespaces):
+            while True:
+                left = await api.json("GET", f"/api/v1/namespaces/{ns}/pods", params={**selector, "limit": "1"})
+                if not left.get("items"):
+                    break
+                if asyncio.get_running_loop().time() > deadline:
+                    raise KwokbenchError(f"pods of run {run_label} still present after {timeout:g}s")
+                await asyncio.sleep(0.5)
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v * 1000:.0f} ms"
+
+
+def save(sweep_dir: Path, doc: dict[str, Any]) -> None:
+    import orjson
+
+    _atomic_write(sweep_dir / SWEEP, orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
+
+
+def load(sweep_dir: Path) -> dict[str, Any]:
+    import orjson
+
+    f = sweep_dir / SWEEP
+    try:
+        doc = orjson.loads(f.read_bytes())
+    except FileNotFoundError:
+        raise StoreError(f"{sweep_dir} is not a kwokbench sweep (no {SWEEP})") from None
+    except (OSError, orjson.JSONDecodeError) as e:
+        raise StoreError(f"{f}: unreadable: {e}") from e
+    if not isinstance(doc, dict) or doc.get("format_version") != SWEEP_FORMAT_VERSION:
+        raise StoreError(f"{f}: format version {doc.get('format_version') if isinstance(doc, dict) else None!r} "
+                         f"is not supported (this kwokbench reads version {SWEEP_FORMAT_VERSION})")
+    return doc

@@ -1,0 +1,55 @@
+"""Chaos on real clusters: a scheduler restart mid-run loses no pod and its recovery time is reported;
+NotReady nodes get no new pods; deleted nodes are gone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kwokbench.store import load_run
+from tests.conftest import REPO, kwokbench
+
+
+def _run(tmp_path: Path, scenario: str, *sets: str) -> Path:
+    kwokbench("run", str(REPO / f"scenarios/{scenario}.yaml"), "--out", str(tmp_path),
+              "--set", "cluster.node_groups.0.count=30", "--set", "workloads.0.count=1500", *sets, check=True)
+    [run] = (tmp_path / scenario).iterdir()
+    return run
+
+
+def test_scheduler_restart_loses_no_pod_and_reports_recovery(tmp_path: Path) -> None:
+    run = load_run(_run(tmp_path, "chaos-scheduler-restart", "--set", "chaos.0.at_seconds=5",
+                        "--set", "chaos.0.down_seconds=3"))
+    assert run.meta["status"] == "complete" and run.summary is not None
+    [event] = json.loads((run.path / "chaos.json").read_text())
+    assert event["action"] == "restart-scheduler" and event["new_pid"] != event["old_pid"]
+    assert event["started"] - event["stopped"] >= 3 and event["ready"] is not None
+    # nothing was bound while the scheduler was down (beyond bindings already in flight)
+    p = run.pods
+    assert int(((p["scheduled"] > event["stopped"] + 0.5) & (p["scheduled"] < event["started"])).sum()) == 0
+    chaos = run.summary["chaos"]
+    assert chaos["pods_lost"] == 0
+    assert run.summary["pods_scheduled"] == 1500  # the backlog was scheduled after the restart
+    [rec] = chaos["events"]
+    assert rec["recovered"] and rec["recovery_seconds"] is not None
+    assert 3 <= rec["recovery_seconds"] < 60, rec
+    out = kwokbench("report", str(run.path), "-o", str(tmp_path / "rep"), check=True)
+    assert "report.html" in out.stdout
+    assert "chaos restart-scheduler at 5 s" in (tmp_path / "rep" / "summary.md").read_text()
+
+
+def test_not_ready_nodes_get_no_new_pods(tmp_path: Path) -> None:
+    run = load_run(_run(tmp_path, "chaos-node-failure", "--set", "chaos.0.at_seconds=5",
+                        "--set", "chaos.1.at_seconds=8"))
+    assert run.summary is not None and run.summary["pods_scheduled"] == 1500
+    not_ready, deleted = json.loads((run.path / "chaos.json").read_text())
+    assert len(not_ready["nodes"]) == 9 and len(deleted["nodes"]) == 3  # 30% and 10% of 30
+    p = run.pods
+    late = p[(p["scheduled"] > not_ready["ended"] + 2) & p["node"].isin(not_ready["nodes"])]
+    assert len(late) == 0, "the scheduler kept binding to NotReady nodes"
+    late = p[(p["scheduled"] > deleted["ended"] + 2) & p["node"].isin(deleted["nodes"])]
+    assert len(late) == 0
+    nodes = run.summary["placement"]["utilisation"]["nodes"]
+    assert nodes == 27  # read at the end: the deleted nodes are gone
+    assert run.summary["chaos"]["pods_lost"] == 0
+    assert all(e["recovered"] for e in run.summary["chaos"]["events"])

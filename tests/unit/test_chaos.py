@@ -1,0 +1,60 @@
+"""Chaos analysis (pure): node picking, recovery time, lost pods."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kwokbench.chaos import pick_nodes, pods_lost, rate_from_pods, recovery
+from kwokbench.errors import ScenarioError
+from kwokbench.scenario import parse_scenario
+
+
+def test_pick_nodes_is_a_deterministic_spread_share() -> None:
+    names = [f"n-{i:02d}" for i in range(10)]
+    assert pick_nodes(names, 0.3) == ["n-00", "n-03", "n-06"]
+    assert pick_nodes(list(reversed(names)), 0.3) == ["n-00", "n-03", "n-06"]
+    assert pick_nodes(names, 0.01) == ["n-00"]  # at least one
+    assert pick_nodes(names, 1.0) == names and pick_nodes([], 0.5) == []
+
+
+def _rate() -> pd.DataFrame:
+    # 100/s for 20 s, nothing for 5 s (the event at t=20, ending at t=22), 100/s again from t=25
+    t = np.arange(1.0, 41.0)
+    return pd.DataFrame({"t": t, "rate": np.where((t > 20) & (t <= 25), 0.0, 100.0)})
+
+
+def test_recovery_time_from_the_binding_rate() -> None:
+    pods = pd.DataFrame({"node": ["a", "b", "a"], "scheduled": [1.0, 2.0, 3.0]})
+    [r] = recovery([{"action": "restart-scheduler", "t": 20.0, "ended": 22.0, "component": "kube-scheduler"}],
+                   _rate(), pods)
+    assert r["rate_before"] == 100.0 and r["recovered"]
+    assert r["recovery_seconds"] == pytest.approx(8.0)  # 3-s mean back at 90% at t=28
+    [n] = recovery([{"action": "nodes-not-ready", "t": 20.0, "ended": 21.0, "nodes": ["a"]}], _rate(), pods)
+    assert n["pods_on_affected_nodes"] == 2 and n["nodes"] == 1
+    never = _rate().assign(rate=lambda d: np.where(d["t"] > 20, 0.0, 100.0))
+    [x] = recovery([{"action": "restart-apiserver", "t": 20.0, "ended": 21.0}], never, pods)
+    assert x["recovery_seconds"] is None and not x["recovered"]
+    [s] = recovery([{"action": "delete-nodes", "at_seconds": 50, "skipped": True}], _rate(), pods)
+    assert s["recovery_seconds"] is None and s["skipped"]
+
+
+def test_pods_lost_and_rate_from_pods() -> None:
+    pods = pd.DataFrame({"scheduled": [1.2, np.nan, np.nan, 2.5], "deleted": [False, True, False, True]})
+    # one deleted before it was ever scheduled, one never seen at all (5 accepted, 4 seen); one still pending
+    assert pods_lost(pods, created=5) == 2
+    assert pods_lost(pods.iloc[:0], created=3) == 3
+    rate = rate_from_pods(pods)
+    assert list(rate["rate"]) == [1.0, 1.0] and list(rate["t"]) == [2.0, 3.0]
+
+
+def test_chaos_events_are_validated() -> None:
+    base = ("schema_version: 1\nname: s\ncluster: {node_groups: [{name: cpu, count: 3}]}\n"
+            "workloads: [{name: p, count: 1}]\n")
+    sc = parse_scenario(base + "chaos: [{at_seconds: 5, action: restart-scheduler, down_seconds: 2}]\n")
+    assert sc.chaos[0].action == "restart-scheduler" and sc.chaos[0].share == 0.1
+    with pytest.raises(ScenarioError, match="no node group 'gpu'"):
+        parse_scenario(base + "chaos: [{at_seconds: 5, action: delete-nodes, group: gpu}]\n")
+    with pytest.raises(ScenarioError, match="action"):
+        parse_scenario(base + "chaos: [{at_seconds: 5, action: reboot-everything}]\n")
