@@ -97,6 +97,6 @@ def test_trends_use_each_size_at_its_lowest_rate() -> None:
         return {"nodes": n, "qps": q, "holds": True, "rss_peak_mib": {"etcd": rss, "kube-apiserver": 500 - n / 10}}
     doc = {"nodes": [100, 1000], "points": [pt(100, 50, 110), pt(100, 500, 900), pt(1000, 50, 200),
                                             pt(1000, 500, 300)]}
-    etcd, apiserver = report.trends(doc)
+    apiserver, etcd = report.trends(doc)
     assert etcd == "etcd peak RSS ≈ 100 MiB + 100.0 MiB per 1000 nodes (fit over 2 sizes at their lowest rate)"
     assert apiserver.startswith("kube-apiserver peak RSS: no growth with cluster size measurable over 2 sizes")
