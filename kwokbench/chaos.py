@@ -28,6 +28,7 @@ import pandas as pd
 import psutil
 
 from kwokbench.cluster.api import Api
+from kwokbench.cluster.attach import AttachedCluster
 from kwokbench.cluster.kwokctl import ClusterInfo, Kwokctl
 from kwokbench.errors import ClusterError, KwokbenchError
 from kwokbench.scenario import ChaosEvent
@@ -42,7 +43,7 @@ class Chaos:
     """Runs the scenario's events in a thread, each at its time after :meth:`start`."""
 
     events: list[ChaosEvent]
-    info: ClusterInfo
+    info: ClusterInfo | AttachedCluster
     kwokctl: Kwokctl
     log: list[dict[str, Any]]
 
@@ -72,6 +73,8 @@ class Chaos:
             rec: dict[str, Any] = {"index": i, "action": e.action, "at_seconds": e.at_seconds, "t": time.time()}
             try:
                 if e.action in COMPONENT:
+                    if not isinstance(self.info, ClusterInfo):
+                        raise ClusterError(f"{e.action}: not possible on an attached cluster")
                     rec.update(restart_component(self.kwokctl, self.info, COMPONENT[e.action], e.down_seconds))
                 else:
                     rec.update(asyncio.run(_nodes_action(self.info, e)))
@@ -135,7 +138,7 @@ def pick_nodes(names: list[str], share: float) -> list[str]:
     return [names[int(i * len(names) / n)] for i in range(n)]
 
 
-async def _nodes_action(info: ClusterInfo, e: ChaosEvent) -> dict[str, Any]:
+async def _nodes_action(info: ClusterInfo | AttachedCluster, e: ChaosEvent) -> dict[str, Any]:
     params = {"labelSelector": f"{NODE_GROUP_LABEL}={e.group}"} if e.group else None
     async with Api(info.credentials()) as api:
         nodes = await api.json("GET", "/api/v1/nodes", params=params)

@@ -163,14 +163,24 @@ def up(
                                              "(default: off, as a throughput benchmark needs).")] = False,
     prometheus: Annotated[bool, typer.Option(help="Also run Prometheus (kwokctl --prometheus-port).")] = False,
     apiserver_port: Annotated[int | None, typer.Option(help="Fixed apiserver port (default: a free one).")] = None,
+    kubeconfig: Annotated[Path | None, typer.Option(help="Attach to this existing cluster instead of creating "
+                                                    "one (bring your own cluster).")] = None,
+    context: Annotated[str | None, typer.Option(help="With --kubeconfig: the context to use.")] = None,
+    yes_this_is_a_test_cluster: Annotated[bool, typer.Option(
+        "--yes-this-is-a-test-cluster", help="With --kubeconfig: do not ask before creating fake nodes.")] = False,
 ) -> None:
-    """Create a kwokctl cluster with N Ready fake nodes."""
+    """Create a kwokctl cluster with N Ready fake nodes (or attach to an existing one with --kubeconfig)."""
     from kwokbench import console
     from kwokbench.cluster import ClusterOptions, Kwokctl, NodeGroup, bring_up
     from kwokbench.cluster.kwokctl import free_port
     from kwokbench.templates import resolve_template
 
     groups = [NodeGroup("default", nodes, resolve_template(node_template), parse_params(param or []))]
+    if kubeconfig is not None:
+        _attach(name, kubeconfig, context, groups, yes_this_is_a_test_cluster)
+        return
+    if context is not None or yes_this_is_a_test_cluster:
+        raise ScenarioError("--context and --yes-this-is-a-test-cluster only go with --kubeconfig")
     if scheduler_config is not None and not scheduler_config.is_file():
         raise ScenarioError(f"--scheduler-config {scheduler_config}: no such file")
     opts = ClusterOptions(name=name, qps_limits=qps_limits, scheduler_config=scheduler_config,
@@ -185,6 +195,33 @@ def up(
     console.table(f"cluster {info.name} is up with {res.nodes.ready if res.nodes else 0} Ready nodes",
                   ["", ""], rows)
     console.out.print(f"export KUBECONFIG={info.kubeconfig}")
+
+
+def _attach(name: str, kubeconfig: Path, context: str | None, groups: list[Any], yes: bool) -> None:
+    import sys
+
+    from kwokbench import console
+    from kwokbench.cluster import Kwokctl, attach
+
+    if not kubeconfig.is_file():
+        raise ScenarioError(f"--kubeconfig {kubeconfig}: no such file")
+    ctx, server = attach.describe(kubeconfig, context)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise ScenarioError(f"refusing to create fake nodes in context {ctx!r} ({server}) without "
+                                "--yes-this-is-a-test-cluster (no terminal to ask)")
+        if not typer.confirm(f"Create {sum(g.count for g in groups)} fake nodes and run a kwok controller "
+                             f"against context {ctx!r} at {server}? Only do this on a test cluster"):
+            raise typer.Exit(1)
+    k = Kwokctl()
+    k.toolchain.install("auto", console.RichReporter())
+    info, nodes, version = attach.attach(k.home, k.toolchain.path("kwok"), k.toolchain.path("stages.yaml"),
+                                         kubeconfig, context, name, groups, console.RichReporter())
+    console.table(f"attached {name} to {server} (Kubernetes {version}) with {nodes.ready if nodes else 0} "
+                  "Ready fake nodes", ["", ""],
+                  [["kubeconfig", f"{info.kubeconfig} (context {ctx})"], ["label", f"{attach.ATTACH_LABEL}={name}"],
+                   ["taint", "kwok.x-k8s.io/node=fake:NoSchedule"], ["kwok controller", f"pid {info.kwok_pid}"],
+                   ["runs", f"kwokbench run FILE --cluster {name}"], ["remove", f"kwokbench down {name}"]])
 
 
 @app.command()
@@ -213,6 +250,12 @@ def status() -> None:
             rows.append([name, n, comp, str(info.kubeconfig)])
         except KwokbenchError as e:
             rows.append([name, "-", f"[red]{e}[/]", ""])
+    from kwokbench.cluster import attach
+
+    for name in attach.names(k.home):
+        a = attach.get(k.home, name)
+        if a is not None:
+            rows.append([name, "-", f"attached to {a.server} (kwok pid {a.kwok_pid})", str(a.kubeconfig)])
     if not rows:
         console.info("no kwokbench clusters")
         return
@@ -225,15 +268,21 @@ def down(
     name: Annotated[str | None, typer.Argument(help="Cluster to delete.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Delete every cluster kwokbench owns.")] = False,
 ) -> None:
-    """Delete a cluster (or all of kwokbench's); no process of it is left running."""
+    """Delete a cluster (or all of kwokbench's); no process of it is left running. For an attachment
+    (up --kubeconfig): delete exactly what kwokbench labelled there and stop its kwok controller."""
     from kwokbench import console
-    from kwokbench.cluster import Kwokctl
+    from kwokbench.cluster import Kwokctl, attach
 
     k = Kwokctl()
-    names = k.names() if all_ else [name or "kwokbench"]
+    attached = attach.names(k.home)
+    names = [*k.names(), *attached] if all_ else [name or "kwokbench"]
     if all_ and name:
         raise ScenarioError("give a cluster name or --all, not both")
     for n in names:
+        if n in attached:
+            counts = attach.detach(k.home, n, console.RichReporter())
+            console.info(f"detached {n}: deleted " + ", ".join(f"{v} {kind}" for kind, v in counts.items()))
+            continue
         pids = k.delete(n, console.RichReporter())
         console.info(f"deleted {n} (stopped {len(pids)} processes)")
     if all_ and not names:

@@ -22,9 +22,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kwokbench.chaos import Chaos, pods_lost, rate_from_pods, recovery
-from kwokbench.cluster import ClusterInfo, ClusterOptions, Kwokctl, NodeGroup, bring_up, watchdog
+from kwokbench.chaos import COMPONENT, Chaos, pods_lost, rate_from_pods, recovery
+from kwokbench.cluster import ClusterInfo, ClusterOptions, Kwokctl, NodeGroup, attach, bring_up, watchdog
 from kwokbench.cluster.api import Api
+from kwokbench.cluster.attach import AttachedCluster
 from kwokbench.cluster.kwokctl import UNLIMITED_BURST, UNLIMITED_QPS, free_port
 from kwokbench.cluster.nodes import wait_service_account
 from kwokbench.cluster.objects import apply_crds, cluster_state, create_all
@@ -44,6 +45,7 @@ from kwokbench.templates import ManifestFactory, resolve_template
 from kwokbench.toolchain import Toolchain, versions
 from kwokbench.toolchain.plugin import build_scheduler, plugin_dir
 
+AnyCluster = ClusterInfo | AttachedCluster
 WAIT_STATE = {"created": "created", "scheduled": "scheduled", "running": "running", "completed": "finished"}
 STOCK_SCHEDULER_QPS, STOCK_SCHEDULER_BURST = 50, 100
 
@@ -81,14 +83,20 @@ def _resolve(base: Path, p: str | None) -> Path | None:
     return path
 
 
-def _factories(scenario: Scenario, base: Path, run_label: str) -> list[ManifestFactory]:
-    """Render every workload template once before any cluster exists: bad templates fail fast."""
+def _factories(scenario: Scenario, base: Path, run_label: str,
+               attached: AttachedCluster | None = None) -> list[ManifestFactory]:
+    """Render every workload template once before any cluster exists: bad templates fail fast.
+
+    On an attached cluster every object also carries the attachment's label (``down`` deletes by it)
+    and its pods are pinned to the attachment's fake nodes."""
     out = []
     for w in scenario.workloads:
         # the run label in every name: a reused cluster may still hold the objects of earlier runs
         f = ManifestFactory(resolve_template(w.template, base), w.params, f"{w.name}-{run_label}",
-                            labels={RUN_LABEL: run_label, WORKLOAD_LABEL: w.name},
-                            gang_size=w.gang.size if w.gang else 0)
+                            labels={RUN_LABEL: run_label, WORKLOAD_LABEL: w.name,
+                                    **(attached.labels if attached else {})},
+                            gang_size=w.gang.size if w.gang else 0,
+                            node_selector=attached.node_selector if attached else {})
         if f.pods_per_object() == 0:
             raise ScenarioError(f"workload {w.name}: template {w.template} makes a {f.kind}, not a Pod or Job")
         if w.gang and f.kind != "Pod":
@@ -222,9 +230,17 @@ def cluster_options(scenario: Scenario, base: Path, variant: SchedulerSpec, name
 def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: RunOptions, rep: Reporter,
                 k: Kwokctl, multi: bool = False, group: dict[str, Any] | None = None,
                 scheduler_binary: Path | None = None) -> VariantRun:
+    attached = attach.get(k.home, opts.cluster) if opts.cluster else None
+    if attached is not None:
+        if any(e.action in COMPONENT for e in scenario.chaos):
+            raise ScenarioError(f"--cluster {opts.cluster} is an attached cluster: kwokbench cannot restart its "
+                                "components (node chaos actions work)")
+        if any(w.gang for w in scenario.workloads):
+            raise ScenarioError(f"--cluster {opts.cluster} is an attached cluster: kwokbench does not install the "
+                                "PodGroup CRD there, so gang workloads cannot run")
     rundir = RunDir.create(opts.out, scenario.name, variant.name if multi else None)
     run_label = rundir.run_id.split("-")[1]
-    factories = _factories(scenario, base, run_label)
+    factories = _factories(scenario, base, run_label, attached)
     cluster_name = opts.cluster or f"kb-{run_label}"
     extender = Extender(variant) if variant.extender and not opts.cluster else None
     copts = cluster_options(scenario, base, variant, cluster_name, k.toolchain, scheduler_binary, extender)
@@ -251,12 +267,14 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
     status, error = "failed", ""
     created_cluster = False
     guard: subprocess.Popen[bytes] | None = None
-    info: ClusterInfo | None = None
+    info: AnyCluster | None = None
     chaos: Chaos | None = None
     try:
         if extender is not None:
             extender.start()
-        if opts.cluster:
+        if attached is not None:
+            info = attached
+        elif opts.cluster:
             if not k.exists(opts.cluster):
                 raise ClusterError(f"--cluster {opts.cluster}: no such kwokbench cluster (see `kwokbench status`)")
             info = k.info(opts.cluster)
@@ -268,18 +286,19 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
             guard = watchdog.start(cluster_name, k.home, rundir.path, opts.keep_cluster)
         rundir.update_meta(cluster={**read_cluster(info), "reused": bool(opts.cluster),
                                     "nodes": sum(g.count for g in scenario.cluster.node_groups)})
-        _ensure_namespaces(info, {w.namespace for w in scenario.workloads})
+        _ensure_namespaces(info, {w.namespace for w in scenario.workloads}, attached.labels if attached else {})
         if any(w.gang for w in scenario.workloads) and opts.cluster:
             asyncio.run(apply_crds(info.credentials(), k.toolchain.scheduler_plugins_crds()))
         if opts.scrape_interval > 0:
-            scraper = Scraper(cluster_endpoints(info), k.pids(info.name), rundir.path, opts.scrape_interval)
+            pids = {"kwok-controller": attached.kwok_pid} if attached else k.pids(info.name)
+            scraper = Scraper(cluster_endpoints(info), pids, rundir.path, opts.scrape_interval)
             if not scraper.wait_started(60):
                 raise ClusterError("the metrics scraper did not start within 60s")
         watcher = Watcher(info.credentials(), run_label, [w.name for w in scenario.workloads], rundir.path / PODS)
         if not watcher.wait_synced(60):
             raise ClusterError("the pod watch did not start within 60s")
         if scenario.chaos:
-            chaos = Chaos(scenario.chaos, info, k, [])
+            chaos = Chaos(scenario.chaos, info, k, [])  # component actions were refused for attachments
             chaos.start()
         for i, (w, f) in enumerate(zip(scenario.workloads, factories, strict=True)):
             if w.gang:
@@ -311,6 +330,10 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
             summary["extender"] = extender.stop()
         if scraper is not None:
             summary.update(_metrics_summary(rundir, stored.pods, copts, scenario, scrape_stats))
+        if attached is not None:
+            present = set(attached.metrics_endpoints())
+            summary["metrics_missing"] = [c for c in ("kube-scheduler", "kube-controller-manager", "etcd")
+                                          if c not in present]
         if chaos is not None:
             events = chaos.stop()
             rundir.write_json("chaos.json", events)
@@ -318,7 +341,7 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
                 else rate_from_pods(stored.pods)
             summary["chaos"] = {"events": recovery(events, rate, with_columns(stored.pods, PLACEMENT_COLUMNS)),
                                 "pods_lost": pods_lost(stored.pods, sum(p["pods_expected"] for p in phases))}
-        if copts.prometheus_port and created_cluster and info is not None and len(stored.pods):
+        if copts.prometheus_port and created_cluster and isinstance(info, ClusterInfo) and len(stored.pods):
             rep.info("querying Prometheus for the independent binding-rate cross-check")
             prom = query_run(copts.prometheus_port, info.apiserver_port, float(stored.pods["created"].min()),
                              float(stored.pods["scheduled"].max()))
@@ -337,7 +360,7 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
     return VariantRun(rundir.path, status, summary)
 
 
-def _placement(info: ClusterInfo, rundir: RunDir, pods: pd.DataFrame, phases: list[dict[str, Any]],
+def _placement(info: AnyCluster, rundir: RunDir, pods: pd.DataFrame, phases: list[dict[str, Any]],
                namespaces: set[str], rep: Reporter) -> dict[str, Any] | None:
     """Nodes and FailedScheduling reasons, read before the cluster goes; placement figures from them."""
     try:
@@ -355,7 +378,7 @@ PLACEMENT_COLUMNS: dict[str, type] = {**POD_COLUMNS, "namespace": str, "name": s
                                       "cpu_m": float, "gpus": float}
 
 
-def _create_podgroups(info: ClusterInfo, w: WorkloadSpec, members: ManifestFactory, base: Path,
+def _create_podgroups(info: AnyCluster, w: WorkloadSpec, members: ManifestFactory, base: Path,
                       rep: Reporter) -> None:
     assert w.gang is not None
     g = _gang_factory(w, members, base)
@@ -423,23 +446,24 @@ def _metrics_summary(rundir: RunDir, pods: pd.DataFrame, copts: ClusterOptions, 
     return section
 
 
-def read_cluster(info: ClusterInfo) -> dict[str, Any]:
+def read_cluster(info: AnyCluster) -> dict[str, Any]:
     """Where the cluster was, without any key material (paths only, never contents)."""
     return {"name": info.name, "kubeconfig": str(info.kubeconfig), "metrics": info.metrics_endpoints()}
 
 
-def _ensure_namespaces(info: ClusterInfo, namespaces: set[str]) -> None:
+def _ensure_namespaces(info: AnyCluster, namespaces: set[str], labels: dict[str, str]) -> None:
     async def go() -> None:
         async with Api(info.credentials()) as api:
             for ns in sorted(namespaces - {"default"}):
                 await api.json("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                                              "metadata": {"name": ns}}, ok=(201, 409))
+                                                              "metadata": {"name": ns, "labels": labels}},
+                               ok=(201, 409))
     asyncio.run(go())
     for ns in namespaces:
         asyncio.run(wait_service_account(info.credentials(), ns))
 
 
-def _run_phase(info: ClusterInfo, w: WorkloadSpec, f: ManifestFactory, i: int, seed: int, opts: RunOptions,
+def _run_phase(info: AnyCluster, w: WorkloadSpec, f: ManifestFactory, i: int, seed: int, opts: RunOptions,
                watcher: Watcher, rep: Reporter, phase: dict[str, Any]) -> tuple[RequestLog, bool]:
     offsets = schedule(w.arrival, w.count, seed + i)
     job = SubmitJob(info.credentials(), f.namespaced_path(w.namespace), f, offsets,

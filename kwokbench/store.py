@@ -104,21 +104,27 @@ class RunDir:
         return meta
 
 
-def read_meta(path: Path) -> dict[str, Any]:
-    f = path / META
+def read_versioned(path: Path, name: str, version: int, what: str) -> dict[str, Any]:
+    """A versioned JSON document of a stored folder; StoreError (one line) when missing, broken or from
+    a format version this kwokbench does not read."""
+    f = path / name
     try:
-        meta = orjson.loads(f.read_bytes())
+        doc = orjson.loads(f.read_bytes())
     except FileNotFoundError:
-        raise StoreError(f"{path} is not a kwokbench run (no {META})") from None
+        raise StoreError(f"{path} is not a kwokbench {what} (no {name})") from None
     except (OSError, orjson.JSONDecodeError) as e:
         raise StoreError(f"{f}: unreadable: {e}") from e
-    if not isinstance(meta, dict):
+    if not isinstance(doc, dict):
         raise StoreError(f"{f}: not a JSON object")
-    version = meta.get("format_version")
-    if version != FORMAT_VERSION:
-        raise StoreError(f"{f}: format version {version!r} is not supported by kwokbench {__version__} "
-                         f"(it reads version {FORMAT_VERSION})")
-    return meta
+    found = doc.get("format_version")
+    if found != version:
+        raise StoreError(f"{f}: format version {found!r} is not supported by kwokbench {__version__} "
+                         f"(it reads version {version})")
+    return doc
+
+
+def read_meta(path: Path) -> dict[str, Any]:
+    return read_versioned(path, META, FORMAT_VERSION, "run")
 
 
 @dataclass

@@ -31,7 +31,7 @@ from kwokbench.load.watcher import RUN_LABEL
 from kwokbench.progress import Reporter, Silent
 from kwokbench.runner import RunOptions, check_scenario, cluster_options, run_variant, scheduler_binaries
 from kwokbench.scenario import PLUGINS_BINARY, QpsArrival, Scenario
-from kwokbench.store import _atomic_write
+from kwokbench.store import _atomic_write, read_versioned
 from kwokbench.templates import resolve_template
 
 SWEEP_FORMAT_VERSION = 1
@@ -265,16 +265,4 @@ def save(sweep_dir: Path, doc: dict[str, Any]) -> None:
 
 
 def load(sweep_dir: Path) -> dict[str, Any]:
-    import orjson
-
-    f = sweep_dir / SWEEP
-    try:
-        doc = orjson.loads(f.read_bytes())
-    except FileNotFoundError:
-        raise StoreError(f"{sweep_dir} is not a kwokbench sweep (no {SWEEP})") from None
-    except (OSError, orjson.JSONDecodeError) as e:
-        raise StoreError(f"{f}: unreadable: {e}") from e
-    if not isinstance(doc, dict) or doc.get("format_version") != SWEEP_FORMAT_VERSION:
-        raise StoreError(f"{f}: format version {doc.get('format_version') if isinstance(doc, dict) else None!r} "
-                         f"is not supported (this kwokbench reads version {SWEEP_FORMAT_VERSION})")
-    return doc
+    return read_versioned(sweep_dir, SWEEP, SWEEP_FORMAT_VERSION, "sweep")

@@ -97,6 +97,8 @@ class ManifestFactory:
     prefix: str
     labels: Mapping[str, str] = field(default_factory=dict)
     """Added to the object's labels and to its pod template's (so a Job's pods carry them too)."""
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    """Merged into the pod's (or pod template's) nodeSelector."""
     gang_size: int = 0
     """When > 0, object i also gets the label ``scheduling.x-k8s.io/pod-group: <prefix>-gang-<i // gang_size>``."""
     kind: str = ""
@@ -139,6 +141,11 @@ class ManifestFactory:
             for meta in (doc["metadata"], ((doc.get("spec") or {}).get("template") or {}).get("metadata")):
                 if isinstance(meta, dict):
                     meta["labels"] = {**(meta.get("labels") or {}), **labels}
+        if self.node_selector:
+            spec = doc.get("spec") or {}
+            pod_spec = (spec.get("template") or {}).get("spec") if doc.get("kind") != "Pod" else spec
+            if isinstance(pod_spec, dict):
+                pod_spec["nodeSelector"] = {**(pod_spec.get("nodeSelector") or {}), **self.node_selector}
         return doc
 
     def labels_of_pods(self) -> dict[str, str]:

@@ -21,6 +21,8 @@ class NodeGroup:
     count: int
     template: Path
     params: dict[str, Any]
+    prefix: str = ""
+    """Node names are ``<prefix>-<i>`` (default ``kb-<name>``)."""
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,8 @@ def is_ready(node: dict[str, Any]) -> bool:
 
 async def create_nodes(creds: Credentials, groups: list[NodeGroup], timeout: float = 300.0,
                        concurrency: int = 64, on_ready: Callable[[int], None] | None = None) -> NodesResult:
-    factories = [(g, ManifestFactory(g.template, {**g.params, "group": g.name}, f"kb-{g.name}")) for g in groups]
+    factories = [(g, ManifestFactory(g.template, {**g.params, "group": g.name}, g.prefix or f"kb-{g.name}"))
+                 for g in groups]
     wanted = {f.name(i) for g, f in factories for i in range(g.count)}
     total = len(wanted)
     ready: set[str] = set()

@@ -182,11 +182,10 @@ class Scraper:
 
 def cluster_endpoints(info: Any) -> list[Endpoint]:
     """apiserver with the admin client certificate; scheduler and controller-manager serve self-signed
-    certificates (verification off, the admin certificate still presented); kwok serves plain HTTP."""
+    certificates (verification off, the admin certificate still presented); kwok serves plain HTTP.
+    An attached cluster exposes only some of them: the others are simply not scraped (and reported)."""
     creds = info.credentials()
     insecure = Credentials("", None, creds.cert_file, creds.key_file, insecure=True)
-    urls = info.metrics_endpoints()
-    return [Endpoint("kube-apiserver", urls["kube-apiserver"], creds),
-            Endpoint("kube-scheduler", urls["kube-scheduler"], insecure),
-            Endpoint("kube-controller-manager", urls["kube-controller-manager"], insecure),
-            Endpoint("kwok-controller", urls["kwok-controller"], None)]
+    how = {"kube-apiserver": creds, "kube-scheduler": insecure, "kube-controller-manager": insecure,
+           "kwok-controller": None}
+    return [Endpoint(comp, url, how[comp]) for comp, url in info.metrics_endpoints().items() if comp in how]

@@ -125,6 +125,23 @@ def _build_kwok(c: Component, out: Path) -> list[list[str]]:
     ]
 
 
+KWOK_STAGES = ("node/fast/node-initialize.yaml", "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+               "pod/fast/pod-ready.yaml", "pod/fast/pod-complete.yaml", "pod/fast/pod-delete.yaml")
+"""The stages kwokctl gives its kwok controller; a kwok started by kwokbench itself (bring your own
+cluster) needs them too (``kwok`` alone refuses to start without stages)."""
+
+
+def _copy_kwok_stages(c: Component, out: Path) -> None:
+    src = _download_module("sigs.k8s.io/kwok", c.version)["Dir"] / "kustomize" / "stage"
+    docs = []
+    for rel in KWOK_STAGES:
+        f = src / rel
+        if not f.is_file():
+            raise ToolchainError(f"{f} is missing; the kwok module layout changed")
+        docs.append(f.read_text().strip().removeprefix("---").strip())
+    (out / "stages.yaml").write_text("\n---\n".join(docs) + "\n")
+
+
 def _build_etcd(c: Component, out: Path) -> list[list[str]]:
     # etcd's own go.mod files replace ../api etc., so `go install` refuses them; a wrapper module
     # needs no replaces because server/v3 already requires api/client/pkg at the same version.
@@ -236,7 +253,8 @@ def components() -> list[Component]:
         Component("kwok", versions.KWOK, (
             Binary("kwokctl", ("--version",), f"version {versions.KWOK}"),
             Binary("kwok", ("--version",), f"version {versions.KWOK}"),
-        ), _build_kwok),
+            Binary("stages.yaml", (), "name: node-heartbeat-with-lease"),
+        ), _build_kwok, post=_copy_kwok_stages),
         Component("etcd", versions.ETCD, (
             Binary("etcd", ("--version",), f"etcd Version: {ev}"),
             Binary("etcdctl", ("version",), f"etcdctl version: {ev}"),

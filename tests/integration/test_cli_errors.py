@@ -105,3 +105,21 @@ def test_build_scheduler_rejects_non_plugin_directories(tmp_path: Path, files: d
         for name, text in files.items():
             (d / name).write_text(text)
     assert_one_line_error(kwokbench("tools", "build-scheduler", str(d)), needle)
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--nodes", "100,lots"], "--nodes '100,lots': expected comma-separated numbers"),
+    (["--qps", "0,10"], "--qps '0,10': expected positive numbers"),
+    (["--slo-p99", "soon"], "--slo-p99 'soon': expected a duration"),
+    (["--variant", "nope"], "unknown scheduler variant nope"),
+])
+def test_sweep_bad_arguments(tmp_path: Path, args: list[str], needle: str) -> None:
+    res = kwokbench("sweep", str(REPO / "scenarios/quickstart.yaml"), "--out", str(tmp_path / "out"), *args)
+    assert_one_line_error(res, needle)
+    assert not (tmp_path / "out").exists()
+
+
+def test_attach_needs_an_existing_kubeconfig_and_refuses_stray_flags(tmp_path: Path) -> None:
+    assert_one_line_error(kwokbench("up", "--kubeconfig", str(tmp_path / "none"), "--yes-this-is-a-test-cluster"),
+                          "--kubeconfig")
+    assert_one_line_error(kwokbench("up", "--context", "x"), "only go with --kubeconfig")

@@ -88,3 +88,12 @@ def test_gang_members_carry_their_pod_group_label_on_the_fast_path() -> None:
     pg = ManifestFactory(resolve_template("podgroup"), {"min_member": 4}, f.group_prefix)
     assert orjson.loads(pg.body(2))["metadata"]["name"] == groups[8]
     assert pg.kind == "PodGroup" and orjson.loads(pg.body(0))["spec"]["minMember"] == 4
+
+
+def test_node_selector_is_merged_into_pods_and_job_templates() -> None:
+    sel = {"kwokbench.io/attached": "byo"}
+    pod = orjson.loads(ManifestFactory(resolve_template("pod"), {}, "p", node_selector=sel).body(0))
+    assert pod["spec"]["nodeSelector"] == sel
+    job = orjson.loads(ManifestFactory(resolve_template("job"), {}, "j", node_selector=sel).body(0))
+    assert job["spec"]["template"]["spec"]["nodeSelector"] == sel
+    assert "nodeSelector" not in orjson.loads(ManifestFactory(resolve_template("pod"), {}, "p").body(0))["spec"]

@@ -1,0 +1,216 @@
+"""Bring your own cluster: attach kwokbench to an existing cluster instead of creating one.
+
+``kwokbench up --kubeconfig FILE [--context C]`` checks that the apiserver answers, starts a kwok
+controller *locally* against it that manages only nodes carrying this attachment's label, and creates
+fake nodes with that label, kwok's annotation, and the taint ``kwok.x-k8s.io/node=fake:NoSchedule`` so
+that no real workload lands on them. Runs on the attachment (``run --cluster NAME``) label every object
+with the attachment as well as the run, and pin their pods to the fake nodes. ``down NAME`` deletes
+exactly the objects carrying the attachment's label (pods, Jobs, PodGroups, namespaces it created,
+nodes) and stops its kwok controller; nothing else is touched.
+
+The attachment's state lives in ``$KWOKBENCH_HOME/attached/<name>/attach.json`` (the kubeconfig's
+*path*; a kubeconfig is only written there, 0600, when a ``--context`` other than the file's current
+one must be handed to kwok, which has no ``--context`` flag).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+import yaml
+
+from kwokbench.cluster.api import Api
+from kwokbench.cluster.kubeconfig import Credentials, load_kubeconfig
+from kwokbench.cluster.kwokctl import KWOK_NODE_ANNOTATION, free_port, validate_name
+from kwokbench.cluster.nodes import NodeGroup, NodesResult, create_nodes
+from kwokbench.errors import ApiError, ClusterError
+from kwokbench.progress import Reporter, Silent
+
+ATTACH_LABEL = "kwokbench.io/attached"
+FAKE_TAINT = {"key": KWOK_NODE_ANNOTATION, "value": "fake", "effect": "NoSchedule"}
+
+
+@dataclass(frozen=True)
+class AttachedCluster:
+    name: str
+    dir: Path
+    kubeconfig: Path
+    context: str | None
+    server: str
+    kwok_port: int
+    kwok_pid: int = 0
+    kwok_kubeconfig: str = ""
+
+    def credentials(self) -> Credentials:
+        return load_kubeconfig(self.kubeconfig, self.context)
+
+    def metrics_endpoints(self) -> dict[str, str]:
+        """Only what an existing cluster exposes to a client: the apiserver's /metrics (when RBAC allows)
+        and the local kwok controller. The scheduler's and controller-manager's are reported missing."""
+        return {"kube-apiserver": f"{self.server}/metrics", "kwok-controller": f"http://127.0.0.1:{self.kwok_port}/metrics"}
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {ATTACH_LABEL: self.name}
+
+    @property
+    def node_selector(self) -> dict[str, str]:
+        return {ATTACH_LABEL: self.name}
+
+
+def state_dir(home: Path) -> Path:
+    return home / "attached"
+
+
+def names(home: Path) -> list[str]:
+    d = state_dir(home)
+    return sorted(p.name for p in d.iterdir() if (p / "attach.json").exists()) if d.exists() else []
+
+
+def get(home: Path, name: str) -> AttachedCluster | None:
+    f = state_dir(home) / name / "attach.json"
+    if not f.exists():
+        return None
+    doc = json.loads(f.read_text())
+    return AttachedCluster(**{**doc, "dir": Path(doc["dir"]), "kubeconfig": Path(doc["kubeconfig"])})
+
+
+def describe(kubeconfig: Path, context: str | None) -> tuple[str, str]:
+    """(context name, server) the kubeconfig points at: what the user is asked to confirm."""
+    try:
+        doc = yaml.safe_load(kubeconfig.read_text()) or {}
+    except (OSError, yaml.YAMLError) as e:
+        raise ClusterError(f"cannot read kubeconfig {kubeconfig}: {e}") from e
+    ctx = context or doc.get("current-context") or ""
+    return ctx, load_kubeconfig(kubeconfig, context).server
+
+
+async def _check_reachable(creds: Credentials, kubeconfig: Path, context: str) -> str:
+    try:
+        async with Api(creds, timeout=10) as api:
+            version = await api.json("GET", "/version")
+            await api.json("GET", "/api/v1/nodes", params={"limit": "1"})
+    except ApiError as e:
+        raise ClusterError(f"cannot reach the apiserver {creds.server} of kubeconfig {kubeconfig} "
+                           f"(context {context or 'current'}): {e}") from e
+    return str(version.get("gitVersion", "?"))
+
+
+def attach(home: Path, kwok_binary: Path, stages: Path, kubeconfig: Path, context: str | None, name: str,
+           groups: list[NodeGroup],
+           reporter: Reporter | None = None) -> tuple[AttachedCluster, NodesResult | None, str]:
+    rep = reporter or Silent()
+    validate_name(name)
+    if get(home, name) is not None:
+        raise ClusterError(f"attachment {name!r} already exists (use another --name, or `kwokbench down {name}`)")
+    if not stages.is_file():
+        raise ClusterError(f"kwok's stages {stages} are missing: run `kwokbench tools install --force`")
+    ctx, server = describe(kubeconfig, context)
+    creds = load_kubeconfig(kubeconfig, context)
+    version = asyncio.run(_check_reachable(creds, kubeconfig, ctx))
+    d = state_dir(home) / name
+    d.mkdir(parents=True)
+    kwok_kubeconfig = kubeconfig
+    if context:  # kwok has no --context: hand it a copy whose current context is the chosen one
+        doc = yaml.safe_load(kubeconfig.read_text())
+        doc["current-context"] = context
+        kwok_kubeconfig = d / "kubeconfig.yaml"
+        fd = os.open(kwok_kubeconfig, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            yaml.safe_dump(doc, f)
+    port = free_port()
+    args = [str(kwok_binary), f"--kubeconfig={kwok_kubeconfig}", f"--config={stages}", "--manage-all-nodes=false",
+            f"--manage-nodes-with-label-selector={ATTACH_LABEL}={name}", "--node-lease-duration-seconds=40",
+            f"--server-address=127.0.0.1:{port}"]
+    with (d / "kwok.log").open("ab") as log:
+        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    info = AttachedCluster(name, d, kubeconfig.resolve(), context, server, port, proc.pid,
+                           str(kwok_kubeconfig) if kwok_kubeconfig != kubeconfig else "")
+    _save(info)
+    try:
+        time.sleep(0.5)
+        if proc.poll() is not None:
+            tail = (d / "kwok.log").read_text(errors="replace").strip().splitlines()[-1:] or [""]
+            raise ClusterError(f"the kwok controller exited at start (exit {proc.returncode}): {tail[0][:300]}")
+        nodes = None
+        marked = [NodeGroup(g.name, g.count, g.template, {**g.params, "labels": {**(g.params.get("labels") or {}),
+                                                                                 ATTACH_LABEL: name},
+                                                          "taints": [*(g.params.get("taints") or []), FAKE_TAINT]},
+                            prefix=f"kb-{name}-{g.name}")
+                  for g in groups]
+        total = sum(g.count for g in groups)
+        if total:
+            with rep.counter(f"creating {total} fake nodes in {server}", total) as advance:
+                nodes = asyncio.run(create_nodes(creds, marked, on_ready=advance))
+    except BaseException:
+        detach(home, name)
+        raise
+    return info, nodes, version
+
+
+def _save(info: AttachedCluster) -> None:
+    doc: dict[str, Any] = {**asdict(info), "dir": str(info.dir), "kubeconfig": str(info.kubeconfig)}
+    tmp = info.dir / "attach.json.tmp"
+    tmp.write_text(json.dumps(doc, indent=2))
+    tmp.replace(info.dir / "attach.json")
+
+
+async def _delete_labelled(creds: Credentials, selector: str) -> dict[str, int]:
+    """Delete every object kwokbench created that carries ``selector``; returns counts per kind."""
+    counts: dict[str, int] = {}
+    params = {"labelSelector": selector}
+    async with Api(creds) as api:
+        kinds = [("pods", "/api/v1/pods"), ("jobs", "/apis/batch/v1/jobs"),
+                 ("podgroups", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups")]
+        for kind, path in kinds:
+            status, body = await api.raw("GET", path, params=params)
+            if status == 404:  # e.g. no PodGroup CRD on this cluster
+                continue
+            if status != 200:
+                raise ClusterError(f"listing {kind} labelled {selector}: HTTP {status}")
+            items = json.loads(body).get("items") or []
+            for it in items:
+                m = it["metadata"]
+                await api.raw("DELETE", f"{path.rsplit('/', 1)[0]}/namespaces/{m['namespace']}/{kind}/{m['name']}",
+                              params={"gracePeriodSeconds": "0", "propagationPolicy": "Background"})
+            counts[kind] = len(items)
+        for kind, path in (("nodes", "/api/v1/nodes"), ("namespaces", "/api/v1/namespaces")):
+            items = (await api.json("GET", path, params=params)).get("items") or []
+            for it in items:
+                await api.raw("DELETE", f"{path}/{it['metadata']['name']}")
+            counts[kind] = len(items)
+    return counts
+
+
+def detach(home: Path, name: str, reporter: Reporter | None = None) -> dict[str, int]:
+    """Delete what the attachment labelled, stop its kwok controller, forget it."""
+    rep = reporter or Silent()
+    info = get(home, name)
+    if info is None:
+        raise ClusterError(f"no attachment named {name!r}")
+    counts: dict[str, int] = {}
+    try:
+        with rep.status(f"deleting what kwokbench created in {info.server} (label {ATTACH_LABEL}={name})"):
+            counts = asyncio.run(_delete_labelled(info.credentials(), f"{ATTACH_LABEL}={name}"))
+    finally:
+        with contextlib.suppress(psutil.Error):
+            p = psutil.Process(info.kwok_pid)
+            if "kwok" in p.name():
+                p.terminate()
+                try:
+                    p.wait(10)
+                except psutil.TimeoutExpired:
+                    p.kill()
+        shutil.rmtree(info.dir, ignore_errors=True)
+    return counts
