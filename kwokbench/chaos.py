@@ -192,9 +192,29 @@ def recovery(events: list[dict[str, Any]], rate: pd.DataFrame, pods: pd.DataFram
             back = float(ok["t"].iloc[0] - t) if len(ok) else None
         nodes = set(e.get("nodes") or [])
         on_nodes = int(pods["node"].isin(nodes).sum()) if nodes and len(pods) else 0
-        out.append({**_brief(e), "rate_before": pre_level, "recovery_seconds": back,
-                    "recovered": back is not None or not pre_level, "pods_on_affected_nodes": on_nodes})
+        load_after = bool(len(pods) and "created" in pods and (pods["created"] > end).any())
+        # no pod arrived after the event: nothing to recover to (not a failure, not a success)
+        recovered = (back is not None or not pre_level) if load_after or back is not None else None
+        out.append({**_brief(e), "rate_before": pre_level, "recovery_seconds": back, "recovered": recovered,
+                    "load_after": load_after, "pods_on_affected_nodes": on_nodes})
     return out
+
+
+def rescheduling(pods: pd.DataFrame, phases: list[dict[str, Any]], affected: set[str]) -> dict[str, int]:
+    """Pods evicted from affected nodes, and replacements: pods a controller (a Job) created beyond what
+    its phase expected, and how many of those were scheduled. Bare pods are never replaced."""
+    if not len(pods):
+        return {"pods_evicted": 0, "pods_replaced": 0, "replacements_scheduled": 0}
+    evicted = int((pods["deleted"].astype(bool) & pods["node"].isin(affected)).sum()) if "deleted" in pods else 0
+    replaced = scheduled = 0
+    for ph in phases:
+        p = pods[pods["workload"] == ph["name"]]
+        extra = max(0, len(p) - int(ph.get("pods_expected") or 0))
+        if extra:
+            newest = p.sort_values("created").tail(extra)
+            replaced += extra
+            scheduled += int(newest["scheduled"].notna().sum())
+    return {"pods_evicted": evicted, "pods_replaced": replaced, "replacements_scheduled": scheduled}
 
 
 def rate_from_pods(pods: pd.DataFrame) -> pd.DataFrame:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kwokbench.chaos import COMPONENT, Chaos, pods_lost, rate_from_pods, recovery
+from kwokbench.chaos import COMPONENT, Chaos, pods_lost, rate_from_pods, recovery, rescheduling
 from kwokbench.cluster import ClusterInfo, ClusterOptions, Kwokctl, NodeGroup, attach, bring_up, watchdog
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.attach import AttachedCluster
@@ -291,7 +291,8 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
             asyncio.run(apply_crds(info.credentials(), k.toolchain.scheduler_plugins_crds()))
         if opts.scrape_interval > 0:
             pids = {"kwok-controller": attached.kwok_pid} if attached else k.pids(info.name)
-            scraper = Scraper(cluster_endpoints(info), pids, rundir.path, opts.scrape_interval)
+            scraper = Scraper(cluster_endpoints(info), pids, rundir.path, opts.scrape_interval,
+                              pid_dir=None if attached else k.cluster_dir(info.name) / "pids")
             if not scraper.wait_started(60):
                 raise ClusterError("the metrics scraper did not start within 60s")
         watcher = Watcher(info.credentials(), run_label, [w.name for w in scenario.workloads], rundir.path / PODS)
@@ -339,8 +340,11 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
             rundir.write_json("chaos.json", events)
             rate = pd.read_parquet(rundir.path / BINDING_RATE) if (rundir.path / BINDING_RATE).exists() \
                 else rate_from_pods(stored.pods)
-            summary["chaos"] = {"events": recovery(events, rate, with_columns(stored.pods, PLACEMENT_COLUMNS)),
-                                "pods_lost": pods_lost(stored.pods, sum(p["pods_expected"] for p in phases))}
+            cpods = with_columns(stored.pods, PLACEMENT_COLUMNS)
+            affected = {n for e in events for n in e.get("nodes") or []}
+            summary["chaos"] = {"events": recovery(events, rate, cpods),
+                                "pods_lost": pods_lost(stored.pods, sum(p["pods_expected"] for p in phases)),
+                                **rescheduling(cpods, phases, affected)}
         if copts.prometheus_port and created_cluster and isinstance(info, ClusterInfo) and len(stored.pods):
             rep.info("querying Prometheus for the independent binding-rate cross-check")
             prom = query_run(copts.prometheus_port, info.apiserver_port, float(stored.pods["created"].min()),
@@ -375,7 +379,7 @@ def _placement(info: AnyCluster, rundir: RunDir, pods: pd.DataFrame, phases: lis
 
 
 PLACEMENT_COLUMNS: dict[str, type] = {**POD_COLUMNS, "namespace": str, "name": str, "workload": str, "node": str,
-                                      "cpu_m": float, "gpus": float}
+                                      "cpu_m": float, "gpus": float, "deleted": bool}
 
 
 def _create_podgroups(info: AnyCluster, w: WorkloadSpec, members: ManifestFactory, base: Path,

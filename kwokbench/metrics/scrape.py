@@ -74,7 +74,7 @@ def read_snapshots(path: Path) -> Iterator[Snapshot]:
 
 
 def _scrape_main(endpoints: list[Endpoint], pids: dict[str, int], out: str, interval: float, stop: Any,
-                 started: Any, result_q: Any) -> None:
+                 started: Any, result_q: Any, pid_dir: str | None = None) -> None:
     import psutil
     import zstandard
 
@@ -119,7 +119,10 @@ def _scrape_main(endpoints: list[Endpoint], pids: dict[str, int], out: str, inte
 
         def sample_procs() -> None:
             t = time.time()
-            for comp, p in procs.items():
+            for comp, p in list(procs.items()):
+                if pid_dir and not p.is_running():  # restarted (a chaos event): follow kwokctl's pid file
+                    with contextlib.suppress(OSError, ValueError, psutil.Error):
+                        p = procs[comp] = psutil.Process(int((Path(pid_dir) / f"{comp}.pid").read_text()))
                 with contextlib.suppress(psutil.Error), p.oneshot():
                     c = p.cpu_times()
                     rows.append((t, comp, c.user + c.system, p.memory_info().rss))
@@ -158,12 +161,14 @@ def _scrape_main(endpoints: list[Endpoint], pids: dict[str, int], out: str, inte
 class Scraper:
     """The scrape loop in a child process. ``stop()`` takes one last scrape and returns its stats."""
 
-    def __init__(self, endpoints: list[Endpoint], pids: dict[str, int], run_dir: Path, interval: float = 1.0):
+    def __init__(self, endpoints: list[Endpoint], pids: dict[str, int], run_dir: Path, interval: float = 1.0,
+                 pid_dir: Path | None = None):
         ctx = mp.get_context("spawn")
         self._stop, self._started = ctx.Event(), ctx.Event()
         self._q: Any = ctx.Queue()
         self._proc = ctx.Process(target=_scrape_main, name="kwokbench-scrape", daemon=True,
-                                 args=(endpoints, pids, str(run_dir), interval, self._stop, self._started, self._q))
+                                 args=(endpoints, pids, str(run_dir), interval, self._stop, self._started, self._q,
+                                       str(pid_dir) if pid_dir else None))
         self._proc.start()
 
     def wait_started(self, timeout: float = 30.0) -> bool:

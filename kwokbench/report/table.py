@@ -66,9 +66,13 @@ def summary_rows(s: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             rec = e.get("recovery_seconds")
             what = ("skipped (the run ended first)" if e.get("skipped") else f"error: {e['error']}" if e.get("error")
                     else f"binding rate back in {rec:.1f} s" if rec is not None
-                    else "no load before it to recover" if not e.get("rate_before") else "NOT recovered")
+                    else "no load before it to recover" if not e.get("rate_before")
+                    else "no load after it to measure recovery" if e.get("recovered") is None else "NOT recovered")
             rows.append([f"chaos {e['action']} at {e['at_seconds']:g} s", what])
         rows.append(["pods lost (accepted, never scheduled, gone)", str(chaos.get("pods_lost", "-"))])
+        rows.append(["pods evicted from affected nodes / replaced by controllers (scheduled)",
+                     f"{chaos.get('pods_evicted', '-')} / {chaos.get('pods_replaced', '-')} "
+                     f"({chaos.get('replacements_scheduled', '-')})"])
     for ph in s.get("submit", []):
         ratio = ph.get("achieved_ratio")
         rows.append([f"submit {ph['phase']}: achieved / target",

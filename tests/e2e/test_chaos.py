@@ -6,13 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
+
 from kwokbench.store import load_run
 from tests.conftest import REPO, kwokbench
 
 
-def _run(tmp_path: Path, scenario: str, *sets: str) -> Path:
+def _run(tmp_path: Path, scenario: str, *sets: str, count: int = 1500) -> Path:
     kwokbench("run", str(REPO / f"scenarios/{scenario}.yaml"), "--out", str(tmp_path),
-              "--set", "cluster.node_groups.0.count=30", "--set", "workloads.0.count=1500", *sets, check=True)
+              "--set", "cluster.node_groups.0.count=30", "--set", f"workloads.0.count={count}", *sets, check=True)
     [run] = (tmp_path / scenario).iterdir()
     return run
 
@@ -33,6 +35,9 @@ def test_scheduler_restart_loses_no_pod_and_reports_recovery(tmp_path: Path) -> 
     [rec] = chaos["events"]
     assert rec["recovered"] and rec["recovery_seconds"] is not None
     assert 3 <= rec["recovery_seconds"] < 60, rec
+    # the process sampler followed the new scheduler through kwokctl's pid file
+    procs = pd.read_parquet(run.path / "procs.parquet")
+    assert (procs[procs["component"] == "kube-scheduler"]["t"] > event["ready"] + 1).any()
     out = kwokbench("report", str(run.path), "-o", str(tmp_path / "rep"), check=True)
     assert "report.html" in out.stdout
     assert "chaos restart-scheduler at 5 s" in (tmp_path / "rep" / "summary.md").read_text()
@@ -53,3 +58,22 @@ def test_not_ready_nodes_get_no_new_pods(tmp_path: Path) -> None:
     assert nodes == 27  # read at the end: the deleted nodes are gone
     assert run.summary["chaos"]["pods_lost"] == 0
     assert all(e["recovered"] for e in run.summary["chaos"]["events"])
+
+
+def test_apiserver_restart_is_survived_by_watch_and_scrapes(tmp_path: Path) -> None:
+    # the apiserver's graceful shutdown alone takes ~16 s here: 40 s of load keeps pods arriving after it
+    run = load_run(_run(tmp_path, "chaos-scheduler-restart", "--set", "chaos.0.at_seconds=5",
+                        "--set", "chaos.0.action=restart-apiserver", "--set", "chaos.0.down_seconds=2", count=4000))
+    assert run.summary is not None
+    [event] = json.loads((run.path / "chaos.json").read_text())
+    assert event["component"] == "kube-apiserver" and event["ready"] is not None
+    # creates sent while the apiserver was down fail and are counted (never retried); every accepted pod
+    # is scheduled and seen by the watch, which resumed after the restart
+    [submit] = run.summary["submit"]
+    assert submit["created"] < 4000 and sum(submit["errors"].values()) == 4000 - submit["created"]
+    assert run.summary["pods_scheduled"] == submit["created"]
+    assert run.summary["chaos"]["pods_lost"] == 0
+    assert run.summary["watch_errors"], "the watch should have recorded its reconnect"
+    [rec] = run.summary["chaos"]["events"]
+    assert rec["load_after"] and rec["recovered"], rec
+    assert rec["recovery_seconds"] >= event["ready"] - event["t"] - 1

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kwokbench.chaos import pick_nodes, pods_lost, rate_from_pods, recovery
+from kwokbench.chaos import pick_nodes, pods_lost, rate_from_pods, recovery, rescheduling
 from kwokbench.errors import ScenarioError
 from kwokbench.scenario import parse_scenario
 
@@ -26,7 +26,7 @@ def _rate() -> pd.DataFrame:
 
 
 def test_recovery_time_from_the_binding_rate() -> None:
-    pods = pd.DataFrame({"node": ["a", "b", "a"], "scheduled": [1.0, 2.0, 3.0]})
+    pods = pd.DataFrame({"node": ["a", "b", "a"], "scheduled": [1.0, 2.0, 30.0], "created": [0.5, 1.5, 29.0]})
     [r] = recovery([{"action": "restart-scheduler", "t": 20.0, "ended": 22.0, "component": "kube-scheduler"}],
                    _rate(), pods)
     assert r["rate_before"] == 100.0 and r["recovered"]
@@ -36,6 +36,8 @@ def test_recovery_time_from_the_binding_rate() -> None:
     never = _rate().assign(rate=lambda d: np.where(d["t"] > 20, 0.0, 100.0))
     [x] = recovery([{"action": "restart-apiserver", "t": 20.0, "ended": 21.0}], never, pods)
     assert x["recovery_seconds"] is None and not x["recovered"]
+    [late] = recovery([{"action": "restart-apiserver", "t": 40.5, "ended": 41.0}], _rate(), pods)
+    assert late["recovered"] is None and not late["load_after"]  # no pod arrived after it
     [s] = recovery([{"action": "delete-nodes", "at_seconds": 50, "skipped": True}], _rate(), pods)
     assert s["recovery_seconds"] is None and s["skipped"]
 
@@ -58,3 +60,14 @@ def test_chaos_events_are_validated() -> None:
         parse_scenario(base + "chaos: [{at_seconds: 5, action: delete-nodes, group: gpu}]\n")
     with pytest.raises(ScenarioError, match="action"):
         parse_scenario(base + "chaos: [{at_seconds: 5, action: reboot-everything}]\n")
+
+
+def test_rescheduling_counts_evictions_and_controller_replacements() -> None:
+    pods = pd.DataFrame({
+        "workload": ["jobs"] * 4 + ["bare"] * 2, "node": ["a", "b", "b", "", "a", "c"],
+        "created": [1.0, 2.0, 9.0, 10.0, 1.0, 2.0], "scheduled": [1.5, 2.5, 9.5, np.nan, 1.2, 2.2],
+        "deleted": [True, False, False, False, True, False]})
+    phases = [{"name": "jobs", "pods_expected": 2}, {"name": "bare", "pods_expected": 2}]
+    # pods on node a were evicted (one Job pod, one bare pod); the Job made 2 replacements, 1 scheduled so far
+    assert rescheduling(pods, phases, {"a"}) == {"pods_evicted": 2, "pods_replaced": 2, "replacements_scheduled": 1}
+    assert rescheduling(pods.iloc[:0], phases, {"a"})["pods_replaced"] == 0
