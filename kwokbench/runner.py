@@ -196,6 +196,9 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
         raise ScenarioError("--cluster reuses one cluster, so it needs exactly one variant (use --variant)")
     base = scenario_path.parent
     check_scenario(scenario, base)
+    if opts.cluster and any(v.extender for v in variants):
+        raise ScenarioError("--cluster reuses a cluster whose scheduler is already configured; a variant with an "
+                            "extender needs a fresh cluster (drop --cluster)")
     if opts.cluster and opts.repeat > 1:
         raise ScenarioError("--repeat needs a fresh cluster per run; it cannot be combined with --cluster")
     needs_plugins = any(v.binary == PLUGINS_BINARY for v in variants) or any(w.gang for w in scenario.workloads)

@@ -123,3 +123,10 @@ def test_attach_needs_an_existing_kubeconfig_and_refuses_stray_flags(tmp_path: P
     assert_one_line_error(kwokbench("up", "--kubeconfig", str(tmp_path / "none"), "--yes-this-is-a-test-cluster"),
                           "--kubeconfig")
     assert_one_line_error(kwokbench("up", "--context", "x"), "only go with --kubeconfig")
+
+
+def test_extender_variant_refuses_a_reused_cluster(tmp_path: Path) -> None:
+    res = kwokbench("run", str(REPO / "scenarios/extender-vs-plugin.yaml"), "--cluster", "any", "--variant", "extender",
+                    "--out", str(tmp_path / "out"))
+    assert_one_line_error(res, "a variant with an extender needs a fresh cluster")
+    assert not (tmp_path / "out").exists()
