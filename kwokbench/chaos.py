@@ -32,6 +32,7 @@ from kwokbench.cluster.attach import AttachedCluster
 from kwokbench.cluster.kwokctl import ClusterInfo, Kwokctl
 from kwokbench.errors import ClusterError, KwokbenchError
 from kwokbench.scenario import ChaosEvent
+from kwokbench.summary import per_second
 
 COMPONENT = {"restart-scheduler": "kube-scheduler", "restart-apiserver": "kube-apiserver",
              "restart-controller-manager": "kube-controller-manager"}
@@ -222,9 +223,9 @@ def rate_from_pods(pods: pd.DataFrame) -> pd.DataFrame:
     t = pods["scheduled"].dropna().to_numpy() if len(pods) and "scheduled" in pods else np.zeros(0)
     if not len(t):
         return pd.DataFrame({"t": [], "rate": []})
-    edges = np.arange(np.floor(t.min()), np.ceil(t.max()) + 1.0)
-    counts, _ = np.histogram(t, bins=edges)
-    return pd.DataFrame({"t": edges[1:], "rate": counts.astype(float)})
+    start = float(np.floor(t.min()))
+    counts = per_second(t, start, float(np.ceil(t.max())))
+    return pd.DataFrame({"t": start + 1.0 + np.arange(len(counts)), "rate": counts})
 
 
 def _brief(e: dict[str, Any]) -> dict[str, Any]:

@@ -281,7 +281,9 @@ def down(
     for n in names:
         if n in attached:
             counts = attach.detach(k.home, n, console.RichReporter())
-            console.info(f"detached {n}: deleted " + ", ".join(f"{v} {kind}" for kind, v in counts.items()))
+            order = ["pods", "jobs", "podgroups", "nodes", "namespaces"]
+            console.info(f"detached {n}: deleted " + ", ".join(f"{counts[kind]} {kind}" for kind in order
+                                                               if kind in counts))
             continue
         pids = k.delete(n, console.RichReporter())
         console.info(f"deleted {n} (stopped {len(pids)} processes)")

@@ -96,7 +96,7 @@ def _factories(scenario: Scenario, base: Path, run_label: str,
                             labels={RUN_LABEL: run_label, WORKLOAD_LABEL: w.name,
                                     **(attached.labels if attached else {})},
                             gang_size=w.gang.size if w.gang else 0,
-                            node_selector=attached.node_selector if attached else {})
+                            node_selector=attached.labels if attached else {})
         if f.pods_per_object() == 0:
             raise ScenarioError(f"workload {w.name}: template {w.template} makes a {f.kind}, not a Pod or Job")
         if w.gang and f.kind != "Pod":

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from kwokbench.cluster import Kwokctl, NodeGroup, bring_up, watchdog
-from kwokbench.cluster.api import Api
 from kwokbench.cluster.kwokctl import ClusterInfo
+from kwokbench.cluster.objects import delete_labelled
 from kwokbench.errors import KwokbenchError, ScenarioError, StoreError
 from kwokbench.load.watcher import RUN_LABEL
 from kwokbench.progress import Reporter, Silent
@@ -230,28 +230,8 @@ def _point(scenario: Scenario, scenario_path: Path, qps: float, opts: SweepOptio
     point = evaluate(res.summary, qps, opts.slo_p99, opts.min_ratio)
     point["run"] = str(res.path)
     label = res.path.name.split("-")[1]
-    asyncio.run(delete_run_pods(info, label, {w.namespace for w in sc.workloads}))
+    asyncio.run(delete_labelled(info.credentials(), f"{RUN_LABEL}={label}", wait_seconds=120))
     return point
-
-
-async def delete_run_pods(info: ClusterInfo, run_label: str, namespaces: set[str], timeout: float = 120) -> None:
-    """Delete (force, no grace) every pod, Job and PodGroup of a run, and wait until its pods are gone."""
-    selector = {"labelSelector": f"{RUN_LABEL}={run_label}"}
-    async with Api(info.credentials()) as api:
-        for ns in sorted(namespaces):
-            for path in (f"/apis/batch/v1/namespaces/{ns}/jobs",
-                         f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups"):
-                await api.raw("DELETE", path, params={**selector, "propagationPolicy": "Background"})
-            await api.raw("DELETE", f"/api/v1/namespaces/{ns}/pods", params={**selector, "gracePeriodSeconds": "0"})
-        deadline = asyncio.get_running_loop().time() + timeout
-        for ns in sorted(namespaces):
-            while True:
-                left = await api.json("GET", f"/api/v1/namespaces/{ns}/pods", params={**selector, "limit": "1"})
-                if not left.get("items"):
-                    break
-                if asyncio.get_running_loop().time() > deadline:
-                    raise KwokbenchError(f"pods of run {run_label} still present after {timeout:g}s")
-                await asyncio.sleep(0.5)
 
 
 def _ms(v: float | None) -> str:

@@ -33,6 +33,7 @@ from kwokbench.cluster.api import Api
 from kwokbench.cluster.kubeconfig import Credentials, load_kubeconfig
 from kwokbench.cluster.kwokctl import KWOK_NODE_ANNOTATION, free_port, validate_name
 from kwokbench.cluster.nodes import NodeGroup, NodesResult, create_nodes
+from kwokbench.cluster.objects import delete_labelled
 from kwokbench.errors import ApiError, ClusterError
 from kwokbench.progress import Reporter, Silent
 
@@ -61,10 +62,7 @@ class AttachedCluster:
 
     @property
     def labels(self) -> dict[str, str]:
-        return {ATTACH_LABEL: self.name}
-
-    @property
-    def node_selector(self) -> dict[str, str]:
+        """On everything kwokbench creates there, and the nodeSelector of its pods (its nodes carry it)."""
         return {ATTACH_LABEL: self.name}
 
 
@@ -167,26 +165,11 @@ def _save(info: AttachedCluster) -> None:
 
 
 async def _delete_labelled(creds: Credentials, selector: str) -> dict[str, int]:
-    """Delete every object kwokbench created that carries ``selector``; returns counts per kind."""
-    counts: dict[str, int] = {}
-    params = {"labelSelector": selector}
+    """The run objects (pods, Jobs, PodGroups), then the nodes and namespaces kwokbench labelled."""
+    counts = await delete_labelled(creds, selector)
     async with Api(creds) as api:
-        kinds = [("pods", "/api/v1/pods"), ("jobs", "/apis/batch/v1/jobs"),
-                 ("podgroups", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups")]
-        for kind, path in kinds:
-            status, body = await api.raw("GET", path, params=params)
-            if status == 404:  # e.g. no PodGroup CRD on this cluster
-                continue
-            if status != 200:
-                raise ClusterError(f"listing {kind} labelled {selector}: HTTP {status}")
-            items = json.loads(body).get("items") or []
-            for it in items:
-                m = it["metadata"]
-                await api.raw("DELETE", f"{path.rsplit('/', 1)[0]}/namespaces/{m['namespace']}/{kind}/{m['name']}",
-                              params={"gracePeriodSeconds": "0", "propagationPolicy": "Background"})
-            counts[kind] = len(items)
         for kind, path in (("nodes", "/api/v1/nodes"), ("namespaces", "/api/v1/namespaces")):
-            items = (await api.json("GET", path, params=params)).get("items") or []
+            items = (await api.json("GET", path, params={"labelSelector": selector})).get("items") or []
             for it in items:
                 await api.raw("DELETE", f"{path}/{it['metadata']['name']}")
             counts[kind] = len(items)

@@ -105,3 +105,39 @@ async def cluster_state(creds: Credentials, namespaces: set[str]) -> tuple[list[
                 if key not in messages or when >= messages[key][0]:
                     messages[key] = (when, str(e.get("message") or e.get("note") or ""))
     return node_rows(nodes.get("items") or []), {k: v[1] for k, v in messages.items()}
+
+
+# namespaced kinds kwokbench creates for a run: (name, cluster-wide list path, namespaced collection path)
+_RUN_KINDS = (("jobs", "/apis/batch/v1/jobs", "/apis/batch/v1/namespaces/{ns}/jobs"),
+              ("podgroups", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
+               "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups"),
+              ("pods", "/api/v1/pods", "/api/v1/namespaces/{ns}/pods"))
+
+
+async def delete_labelled(creds: Credentials, selector: str, wait_seconds: float = 0.0) -> dict[str, int]:
+    """Delete every Job, PodGroup and pod matching ``selector`` (one collection DELETE per namespace
+    holding some, pods without grace), optionally waiting until no such pod is left; counts per kind.
+    A kind the cluster does not serve (no PodGroup CRD) is skipped."""
+    counts: dict[str, int] = {}
+    params = {"labelSelector": selector}
+    async with Api(creds) as api:
+        for kind, list_path, ns_path in _RUN_KINDS:
+            status, body = await api.raw("GET", list_path, params=params)
+            if status == 404:
+                continue
+            if status != 200:
+                raise ClusterError(f"listing {kind} labelled {selector}: HTTP {status}")
+            items = orjson.loads(body).get("items") or []
+            for ns in sorted({it["metadata"]["namespace"] for it in items}):
+                await api.raw("DELETE", ns_path.format(ns=ns),
+                              params={**params, "gracePeriodSeconds": "0", "propagationPolicy": "Background"})
+            counts[kind] = len(items)
+        deadline = time.monotonic() + wait_seconds
+        while wait_seconds:
+            left = await api.json("GET", "/api/v1/pods", params={**params, "limit": "1"})
+            if not left.get("items"):
+                break
+            if time.monotonic() > deadline:
+                raise ClusterError(f"pods labelled {selector} still present after {wait_seconds:g}s")
+            await asyncio.sleep(0.5)
+    return counts
