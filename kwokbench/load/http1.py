@@ -66,6 +66,9 @@ class _Connection(asyncio.Protocol):
 
     def on_message_complete(self) -> None:  # httptools callback
         key, self.key = self.key, -1
+        if key < 0:  # an answer nobody asked for (a server's 408 on an idle connection): drop the connection
+            self.transport.close()  # type: ignore[union-attr]
+            return
         reusable = self.parser.should_keep_alive()
         if not reusable:
             self.transport.close()  # type: ignore[union-attr]

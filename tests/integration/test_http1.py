@@ -136,6 +136,50 @@ def test_garbage_response_is_a_connection_error() -> None:
     assert asyncio.run(go()) == dict.fromkeys(range(5), CONNECTION_ERROR)
 
 
+def test_unsolicited_answer_on_an_idle_connection_is_not_taken_for_a_request() -> None:
+    connections = closed = 0
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections, closed
+        connections += 1
+        if connections == 1:  # like a server timing out an idle connection
+            await asyncio.sleep(0.05)
+            writer.write(b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        else:
+            try:
+                while (await reader.readuntil(b"\r\n\r\n")) and (await reader.readexactly(2)):
+                    writer.write(b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
+                    await writer.drain()
+            except asyncio.IncompleteReadError:  # the client closed the connection
+                pass
+        writer.close()
+        await writer.wait_closed()
+        closed += 1
+
+    async def go() -> tuple[dict[int, int], int]:
+        port = free_port()
+        server = await asyncio.start_server(handle, "127.0.0.1", port)
+        got: dict[int, int] = {}
+        async with server:
+            pool = Pool(f"http://127.0.0.1:{port}", None, 1, lambda k, st: got.__setitem__(k, st))
+            assert await pool.warm(1) == 1
+            await asyncio.sleep(0.2)  # the 408 arrives and the connection is dropped
+            prefix = request_prefix(f"http://127.0.0.1:{port}", "/", {})
+            for k in range(3):
+                pool.post(k, build_request(prefix, b"{}"))
+            for _ in range(100):
+                if len(got) == 3:
+                    break
+                await asyncio.sleep(0.02)
+            pool.close()
+            while closed < connections:  # let the server's handlers end before the loop does
+                await asyncio.sleep(0.01)
+        return got, connections
+
+    got, connections = asyncio.run(go())
+    assert got == dict.fromkeys(range(3), 201) and connections == 2
+
+
 @pytest.mark.parametrize(("server", "path", "line"), [
     ("https://127.0.0.1:6443", "/api/v1/namespaces/a/pods", b"POST /api/v1/namespaces/a/pods HTTP/1.1\r\n"),
     ("https://h.example/k8s/", "/api/v1/pods", b"POST /k8s/api/v1/pods HTTP/1.1\r\n"),
