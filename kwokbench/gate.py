@@ -95,7 +95,7 @@ def comparability(runs: list[StoredRun]) -> list[str]:
         seen = {repr(key(r.meta)) for r in runs}
         if len(seen) > 1:
             warnings.append(f"not comparable: runs differ in {what} ({'; '.join(sorted(seen))})")
-    incomplete = [r.path.name for r in runs if r.meta.get("status") != "complete"]
+    incomplete = [f"{r.path.name} ({r.meta.get('status')})" for r in runs if r.meta.get("status") != "complete"]
     if incomplete:
         warnings.append(f"ignored runs that did not complete: {', '.join(incomplete)}")
     return warnings

@@ -39,7 +39,7 @@ from kwokbench.metrics.scrape import Scraper, cluster_endpoints
 from kwokbench.placement import placement
 from kwokbench.progress import Reporter, Silent
 from kwokbench.scenario import PLUGINS_BINARY, STOCK_BINARY, Scenario, SchedulerSpec, WorkloadSpec
-from kwokbench.store import BINDING_RATE, METRICS, NODES, PODS, REQUESTS, SUMMARY, RunDir, host_info, load_run
+from kwokbench.store import BINDING_RATE, METRICS, NODES, PODS, REQUESTS, SUMMARY, RunDir, host_info, load_run, owner
 from kwokbench.summary import POD_COLUMNS, summarize, with_columns
 from kwokbench.templates import ManifestFactory, resolve_template
 from kwokbench.toolchain import Toolchain, versions
@@ -255,7 +255,7 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
               for w, f in zip(scenario.workloads, factories, strict=True)]
     rundir.write_meta({
         "status": "running", "run_id": rundir.run_id, "run_label": run_label, "group": group or {},
-        "started_at": datetime.now(UTC).isoformat(), "scenario": scenario.model_dump(mode="json"),
+        "started_at": datetime.now(UTC).isoformat(), "owner": owner(), "scenario": scenario.model_dump(mode="json"),
         "scenario_file": str(base), "variant": variant.model_dump(mode="json"),
         "toolchain": {"kwok": versions.KWOK, "kubernetes": versions.KUBERNETES, "etcd": versions.ETCD},
         "host": host_info(), "fairness": fairness_manifest(scenario, variant, copts), "phases": phases,

@@ -62,6 +62,32 @@ def host_info() -> dict[str, Any]:
             "python": platform.python_version()}
 
 
+def owner() -> dict[str, Any]:
+    """Which process is writing a document: recorded while its status is ``running``, so a reader can
+    tell a run in progress from one whose kwokbench was killed before it could say so."""
+    import psutil
+
+    return {"hostname": platform.node(), "pid": os.getpid(), "started": psutil.Process().create_time()}
+
+
+def settle_status(doc: dict[str, Any]) -> dict[str, Any]:
+    """A ``running`` document whose writer is gone (same host, process no longer alive) reads as
+    ``interrupted``. In memory only: readers never write. Other hosts' documents are left as they are."""
+    o = doc.get("owner")
+    if doc.get("status") != "running" or not isinstance(o, dict) or o.get("hostname") != platform.node():
+        return doc
+    import psutil
+
+    try:
+        alive = abs(psutil.Process(int(o["pid"])).create_time() - float(o["started"])) < 1.0
+    except (psutil.Error, KeyError, TypeError, ValueError):
+        alive = False
+    if not alive:
+        doc["status"] = "interrupted"
+        doc.setdefault("error", f"kwokbench (pid {o.get('pid')}) ended without finishing it (killed?)")
+    return doc
+
+
 @dataclass
 class RunDir:
     path: Path
@@ -143,7 +169,7 @@ class StoredRun:
 def load_run(path: Path) -> StoredRun:
     import pandas as pd
 
-    meta = read_meta(path)
+    meta = settle_status(read_meta(path))
     summary = orjson.loads((path / SUMMARY).read_bytes()) if (path / SUMMARY).exists() else None
 
     def frame(name: str) -> Any:

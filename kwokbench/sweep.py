@@ -31,7 +31,7 @@ from kwokbench.load.watcher import RUN_LABEL
 from kwokbench.progress import Reporter, Silent
 from kwokbench.runner import RunOptions, check_scenario, cluster_options, run_variant, scheduler_binaries
 from kwokbench.scenario import PLUGINS_BINARY, QpsArrival, Scenario
-from kwokbench.store import _atomic_write, read_versioned
+from kwokbench.store import _atomic_write, owner, read_versioned, settle_status
 from kwokbench.templates import resolve_template
 
 SWEEP_FORMAT_VERSION = 1
@@ -164,7 +164,7 @@ def run_sweep(scenario: Scenario, scenario_path: Path, opts: SweepOptions, repor
     nodes, rates = sorted(set(opts.nodes)), sorted(set(opts.qps))
     doc: dict[str, Any] = {"format_version": SWEEP_FORMAT_VERSION, "scenario": scenario.name,
                            "scenario_file": str(scenario_path), "variant": variant.name, "status": "running",
-                           "started_at": datetime.now(UTC).isoformat(), "nodes": nodes, "qps": rates,
+                           "started_at": datetime.now(UTC).isoformat(), "owner": owner(), "nodes": nodes, "qps": rates,
                            "slo_p99_seconds": opts.slo_p99, "min_ratio": opts.min_ratio,
                            "duration_seconds": opts.duration, "points": []}
     save(sweep_dir, doc)
@@ -245,4 +245,4 @@ def save(sweep_dir: Path, doc: dict[str, Any]) -> None:
 
 
 def load(sweep_dir: Path) -> dict[str, Any]:
-    return read_versioned(sweep_dir, SWEEP, SWEEP_FORMAT_VERSION, "sweep")
+    return settle_status(read_versioned(sweep_dir, SWEEP, SWEEP_FORMAT_VERSION, "sweep"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -13,7 +14,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from kwokbench.cluster import Kwokctl
+from kwokbench.cluster import ClusterInfo, Kwokctl
+from kwokbench.cluster.objects import delete_labelled
+from kwokbench.load.watcher import RUN_LABEL
 from kwokbench.store import load_run, read_meta
 from tests.conftest import REPO, kwokbench
 
@@ -99,3 +102,42 @@ def test_kill_9_is_cleaned_up_by_the_watchdog(kwokctl: Kwokctl, tmp_path: Path,
     # the watch child flushed its timeline when its parent died: report can read the partial run
     assert (run / "pods.parquet").exists()
     kwokbench("report", str(run), "-o", str(tmp_path / "rep"), check=True)
+
+
+def test_kill_9_on_a_reused_cluster_reads_as_interrupted(cluster: ClusterInfo, kwokctl: Kwokctl,
+                                                          tmp_path: Path) -> None:
+    """No watchdog touches a cluster kwokbench did not create: nobody is left to mark the run, so a
+    reader recognises it by its dead owner process; the cluster itself is untouched."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kwokbench", "run", str(REPO / "scenarios/quickstart.yaml"), "--out", str(tmp_path),
+         "--cluster", cluster.name, "--set", "workloads.0.count=3000"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL, cwd=REPO)
+    label = ""
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            runs = list((tmp_path / "quickstart").glob("*/")) if (tmp_path / "quickstart").exists() else []
+            if runs and (runs[0] / "meta.json").exists() and (runs[0] / "scrapes").exists():
+                break
+            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+            time.sleep(0.5)
+        run = runs[0]
+        label = read_meta(run)["run_label"]
+        time.sleep(3)
+        children = {" ".join(c.cmdline())[-90:]: c.pid for c in psutil.Process(proc.pid).children(recursive=True)}
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=30)
+        assert _gone(children, 30) == []
+        assert read_meta(run)["status"] == "running"  # as written: nobody was left to change it
+        stored = load_run(run)
+        assert stored.meta["status"] == "interrupted" and "killed" in stored.meta["error"]
+        assert cluster.name in kwokctl.names() and len(kwokctl.pids(cluster.name)) == 5
+        kwokbench("report", str(run), "-o", str(tmp_path / "rep"), check=True)
+        gate = kwokbench("gate", "--baseline", str(run), "--candidate", str(run))
+        assert gate.returncode != 0 and "interrupted" in gate.stdout + gate.stderr
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+        if label:  # the killed run's pods would crowd the session cluster's nodes for later tests
+            asyncio.run(delete_labelled(cluster.credentials(), f"{RUN_LABEL}={label}", wait_seconds=120))

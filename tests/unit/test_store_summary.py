@@ -9,8 +9,9 @@ import pytest
 
 from kwokbench.errors import StoreError
 from kwokbench.load.watcher import Timeline
-from kwokbench.store import RunDir, find_runs, load_run, read_meta
+from kwokbench.store import RunDir, find_runs, load_run, owner, read_meta, settle_status
 from kwokbench.summary import per_second, summarize, throughput
+from kwokbench.sweep import SWEEP_FORMAT_VERSION, load, save
 
 
 def test_run_dir_is_versioned_and_refuses_unknown(tmp_path: Path) -> None:
@@ -77,3 +78,35 @@ def test_summary_counts_errors_and_achieved_rate() -> None:
     assert sub["created"] == 2 and sub["errors"] == {"429": 1, "connection error": 1} and sub["throttled_429"] == 1
     assert sub["achieved_qps"] == pytest.approx(100.0)
     assert s["latency"]["created_to_scheduled"]["p50"] == pytest.approx(0.1)
+
+
+def test_a_running_document_whose_writer_is_gone_reads_as_interrupted(tmp_path: Path) -> None:
+    import platform
+    import subprocess
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    mine = owner()
+    cases = {
+        "alive": ({"status": "running", "owner": mine}, "running"),
+        "dead": ({"status": "running", "owner": {**mine, "pid": gone.pid}}, "interrupted"),
+        # same pid, another process (pid reused after the writer died)
+        "reused": ({"status": "running", "owner": {**mine, "started": mine["started"] - 3600}}, "interrupted"),
+        "other host": ({"status": "running", "owner": {**mine, "pid": gone.pid, "hostname": platform.node() + "-x"}},
+                       "running"),
+        "no owner (older runs)": ({"status": "running"}, "running"),
+        "finished": ({"status": "complete", "owner": {**mine, "pid": gone.pid}}, "complete"),
+    }
+    for name, (doc, want) in cases.items():
+        assert settle_status(dict(doc))["status"] == want, name
+    assert "killed" in settle_status({"status": "running", "owner": {**mine, "pid": gone.pid}})["error"]
+    # through the readers: a run, and a sweep
+    rd = RunDir.create(tmp_path, "s")
+    rd.write_meta({"status": "running", "owner": {**mine, "pid": gone.pid}})
+    assert load_run(rd.path).meta["status"] == "interrupted"
+    assert read_meta(rd.path)["status"] == "running"  # readers never write
+    sweep_dir = tmp_path / "sweep"
+    sweep_dir.mkdir()
+    save(sweep_dir, {"format_version": SWEEP_FORMAT_VERSION, "status": "running",
+                     "owner": {**mine, "pid": gone.pid}, "points": []})
+    assert load(sweep_dir)["status"] == "interrupted"
