@@ -310,7 +310,8 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
             log, timed_out = _run_phase(info, w, f, i, scenario.seed, opts, watcher, rep, phases[i])
             logs.append(_log_frame(log, w.name))
             phases[i].update(timed_out=timed_out, harness_cpu_seconds=log.cpu_seconds,
-                             harness_setup_cpu_seconds=log.setup_cpu_seconds)
+                             harness_setup_cpu_seconds=log.setup_cpu_seconds,
+                             harness_start_cpu_seconds=log.start_cpu_seconds)
         status = "complete"
     except KeyboardInterrupt:
         status, error = "interrupted", "interrupted by the user"

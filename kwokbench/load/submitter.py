@@ -67,6 +67,8 @@ class RequestLog:
     """Harness CPU of the phase, setup included."""
     setup_cpu_seconds: float = 0.0
     """Of which one-off setup before t0 (TLS context, warm connections)."""
+    start_cpu_seconds: float = 0.0
+    """Not included above: starting the worker process(es) (interpreter, imports, the job)."""
 
     def __repr__(self) -> str:
         # short on purpose: asyncio formats the finished main task, result included, when it restores
@@ -87,7 +89,8 @@ class RequestLog:
             return np.concatenate([getattr(lg, attr) for lg in logs])[order]
 
         return cls(idx[order], cat("scheduled"), cat("sent"), cat("latency"), cat("status"),
-                   sum(lg.cpu_seconds for lg in logs), sum(lg.setup_cpu_seconds for lg in logs))
+                   sum(lg.cpu_seconds for lg in logs), sum(lg.setup_cpu_seconds for lg in logs),
+                   sum(lg.start_cpu_seconds for lg in logs))
 
 
 async def _submit(job: SubmitJob, progress: Synchronized[int] | None) -> RequestLog:
@@ -181,8 +184,11 @@ def send_to_parent(q: Any, item: Any, ppid: int) -> None:
 
 def _worker_main(job: SubmitJob, progress: Synchronized[int], out: mp.Queue[Any]) -> None:
     ppid = os.getppid()
+    started = time.process_time()  # this process's CPU so far: interpreter, imports, unpickling the job
     try:
-        result: tuple[str, Any] = ("ok", _run(_submit(job, progress)))
+        log = _run(_submit(job, progress))
+        log.start_cpu_seconds = started
+        result: tuple[str, Any] = ("ok", log)
     except BaseException as e:  # report to the parent instead of dying silently
         result = ("error", f"{type(e).__name__}: {e}")
     send_to_parent(out, result, ppid)
