@@ -24,22 +24,26 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import orjson
 import psutil
 
-from kwokbench.cluster import ClusterInfo, ClusterOptions, Kwokctl, bring_up
-from kwokbench.cluster.api import Api
-from kwokbench.load.pacer import schedule
 from kwokbench.load.submitter import Submission, SubmitJob
-from kwokbench.load.watcher import Timeline
-from kwokbench.scenario import QpsArrival
 from kwokbench.templates import ManifestFactory, resolve_template
-from kwokbench.toolchain import Toolchain
+
+if TYPE_CHECKING:
+    from kwokbench.cluster import ClusterInfo
+
+# Heavier modules (the cluster lifecycle, pandas, aiohttp) are imported where they are used: the
+# submitter's worker process is spawned, and re-runs this file's top level as its main module, so
+# what is imported here is charged to the worker's start, which a real `kwokbench run` does not pay.
 
 
 def make_namespace(info: ClusterInfo, ns: str) -> None:
+    from kwokbench.cluster.api import Api
+
     async def go() -> None:
         async with Api(info.credentials()) as api:
             await api.json("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
@@ -61,6 +65,9 @@ def settle(limit: float = 30.0, busy: float = 25.0) -> None:
 
 
 def kwokbench_submit(info: ClusterInfo, rate: float, n: int, ns: str) -> dict[str, float]:
+    from kwokbench.load.pacer import schedule
+    from kwokbench.scenario import QpsArrival
+
     f = ManifestFactory(resolve_template("pod"), {}, f"kb-{int(rate)}")
     offsets = schedule(QpsArrival(qps=rate), n)
     job = SubmitJob(info.credentials(), f.namespaced_path(ns), f, offsets, t0=time.time() + 1.5, deadline=60)
@@ -78,6 +85,9 @@ def kwokbench_submit(info: ClusterInfo, rate: float, n: int, ns: str) -> dict[st
 
 def kubernetes_client_submit(info: ClusterInfo, rate: float, n: int, ns: str, threads: int = 64) -> dict[str, float]:
     import kubernetes
+
+    from kwokbench.load.pacer import schedule
+    from kwokbench.scenario import QpsArrival
 
     cfg = kubernetes.client.Configuration()
     cfg.host = info.server
@@ -120,6 +130,8 @@ def kubernetes_client_submit(info: ClusterInfo, rate: float, n: int, ns: str, th
 
 def timeline_rss(n: int = 100_000) -> float:
     """MiB of peak RSS growth while a Timeline holds n pods fed created → scheduled → running."""
+    from kwokbench.load.watcher import Timeline
+
     gc.collect()
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     tl = Timeline(["w"])
@@ -149,6 +161,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1,
                     help="run every rate this many times (CPU cost varies on a busy host)")
     args = ap.parse_args()
+    from kwokbench.cluster import ClusterOptions, Kwokctl, bring_up
+    from kwokbench.toolchain import Toolchain
+
     rates = [float(r) for r in args.rates.split(",")]
     tc = Toolchain()
     tc.install("auto")
