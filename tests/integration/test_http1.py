@@ -42,6 +42,15 @@ async def post_all(server: str, bodies: list[bytes], limit: int, path: str = "/o
         pool.close()
 
 
+async def post_to_stream_server(handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+                                n: int, limit: int) -> dict[int, int]:
+    """Post n bodies to a raw TCP server (for answers no HTTP server library would give)."""
+    port = free_port()
+    server = await asyncio.start_server(handler, "127.0.0.1", port)
+    async with server:
+        return (await post_all(f"http://127.0.0.1:{port}", [b"{}"] * n, limit=limit))[0]
+
+
 async def serve(handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> tuple[web.AppRunner, str]:
     app = web.Application()
     app.router.add_post("/{tail:.*}", handler)
@@ -105,13 +114,7 @@ def test_lost_and_refused_connections_fail_their_requests() -> None:
         writer.close()
         await writer.wait_closed()
 
-    async def lost() -> dict[int, int]:
-        port = free_port()
-        server = await asyncio.start_server(hang_up, "127.0.0.1", port)
-        async with server:
-            return (await post_all(f"http://127.0.0.1:{port}", [b"{}"] * 20, limit=4))[0]
-
-    assert asyncio.run(lost()) == dict.fromkeys(range(20), CONNECTION_ERROR)
+    assert asyncio.run(post_to_stream_server(hang_up, 20, limit=4)) == dict.fromkeys(range(20), CONNECTION_ERROR)
 
     async def refused() -> dict[int, int]:
         return (await post_all(f"http://127.0.0.1:{free_port()}", [b"{}"] * 10, limit=3))[0]
@@ -127,13 +130,7 @@ def test_garbage_response_is_a_connection_error() -> None:
         writer.close()
         await writer.wait_closed()
 
-    async def go() -> dict[int, int]:
-        port = free_port()
-        server = await asyncio.start_server(garbage, "127.0.0.1", port)
-        async with server:
-            return (await post_all(f"http://127.0.0.1:{port}", [b"{}"] * 5, limit=5))[0]
-
-    assert asyncio.run(go()) == dict.fromkeys(range(5), CONNECTION_ERROR)
+    assert asyncio.run(post_to_stream_server(garbage, 5, limit=5)) == dict.fromkeys(range(5), CONNECTION_ERROR)
 
 
 def test_unsolicited_answer_on_an_idle_connection_is_not_taken_for_a_request() -> None:
