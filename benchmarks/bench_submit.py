@@ -64,12 +64,9 @@ def settle(limit: float = 30.0, busy: float = 25.0) -> None:
         pass
 
 
-def kwokbench_submit(info: ClusterInfo, rate: float, n: int, ns: str) -> dict[str, float]:
-    from kwokbench.load.pacer import schedule
-    from kwokbench.scenario import QpsArrival
-
+def kwokbench_submit(info: ClusterInfo, rate: float, offsets: np.ndarray, ns: str) -> dict[str, float]:
+    n = len(offsets)
     f = ManifestFactory(resolve_template("pod"), {}, f"kb-{int(rate)}")
-    offsets = schedule(QpsArrival(qps=rate), n)
     job = SubmitJob(info.credentials(), f.namespaced_path(ns), f, offsets, t0=time.time() + 1.5, deadline=60)
     sub = Submission(job, 1)
     log = sub.result(timeout=n / rate + 90)
@@ -83,12 +80,11 @@ def kwokbench_submit(info: ClusterInfo, rate: float, n: int, ns: str) -> dict[st
             "steady_ms_per_pod": (log.cpu_seconds - log.setup_cpu_seconds) * 1000 / max(ok, 1)}
 
 
-def kubernetes_client_submit(info: ClusterInfo, rate: float, n: int, ns: str, threads: int = 64) -> dict[str, float]:
+def kubernetes_client_submit(info: ClusterInfo, rate: float, offsets: np.ndarray, ns: str,
+                             threads: int = 64) -> dict[str, float]:
     import kubernetes
 
-    from kwokbench.load.pacer import schedule
-    from kwokbench.scenario import QpsArrival
-
+    n = len(offsets)
     cfg = kubernetes.client.Configuration()
     cfg.host = info.server
     cfg.ssl_ca_cert = str(info.pki / "ca.crt")
@@ -97,7 +93,6 @@ def kubernetes_client_submit(info: ClusterInfo, rate: float, n: int, ns: str, th
     api = kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(cfg))
     f = ManifestFactory(resolve_template("pod"), {}, f"k8s-{int(rate)}")
     bodies = [orjson.loads(f.body(i)) for i in range(n)]
-    offsets = schedule(QpsArrival(qps=rate), n)
     sent = np.full(n, np.nan)
     status = np.zeros(n, dtype=np.int32)
     lock = threading.Lock()
@@ -162,6 +157,8 @@ def main() -> None:
                     help="run every rate this many times (CPU cost varies on a busy host)")
     args = ap.parse_args()
     from kwokbench.cluster import ClusterOptions, Kwokctl, bring_up
+    from kwokbench.load.pacer import schedule
+    from kwokbench.scenario import QpsArrival
     from kwokbench.toolchain import Toolchain
 
     rates = [float(r) for r in args.rates.split(",")]
@@ -179,13 +176,13 @@ def main() -> None:
             runs: dict[tuple[float, str], list[float]] = {}
             for rep in range(args.repeat):
                 for rate in rates:
-                    n = int(rate * args.seconds)
+                    offsets = schedule(QpsArrival(qps=rate), int(rate * args.seconds))  # the same for both
                     rows = {}
                     for label, fn in (("kwokbench", kwokbench_submit), ("kubernetes", kubernetes_client_submit)):
                         ns = f"{label}-{int(rate)}-{rep}"
                         make_namespace(info, ns)
                         settle()
-                        rows[label] = r = fn(info, rate, n, ns)
+                        rows[label] = r = fn(info, rate, offsets, ns)
                         runs.setdefault((rate, label), []).append(r["cpu_ms_per_pod"])
                         # the one-off TLS/connection setup before t0 is known for kwokbench only (the
                         # kubernetes client connects lazily, inside its run)

@@ -121,6 +121,8 @@ def test_kill_9_on_a_reused_cluster_reads_as_interrupted(cluster: ClusterInfo, k
                 break
             assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
             time.sleep(0.5)
+        else:
+            pytest.fail("the run did not start measuring within 60 s")
         run = runs[0]
         label = read_meta(run)["run_label"]
         time.sleep(3)
