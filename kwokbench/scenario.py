@@ -130,6 +130,10 @@ class WorkloadSpec(_Model):
     wait_for: WaitFor = Field("scheduled", description=(
         "What every pod of this phase must reach before the next phase starts."))
     timeout_seconds: float = Field(300, gt=0, description="How long to wait for wait_for after the last create.")
+    connections: int | None = Field(None, ge=1, le=4096, description=(
+        "Most keep-alive connections the submitter opens to the apiserver (one request in flight each). Default: "
+        "enough for 100 ms on the wire at the peak offered rate (rate / 10), at least 64, at most 1024. When every "
+        "connection is busy, requests wait for one and the run says so."))
 
 
 ChaosAction = Literal["restart-scheduler", "restart-apiserver", "restart-controller-manager", "nodes-not-ready",

@@ -12,7 +12,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from kwokbench.acceptance import OK, normalise_requests, phase_rates, verdict
+
 PERCENTILES = (50, 90, 99)
+SUMMARY_FORMAT_VERSION = 2
+"""summary.json history: 1 (no format_version key): ``submit`` rates were the pacer's send rate and
+unscheduled pods were left out of latencies; 2: offered / sent / accepted rates, where requests waited,
+unscheduled pods censored at the phase timeout in latencies, ``phases_timed_out``."""
 
 
 def _pct(values: np.ndarray) -> dict[str, float | None]:
@@ -51,57 +57,94 @@ def throughput(pods: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def pod_latencies(pods: pd.DataFrame) -> dict[str, Any]:
-    """Seconds from creation to scheduled / running / finished, over pods whose ADDED event was seen."""
+WAITED_STATES = {"none": ("scheduled",), "created": ("scheduled",), "scheduled": ("scheduled",),
+                 "running": ("scheduled", "running"), "completed": ("scheduled", "running", "finished")}
+"""The latencies in which a pod that never got there counts (censored at the phase timeout at least):
+never being scheduled always counts; running and finished when the phase waited for them."""
+
+
+def pod_latencies(pods: pd.DataFrame, phases: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Seconds from creation to scheduled / running / finished, over pods whose ADDED event was seen.
+
+    A pod that never reached a state its phase waited for is not dropped (that would let a scheduler that
+    strands pods improve its percentiles): it counts as ``max(phase timeout, end of observation - created)``
+    and is counted in ``censored``."""
     exact = pods[~pods["from_list"]] if len(pods) else pods
+    seen = exact[list(POD_COLUMNS)[:4]].to_numpy(dtype=np.float64) if len(exact) else np.zeros(0)
+    end = float(seen[~np.isnan(seen)].max()) if (~np.isnan(seen)).any() else 0.0
+    by_phase = {p["name"]: p for p in phases or []}
     out: dict[str, Any] = {}
     for state in ("scheduled", "running", "finished"):
         d = (exact[state] - exact["created"]).to_numpy(dtype=np.float64) if len(exact) else np.zeros(0)
-        out[f"created_to_{state}"] = _pct(d)
+        censored = 0
+        if len(exact) and by_phase and "workload" in exact:
+            wl = exact["workload"].astype(str).to_numpy()
+            timeout = np.array([by_phase.get(w, {}).get("timeout_seconds") or 0.0 for w in wl], dtype=np.float64)
+            waited = np.array([state in WAITED_STATES.get(by_phase.get(w, {}).get("wait_for", "none"), ())
+                               for w in wl], dtype=bool)
+            missing = np.isnan(d) & waited & ~np.isnan(exact["created"].to_numpy(dtype=np.float64))
+            if missing.any():
+                floor = end - exact["created"].to_numpy(dtype=np.float64)
+                d = np.where(missing, np.maximum(timeout, floor), d)
+                censored = int(missing.sum())
+        out[f"created_to_{state}"] = {**_pct(d), "censored": censored}
     out["approximate_pods"] = int(pods["from_list"].sum()) if len(pods) else 0
     return out
 
 
-def request_stats(requests: pd.DataFrame, phases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per phase: achieved vs target create rate, lateness of sends, latency, errors by status."""
+def request_stats(requests: pd.DataFrame, phases: list[dict[str, Any]],
+                  pods: pd.DataFrame | None = None) -> list[dict[str, Any]]:
+    """Per phase: offered, sent and accepted rates (see :mod:`kwokbench.acceptance`), where requests waited,
+    lateness of the pacer, latency, errors by status, and a sentence when the load was not accepted."""
+    requests = normalise_requests(requests)
     out = []
     for ph in phases:
         r = requests[requests["phase"] == ph["name"]] if len(requests) else requests
-        sent = r["sent"].to_numpy(dtype=np.float64) if len(r) else np.zeros(0)
-        ok = int((r["status"] == 201).sum()) if len(r) else 0
-        span = float(np.nanmax(sent) - np.nanmin(sent)) if len(sent) > 1 else 0.0
-        achieved = (len(sent) - 1) / span if span > 0 else None
-        # the schedule's own rate: a Poisson schedule of 50 arrivals is not exactly its nominal rate, so
-        # the harness's fidelity is achieved vs this, and the nominal target is reported beside it
-        sched = r["scheduled"].to_numpy(dtype=np.float64) if len(r) else np.zeros(0)
-        sspan = float(np.nanmax(sched) - np.nanmin(sched)) if len(sched) > 1 else 0.0
-        scheduled_qps = (len(sched) - 1) / sspan if sspan > 0 else None
+        ok = int(r["status"].isin(OK).sum()) if len(r) else 0
+        created = stamps = None
+        # the apiserver's own view, for phases whose objects are the pods themselves
+        if pods is not None and len(pods) and "workload" in pods and ph.get("kind", "Pod") == "Pod":
+            mine = pods[(pods["workload"] == ph["name"]) & ~pods["from_list"]]
+            created = mine["created"].to_numpy(dtype=np.float64)
+            if "creation_timestamp" in mine:
+                stamps = mine["creation_timestamp"].to_numpy(dtype=np.float64)
+        rates = phase_rates(r, created, stamps) if len(r) else {}
+        whole = rates.get("whole", {})
+        offered, accepted = whole.get("offered"), whole.get("accepted")
         codes: dict[str, int] = {}
         if len(r):
             for code, cnt in r["status"].value_counts().items():
-                if int(code) != 201:
+                if int(code) not in OK:
                     c = int(code)
                     codes[str(c) if c > 0 else ("connection error" if c < 0 else "not sent")] = int(cnt)
-        lateness = (r["sent"] - r["scheduled"]).to_numpy(dtype=np.float64) if len(r) else np.zeros(0)
-        out.append({
+        entry: dict[str, Any] = {
             "phase": ph["name"],
             "requests": len(r),
             "created": ok,
             "target_qps": ph.get("target_qps"),
-            "achieved_qps": achieved,
-            "scheduled_qps": scheduled_qps,
-            "achieved_ratio": (achieved / scheduled_qps) if achieved and scheduled_qps else None,
-            "send_lateness_seconds": _pct(lateness),
+            "offered_qps": offered,
+            "sent_qps": whole.get("sent"),
+            "accepted_qps": accepted,
+            # achieved = accepted (what the apiserver took), no longer the pacer's send rate
+            "achieved_qps": accepted,
+            "scheduled_qps": offered,
+            "achieved_ratio": (accepted / offered) if accepted is not None and offered else None,
+            "rates": rates,
+            "connections": ph.get("connections"),
+            "send_lateness_seconds": rates.get("send_lateness_seconds") or _pct(np.zeros(0)),
             "latency_seconds": _pct(r["latency"].to_numpy(dtype=np.float64) if len(r) else np.zeros(0)),
             "errors": codes,
             "throttled_429": codes.get("429", 0),
-        })
+        }
+        entry["not_accepted"] = verdict(entry)
+        out.append(entry)
     return out
 
 
 POD_COLUMNS: dict[str, type] = {"created": float, "scheduled": float, "running": float, "finished": float,
                                 "from_list": bool}
-REQUEST_COLUMNS: dict[str, type] = {"phase": str, "scheduled": float, "sent": float, "latency": float, "status": int}
+REQUEST_COLUMNS: dict[str, type] = {"phase": str, "scheduled": float, "dispatched": float, "sent": float,
+                                    "latency": float, "status": int}
 
 
 def with_columns(df: pd.DataFrame, columns: dict[str, type]) -> pd.DataFrame:
@@ -112,10 +155,12 @@ def with_columns(df: pd.DataFrame, columns: dict[str, type]) -> pd.DataFrame:
 
 def summarize(pods: pd.DataFrame, requests: pd.DataFrame, phases: list[dict[str, Any]],
               expected_pods: int) -> dict[str, Any]:
-    pods, requests = with_columns(pods, POD_COLUMNS), with_columns(requests, REQUEST_COLUMNS)
+    pods, requests = with_columns(pods, POD_COLUMNS), with_columns(normalise_requests(requests), REQUEST_COLUMNS)
     tp = throughput(pods)
     scheduled = int((~pods["scheduled"].isna()).sum()) if len(pods) else 0
+    timed_out = [p["name"] for p in phases if p.get("timed_out")]
     return {
+        "format_version": SUMMARY_FORMAT_VERSION,
         "pods_expected": expected_pods,
         "pods_seen": len(pods),
         "pods_scheduled": scheduled,
@@ -123,6 +168,7 @@ def summarize(pods: pd.DataFrame, requests: pd.DataFrame, phases: list[dict[str,
         "pods_finished": int((~pods["finished"].isna()).sum()) if len(pods) else 0,
         "pods_unscheduled": max(0, expected_pods - scheduled),
         "throughput": tp,
-        "latency": pod_latencies(pods),
-        "submit": request_stats(requests, phases),
+        "latency": pod_latencies(pods, phases),
+        "phases_timed_out": timed_out,
+        "submit": request_stats(requests, phases, pods),
     }

@@ -89,7 +89,13 @@ def evaluate(summary: dict[str, Any] | None, qps: float, slo_p99: float, min_rat
     p99 = ((s.get("latency") or {}).get("created_to_scheduled") or {}).get("p99")
     complete = s.get("pods_scheduled", 0) >= s.get("pods_expected", 1)
     ratio = throughput / qps if qps else 0.0
+    submit = s.get("submit") or []
+    accepted = sum(p.get("accepted_qps") or 0.0 for p in submit) if any("accepted_qps" in p for p in submit) \
+        else None
     reasons = []
+    if accepted is not None and qps and accepted < min_ratio * qps:
+        # the point did not receive its load: whatever the scheduler did, this rate was not tested
+        reasons.append(f"the apiserver accepted {accepted:.1f}/s of {qps:g}/s offered")
     if ratio < min_ratio:
         reasons.append(f"throughput {throughput:.1f}/s is {ratio * 100:.0f}% of {qps:g}/s")
     if p99 is None or p99 > slo_p99:
@@ -97,7 +103,8 @@ def evaluate(summary: dict[str, Any] | None, qps: float, slo_p99: float, min_rat
     if not complete:
         reasons.append(f"{s.get('pods_scheduled', 0)}/{s.get('pods_expected', 0)} pods scheduled")
     procs = s.get("processes") or {}
-    return {"qps": qps, "throughput": throughput, "ratio": ratio, "p99": p99, "holds": not reasons,
+    return {"qps": qps, "accepted": accepted, "throughput": throughput, "ratio": ratio, "p99": p99,
+            "holds": not reasons,
             "why": "; ".join(reasons),
             "cpu_seconds": {c: v.get("cpu_seconds") for c, v in procs.items()},
             "rss_peak_mib": {c: (v.get("rss_peak_bytes") or 0) / 2**20 for c, v in procs.items()}}

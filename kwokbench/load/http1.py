@@ -9,7 +9,9 @@ response a callback gets the request's key and status. No task or timer per requ
 One request at a time per connection (no pipelining: a slow answer must not delay the ones behind
 it on the same connection). A request that finds no idle connection waits in a FIFO queue and opens
 a new connection if the pool is below its limit; waiting time counts as latency, as it would for
-any client. A connection that cannot be opened, or is lost while a request is in flight, fails that
+any client, and the moment a request is actually written to a connection is reported apart
+(``on_send``), so the harness side (waiting for a connection) and the server side (time on the wire)
+can be told apart. A connection that cannot be opened, or is lost while a request is in flight, fails that
 request with :data:`CONNECTION_ERROR`; nothing is retried.
 """
 
@@ -27,6 +29,8 @@ CONNECTION_ERROR = -1
 
 Done = Callable[[int, int], None]
 """Called with (key, HTTP status or CONNECTION_ERROR) once per request."""
+Sent = Callable[[int], None]
+"""Called with the key when a request is written to a connection (at most once per request)."""
 
 
 def request_prefix(server: str, path: str, headers: Mapping[str, str]) -> bytes:
@@ -56,6 +60,7 @@ class _Connection(asyncio.Protocol):
 
     def send(self, key: int, data: bytes) -> None:
         self.key = key
+        self.pool.on_send(key)
         self.transport.write(data)  # type: ignore[union-attr]
 
     def data_received(self, data: bytes) -> None:
@@ -83,7 +88,7 @@ class Pool:
     """Up to ``limit`` keep-alive connections to one server; :meth:`post` never blocks."""
 
     def __init__(self, server: str, ssl_context: ssl.SSLContext | None, limit: int, done: Done,
-                 connect_timeout: float = 10.0) -> None:
+                 connect_timeout: float = 10.0, on_send: Sent | None = None) -> None:
         u = urlsplit(server)
         self._host = u.hostname or "localhost"
         self._port = u.port or (443 if u.scheme == "https" else 80)
@@ -97,12 +102,23 @@ class Pool:
         self._waiting: deque[tuple[int, bytes]] = deque()
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
+        self.on_send: Sent = on_send or (lambda key: None)
+        self.peak = 0
+        """Most connections open at once."""
+        self.waited_at_cap = 0
+        """Requests that found every connection busy with the pool at its limit."""
+
+    @property
+    def limit(self) -> int:
+        return self._limit
 
     def post(self, key: int, data: bytes) -> None:
         if self._idle:
             self._idle.pop().send(key, data)
             return
         self._waiting.append((key, data))
+        if len(self._all) + self._opening >= self._limit:
+            self.waited_at_cap += 1
         self._grow()
 
     def _grow(self) -> None:
@@ -141,6 +157,7 @@ class Pool:
             conn.transport.close()  # type: ignore[union-attr]
             return
         self._all.add(conn)
+        self.peak = max(self.peak, len(self._all))
         self._next(conn)
 
     def _next(self, conn: _Connection) -> None:

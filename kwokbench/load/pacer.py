@@ -47,3 +47,18 @@ def target_rate(arrival: Arrival) -> float:
     if isinstance(arrival, PoissonArrival):
         return arrival.rate
     return arrival.end_qps
+
+
+def peak_rate(arrival: Arrival) -> float:
+    """The highest nominal rate of the schedule (a Poisson schedule's mean rate)."""
+    if isinstance(arrival, RampArrival):
+        return max(arrival.start_qps, arrival.end_qps)
+    return target_rate(arrival)
+
+
+def connection_cap(arrival: Arrival, requested: int | None = None) -> int:
+    """How many connections the submitter may open: enough for 100 ms per request on the wire at the peak
+    offered rate (Little's law), at least 64 and at most 1024, unless the scenario sets it."""
+    if requested:
+        return requested
+    return int(min(1024, max(64, math.ceil(peak_rate(arrival) * 0.1))))

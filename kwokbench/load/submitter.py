@@ -2,10 +2,11 @@
 
 Object i is sent at ``t0 + offsets[i]`` whatever the server does: a slow answer never delays the next
 send (each request has its own keep-alive connection, up to ``SubmitJob.connections``; beyond that a
-request waits for one, and the wait counts as its latency), and if the harness itself falls behind,
-the gap between the scheduled and the actual send time is recorded, not hidden. Every request's
-scheduled time, send time, latency and HTTP status is kept; a 429 or 5xx is a measured outcome and is
-never retried.
+request waits for one). Four moments are kept per request: when it was due (``scheduled``), when the
+pacer handed it to the connection pool (``dispatched``; its lateness is the harness's own), when a
+connection actually carried it (``sent``; the gap is the wait for a connection) and its answer
+(``latency`` after ``dispatched``), with the HTTP status. A 429 or 5xx is a measured outcome and is never
+retried. Rates are judged from these (offered, sent, accepted) by :mod:`kwokbench.summary`.
 
 Bodies are rendered by :class:`~kwokbench.templates.ManifestFactory` inside the worker (the fast path
 splices names into pre-rendered JSON) and sent as whole pre-built requests through
@@ -60,9 +61,19 @@ class RequestLog:
 
     index: np.ndarray
     scheduled: np.ndarray
+    dispatched: np.ndarray
+    """Handed to the connection pool by the pacer."""
     sent: np.ndarray
+    """Written to a connection (NaN: never, e.g. the pool closed first)."""
     latency: np.ndarray
+    """Seconds from ``dispatched`` to the answer (waiting for a connection included)."""
     status: np.ndarray
+    connections: int = 0
+    """The connection cap (summed over workers)."""
+    connections_peak: int = 0
+    """Most connections open at once (summed over workers)."""
+    waited_at_cap: int = 0
+    """Requests that found every connection busy with the pool at its cap."""
     cpu_seconds: float = 0.0
     """Harness CPU of the phase, setup included."""
     setup_cpu_seconds: float = 0.0
@@ -78,7 +89,7 @@ class RequestLog:
     @classmethod
     def empty(cls, n: int) -> RequestLog:
         return cls(np.arange(n, dtype=np.int64), np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan),
-                   np.zeros(n, dtype=np.int16))
+                   np.full(n, np.nan), np.zeros(n, dtype=np.int16))
 
     @classmethod
     def merge(cls, logs: list[RequestLog]) -> RequestLog:
@@ -88,9 +99,10 @@ class RequestLog:
         def cat(attr: str) -> np.ndarray:
             return np.concatenate([getattr(lg, attr) for lg in logs])[order]
 
-        return cls(idx[order], cat("scheduled"), cat("sent"), cat("latency"), cat("status"),
-                   sum(lg.cpu_seconds for lg in logs), sum(lg.setup_cpu_seconds for lg in logs),
-                   sum(lg.start_cpu_seconds for lg in logs))
+        return cls(idx[order], cat("scheduled"), cat("dispatched"), cat("sent"), cat("latency"), cat("status"),
+                   sum(lg.connections for lg in logs), sum(lg.connections_peak for lg in logs),
+                   sum(lg.waited_at_cap for lg in logs), sum(lg.cpu_seconds for lg in logs),
+                   sum(lg.setup_cpu_seconds for lg in logs), sum(lg.start_cpu_seconds for lg in logs))
 
 
 async def _submit(job: SubmitJob, progress: Synchronized[int] | None) -> RequestLog:
@@ -107,21 +119,24 @@ async def _submit(job: SubmitJob, progress: Synchronized[int] | None) -> Request
         "Content-Type": "application/json", "Accept": "application/vnd.kubernetes.protobuf, application/json",
         "User-Agent": "kwokbench-submitter", **job.creds.headers()})
     requests = [build_request(prefix, job.factory.body(int(i))) for i in mine]
-    sent, latency, status = log.sent, log.latency, log.status
+    dispatched, sent, latency, status = log.dispatched, log.sent, log.latency, log.status
     finished = 0
 
     def done(k: int, code: int) -> None:
         nonlocal finished
-        latency[k] = time.time() - sent[k]
+        latency[k] = time.time() - dispatched[k]
         status[k] = code
         finished += 1
+
+    def on_send(k: int) -> None:
+        sent[k] = time.time()
 
     def report() -> None:
         if progress is not None:
             progress.value = finished  # one writer per Value; no lock needed
 
     cpu_setup = time.process_time()
-    pool = Pool(job.creds.server, job.creds.ssl_context(), job.connections, done)
+    pool = Pool(job.creds.server, job.creds.ssl_context(), job.connections, done, on_send=on_send)
     try:
         # TLS and a few connections set up before t0: the first requests are not delayed by
         # handshakes, and this one-off cost is kept apart from the per-request cost
@@ -140,7 +155,7 @@ async def _submit(job: SubmitJob, progress: Synchronized[int] | None) -> Request
             nonlocal k, timer
             now = time.time()
             while k < n and scheduled[k] <= now:
-                sent[k] = now
+                dispatched[k] = now
                 pool.post(k, requests[k])
                 requests[k] = b""  # sent bytes are not needed again
                 k += 1
@@ -158,6 +173,7 @@ async def _submit(job: SubmitJob, progress: Synchronized[int] | None) -> Request
             timer.cancel()
     finally:
         pool.close()
+    log.connections, log.connections_peak, log.waited_at_cap = pool.limit, pool.peak, pool.waited_at_cap
     log.cpu_seconds = time.process_time() - cpu0
     report()
     return log

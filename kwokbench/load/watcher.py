@@ -15,6 +15,7 @@ import multiprocessing as mp
 import os
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,8 @@ class PodRecord:
     name: str
     workload: int
     created: float = np.nan
+    creation_timestamp: float = np.nan
+    """The apiserver's metadata.creationTimestamp (epoch seconds, 1 s resolution)."""
     scheduled: float = np.nan
     running: float = np.nan
     finished: float = np.nan
@@ -65,6 +68,16 @@ def pod_requests(pod: dict[str, Any]) -> tuple[float, float]:
     return cpu, gpus
 
 
+def creation_time(stamp: Any) -> float:
+    """RFC 3339 ``2026-11-23T12:00:00Z`` as epoch seconds (NaN when absent or malformed)."""
+    if not isinstance(stamp, str):
+        return np.nan
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return np.nan
+
+
 class Timeline:
     """Pure event handler: turn watch events into per-pod records and per-workload counts."""
 
@@ -83,6 +96,7 @@ class Timeline:
                 return
             rec = self.pods[key] = PodRecord(key[0], key[1], w, from_list=(typ == "SYNC"))
             rec.cpu_m, rec.gpus = pod_requests(pod)
+            rec.creation_timestamp = creation_time(meta.get("creationTimestamp"))
             self._mark(rec, "created", t)
         spec, status = pod.get("spec") or {}, pod.get("status") or {}
         if spec.get("nodeName"):
@@ -112,6 +126,7 @@ class Timeline:
             "name": [r.name for r in rows],
             "workload": pd.Categorical([wl[r.workload] for r in rows], categories=wl),
             **{s: np.array([getattr(r, s) for r in rows], dtype=np.float64) for s in STATES},
+            "creation_timestamp": np.array([r.creation_timestamp for r in rows], dtype=np.float64),
             "node": [r.node for r in rows],
             "phase": [r.phase for r in rows],
             "cpu_m": np.array([r.cpu_m for r in rows], dtype=np.float64),

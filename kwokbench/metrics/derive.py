@@ -24,7 +24,7 @@ from kwokbench.metrics.scrape import PROCS, SCRAPES, read_snapshots
 # family → predicate on labels deciding which samples are kept (keeps metrics.parquet small)
 KEEP: dict[str, dict[str, Any]] = {
     "kube-apiserver": {
-        "apiserver_request_total": lambda lb: lb.get("resource") == "pods" and lb.get("verb") == "POST",
+        "apiserver_request_total": lambda lb: lb.get("resource") in ("pods", "jobs") and lb.get("verb") == "POST",
         "apiserver_request_duration_seconds": lambda lb: lb.get("resource") == "pods" and lb.get("verb") == "POST",
     },
     "kube-scheduler": {
@@ -42,7 +42,7 @@ KEEP: dict[str, dict[str, Any]] = {
     },
     "kwok-controller": {},
 }
-BINDING_TOTAL = "apiserver_request_total"
+REQUEST_TOTAL = "apiserver_request_total"
 SCRAPED = "__scraped__"
 
 
@@ -111,7 +111,7 @@ def increase(values: np.ndarray) -> np.ndarray:
 
 
 def binding_rate(series: pd.DataFrame, window: tuple[float, float] | None) -> dict[str, Any]:
-    c = counter_total(series, "kube-apiserver", BINDING_TOTAL, subresource="binding", code="201")
+    c = counter_total(series, "kube-apiserver", REQUEST_TOTAL, subresource="binding", code="201")
     if len(c) < 2:
         return {"available": False, "reason": "fewer than two apiserver scrapes"}
     t, v = c.index.to_numpy(dtype=np.float64), c.to_numpy(dtype=np.float64)
@@ -215,6 +215,31 @@ def process_usage(procs: pd.DataFrame, window: tuple[float, float] | None = None
     return out
 
 
+def create_rates(series: pd.DataFrame, submit: list[dict[str, Any]],
+                 phases: list[dict[str, Any]]) -> list[dict[str, float | None]]:
+    """Per phase, the apiserver's own count of successful creates of the phase's kind (pods or jobs) from
+    the 1 s scrapes, as a rate over the whole phase and the steady window (the same windows as the
+    submitter's rates): scrape intervals overlapping a window are counted, over the window itself."""
+    out: list[dict[str, float | None]] = []
+    kinds = {p["name"]: str(p.get("kind", "Pod")).lower() + "s" for p in phases}
+    for ph in submit:
+        r = ph.get("rates") or {}
+        c = counter_total(series, "kube-apiserver", REQUEST_TOTAL, resource=kinds.get(ph["phase"], "pods"),
+                          subresource="", code="201")
+        if len(c) < 2 or not r.get("window") or r.get("last_answer") is None:
+            out.append({"whole": None, "steady": None})
+            continue
+        t, inc = c.index.to_numpy(dtype=np.float64), increase(c.to_numpy(dtype=np.float64))
+        start, end = float(r["window"][0]), float(r["last_answer"])
+        counted = float(inc[(t[1:] > start) & (t[:-1] < end)].sum())
+        s0, s1 = r["steady_window"]
+        inside = (t[:-1] >= s0) & (t[1:] <= s1)
+        dt = float(np.diff(t)[inside].sum())
+        out.append({"whole": counted / (end - start + r.get("gap", 0.0)) if end > start else None,
+                    "steady": float(inc[inside].sum()) / dt if dt > 0 else None})
+    return out
+
+
 def client_bound(series: pd.DataFrame, rate: dict[str, Any], client_qps: float | None,
                  window_seconds: float) -> list[str]:
     """Reasons the scheduler was held back by its own client-side rate limiter (empty: it was not)."""
@@ -268,7 +293,8 @@ def derive(run_dir: Path, pods: pd.DataFrame,
             series, "kube-apiserver", "apiserver_request_duration_seconds", subresource=""),
         "binding_latency_seconds": histogram_quantiles(
             series, "kube-apiserver", "apiserver_request_duration_seconds", subresource="binding"),
-        "create_pod_responses": counter_increase(series, "kube-apiserver", BINDING_TOTAL, by="code", subresource=""),
+        "create_pod_responses": counter_increase(series, "kube-apiserver", REQUEST_TOTAL, by="code", resource="pods",
+                                                 subresource=""),
     }
     out["apiserver"]["throttled_429"] = out["apiserver"]["create_pod_responses"].get("429", 0.0)
     procs = pd.read_parquet(run_dir / PROCS) if (run_dir / PROCS).exists() else pd.DataFrame()

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from kwokbench.acceptance import OK, normalise_requests
 from kwokbench.store import BINDING_RATE, StoredRun
 
 
@@ -66,15 +67,44 @@ def binding_rate(runs: list[StoredRun]) -> bytes:
     return _png(fig)
 
 
+def _variant_colours(runs: list[StoredRun]) -> dict[str, Any]:
+    names = list(dict.fromkeys(r.meta.get("variant", {}).get("name", "?") for r in runs))
+    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    return {n: cycle[i % len(cycle)] for i, n in enumerate(names)}
+
+
 def cumulative_scheduled(runs: list[StoredRun]) -> bytes:
-    fig, ax = plt.subplots(figsize=(9, 4))
+    """clusterloader2's view: objects offered, accepted by the apiserver (created), pods scheduled and
+    running over time; a gap between two curves is a backlog. One colour per variant."""
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    colours = _variant_colours(runs)
+    styles = {"offered": (":", 1.0), "accepted (created)": ("--", 1.2), "scheduled": ("-", 1.8),
+              "running": ("-.", 1.0)}
+    labelled: set[str] = set()
     for r in runs:
-        s = np.sort(r.pods["scheduled"].dropna().to_numpy() - _t0(r)) if len(r.pods) else np.zeros(0)
-        line = ax.plot(s, np.arange(1, len(s) + 1), label=_label(r))[0]
-        _mark_chaos(ax, r, line.get_color())
-    ax.set(title="Pods scheduled over time", xlabel="seconds since first pod created", ylabel="pods scheduled")
+        variant = r.meta.get("variant", {}).get("name", "?")
+        colour, t0 = colours[variant], _t0(r)
+        req = normalise_requests(r.requests) if len(r.requests) else r.requests
+        curves: dict[str, np.ndarray] = {}
+        if len(req):
+            curves["offered"] = req["scheduled"].to_numpy(dtype=np.float64)
+            ok = req[req["status"].isin(OK)]
+            curves["accepted (created)"] = (ok["dispatched"] + ok["latency"]).to_numpy(dtype=np.float64)
+        for state in ("scheduled", "running"):
+            if len(r.pods) and state in r.pods:
+                curves[state] = r.pods[state].to_numpy(dtype=np.float64)
+        for what, times in curves.items():
+            t = np.sort(times[np.isfinite(times)]) - t0
+            ls, lw = styles[what]
+            key = f"{variant} · {what}"
+            ax.plot(t, np.arange(1, len(t) + 1), ls=ls, lw=lw, color=colour,
+                    label=None if key in labelled else key)
+            labelled.add(key)
+        _mark_chaos(ax, r, colour)
+    ax.set(title="Offered, accepted, scheduled and running over time (a gap between curves is a backlog)",
+           xlabel="seconds since first pod created", ylabel="objects / pods")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7, ncol=2)
     return _png(fig)
 
 
@@ -106,18 +136,29 @@ def latency(runs: list[StoredRun]) -> bytes:
 
 
 def submit_rate(runs: list[StoredRun]) -> bytes:
-    fig, ax = plt.subplots(figsize=(9, 3.5))
-    names, achieved, target = [], [], []
+    """Per run and phase: the offered rate next to what was sent and what the apiserver accepted."""
+    fig, ax = plt.subplots(figsize=(9, 3.8))
+    names: list[str] = []
+    bars: dict[str, list[float]] = {"offered": [], "sent": [], "accepted": [], "apiserver counter": []}
     for r in runs:
         for ph in (r.summary or {}).get("submit", []):
+            whole = (ph.get("rates") or {}).get("whole") or {}
             names.append(f"{_label(r)}\n{ph['phase']}")
-            achieved.append(ph.get("achieved_qps") or 0)
-            target.append(ph.get("target_qps") or 0)
+            bars["offered"].append(ph.get("offered_qps") or ph.get("scheduled_qps") or ph.get("target_qps") or 0)
+            bars["sent"].append(ph.get("sent_qps") or 0)
+            bars["accepted"].append(ph.get("accepted_qps") or 0)  # older runs: not recorded
+            bars["apiserver counter"].append(whole.get("apiserver_counter") or 0)
     x = np.arange(len(names))
-    ax.bar(x - 0.2, target, 0.4, label="target", color="#bbb")
-    ax.bar(x + 0.2, achieved, 0.4, label="achieved")
+    w = 0.2
+    for i, (what, vals) in enumerate(bars.items()):
+        ax.bar(x + (i - 1.5) * w, vals, w, label=what, color="#bbb" if what == "offered" else None)
+    for i in range(len(names)):
+        off, acc = bars["offered"][i], bars["accepted"][i]
+        if off and acc and acc < 0.95 * off:
+            ax.annotate(f"{acc / off * 100:.0f}% accepted", (x[i], off), ha="center", va="bottom", fontsize=8,
+                        color="red")
     ax.set_xticks(x, names, fontsize=7)
-    ax.set(title="Submit rate: achieved vs target", ylabel="objects/s")
+    ax.set(title="Submit rate: offered vs sent vs accepted (whole phase)", ylabel="objects/s")
     ax.legend(fontsize=8)
     return _png(fig)
 
@@ -212,9 +253,9 @@ def placement_quality(runs: list[StoredRun]) -> bytes:
 
 CHARTS: dict[str, tuple[str, Callable[[list[StoredRun]], bytes]]] = {
     "binding_rate": ("Binding rate over time", binding_rate),
-    "cumulative": ("Cumulative pods scheduled", cumulative_scheduled),
+    "cumulative": ("Offered, accepted, scheduled, running", cumulative_scheduled),
     "latency": ("Scheduling latency", latency),
-    "submit": ("Achieved vs target submit rate", submit_rate),
+    "submit": ("Offered vs accepted submit rate", submit_rate),
     "allocation": ("Per-node allocation", node_allocation),
     "control_plane": ("Control-plane CPU and memory", control_plane),
     "scheduler_time": ("Scheduler time per pod by stage", scheduler_time),

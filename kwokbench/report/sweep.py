@@ -21,12 +21,13 @@ def rows(doc: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     out = []
     for p in sorted(doc["points"], key=lambda p: (p["nodes"], p["qps"])):
         if p.get("skipped"):
-            out.append([str(p["nodes"]), f"{p['qps']:g}", "-", "-", "-", p["why"]])
+            out.append([str(p["nodes"]), f"{p['qps']:g}", "-", "-", "-", "-", p["why"]])
             continue
         p99 = "-" if p.get("p99") is None else f"{p['p99'] * 1000:.0f} ms"
-        out.append([str(p["nodes"]), f"{p['qps']:g}", f"{p['throughput']:.1f}", f"{p['ratio'] * 100:.0f}%", p99,
+        acc = "-" if p.get("accepted") is None else f"{p['accepted']:.1f}"
+        out.append([str(p["nodes"]), f"{p['qps']:g}", acc, f"{p['throughput']:.1f}", f"{p['ratio'] * 100:.0f}%", p99,
                     "holds" if p["holds"] else p["why"]])
-    return ["nodes", "target pods/s", "achieved pods/s", "of target", "p99 latency", "verdict"], out
+    return ["nodes", "offered pods/s", "accepted pods/s", "bound pods/s", "of offered", "p99 latency", "verdict"], out
 
 
 def _baseline(doc: dict[str, Any], key: str, component: str) -> dict[int, float]:

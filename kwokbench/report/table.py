@@ -74,18 +74,53 @@ def summary_rows(s: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
                      f"{chaos.get('pods_evicted', '-')} / {chaos.get('pods_replaced', '-')} "
                      f"({chaos.get('replacements_scheduled', '-')})"])
     for ph in s.get("submit", []):
-        ratio = ph.get("achieved_ratio")
-        rows.append([f"submit {ph['phase']}: achieved / target",
-                     f"{_f(ph.get('achieved_qps'))} / {_f(ph.get('target_qps'))} /s"
-                     + (f" ({ratio * 100:.1f}% of the schedule)" if ratio else "")])
-        errors = ph.get("errors") or {}
-        if errors:
-            rows.append([f"submit {ph['phase']}: errors", ", ".join(f"{k}: {v}" for k, v in errors.items())])
+        rows += submit_rows(ph)
+    host = s.get("host")
+    if host:
+        cal = host.get("calibration_seconds") or {}
+        steal, busy = host.get("cpu_steal_fraction"), host.get("cpu_busy_fraction")
+        rows.append(["host: CPU calibration before / after; steal; busy; load1 max",
+                     f"{_ms(cal.get('before'))} / {_ms(cal.get('after'))}; "
+                     f"{_f(_pct(steal), '%')}; {_f(_pct(busy), '%', 0)}; {_f(host.get('load1_max'))}"])
     for label in s.get("labels", []):
         rows.append(["label", label])
     if s.get("watch_errors"):
         rows.append(["watch restarts", str(len(s["watch_errors"]))])
     return ["metric", "value"], rows
+
+
+def submit_rows(ph: dict[str, Any]) -> list[list[str]]:
+    """Offered, sent and accepted rates of a phase; where requests waited; a flag when the load was not taken."""
+    name, rates = ph["phase"], ph.get("rates") or {}
+    if "offered_qps" not in ph:  # summary v1: only the pacer's send rate was known
+        ratio = ph.get("achieved_ratio")
+        return [[f"submit {name}: sent / target (older run: accepted not recorded)",
+                 f"{_f(ph.get('achieved_qps'))} / {_f(ph.get('target_qps'))} /s"
+                 + (f" ({ratio * 100:.1f}% of the schedule)" if ratio else "")]]
+    ratio = ph.get("achieved_ratio")
+    rows = [[f"submit {name}: offered / sent / accepted",
+             " / ".join(_f(ph.get(k)) for k in ("offered_qps", "sent_qps", "accepted_qps")) + " /s"
+             + (f" ({ratio * 100:.1f}% accepted)" if ratio is not None else "")]]
+    steady, whole = rates.get("steady") or {}, rates.get("whole") or {}
+    if steady:
+        rows.append([f"submit {name}: steady window offered / accepted / apiserver (counter)",
+                     " / ".join(_f(steady.get(k)) for k in ("offered", "accepted", "apiserver_counter")) + " /s"])
+    if whole.get("apiserver_watch") is not None or whole.get("apiserver_creation_timestamp") is not None:
+        rows.append([f"submit {name}: apiserver view: watch / creationTimestamp / counter",
+                     " / ".join(_f(whole.get(k)) for k in ("apiserver_watch", "apiserver_creation_timestamp",
+                                                             "apiserver_counter")) + " /s"])
+    wait, wire = rates.get("connection_wait_seconds") or {}, rates.get("wire_seconds") or {}
+    conns = ph.get("connections") or {}
+    if wire.get("p50") is not None:
+        rows.append([f"submit {name}: wait for a connection p99 / on the wire p50 / p99",
+                     f"{_ms(wait.get('p99'))} / {_ms(wire.get('p50'))} / {_ms(wire.get('p99'))}"
+                     + (f"; connections {conns.get('peak')} of {conns.get('cap')}" if conns else "")])
+    if ph.get("not_accepted"):
+        rows.append([f"submit {name}: LOAD NOT ACCEPTED", ph["not_accepted"]])
+    errors = ph.get("errors") or {}
+    if errors:
+        rows.append([f"submit {name}: errors", ", ".join(f"{k}: {v}" for k, v in errors.items())])
+    return rows
 
 
 def placement_rows(pl: dict[str, Any]) -> list[list[str]]:

@@ -76,7 +76,11 @@ def test_summary_counts_errors_and_achieved_rate() -> None:
     assert s["pods_scheduled"] == 1 and s["pods_unscheduled"] == 3
     sub = s["submit"][0]
     assert sub["created"] == 2 and sub["errors"] == {"429": 1, "connection error": 1} and sub["throttled_429"] == 1
-    assert sub["achieved_qps"] == pytest.approx(100.0)
+    # a request log of the first version: "sent" was the pacer's hand-over; accepted = 2 answers at 0.01
+    # and 0.02 s over the phase (0 → last answer, plus one 10 ms gap)
+    assert sub["offered_qps"] == pytest.approx(100.0)
+    assert sub["accepted_qps"] == pytest.approx(2 / 0.03) and sub["achieved_ratio"] == pytest.approx(2 / 3)
+    assert sub["sent_qps"] is None  # not recorded by that version
     assert s["latency"]["created_to_scheduled"]["p50"] == pytest.approx(0.1)
 
 

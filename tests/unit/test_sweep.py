@@ -35,6 +35,11 @@ def test_evaluate_point() -> None:
     slow = evaluate(summary(90.0, 2.5), 100, 1.0, 0.95)
     assert not slow["holds"] and "90%" in slow["why"] and "p99 2500 ms > SLO 1000 ms" in slow["why"]
     assert not evaluate(summary(100.0, 0.1, scheduled=90), 100, 1.0, 0.95)["holds"]  # some pods never bound
+    # a point whose offered load the apiserver did not take was not tested at that rate
+    starved = evaluate({**summary(99.0, 0.2), "submit": [{"accepted_qps": 40.0}]}, 100, 1.0, 0.95)
+    assert not starved["holds"] and starved["accepted"] == 40.0
+    assert "the apiserver accepted 40.0/s of 100/s offered" in starved["why"]
+    assert evaluate({**summary(99.0, 0.2), "submit": [{"accepted_qps": 99.5}]}, 100, 1.0, 0.95)["holds"]
     assert evaluate(None, 100, 1.0, 0.95)["why"].startswith("throughput 0.0/s")
     # without scrapes the watch's throughput is used
     assert evaluate({"throughput": {"average": 50.0}, "latency": {"created_to_scheduled": {"p99": 0.1}},
@@ -80,9 +85,9 @@ def test_store_round_trip_and_report(tmp_path: Path) -> None:
     save(tmp_path, doc)
     assert load(tmp_path) == doc
     _columns, rows = report.rows(doc)
-    assert rows[1][-1].startswith("throughput 60.0/s") and rows[3][2:5] == ["-", "-", "-"]
+    assert rows[1][-1].startswith("throughput 60.0/s") and rows[3][2:6] == ["-", "-", "-", "-"]
     md = report.markdown(doc)
-    assert "| 100 | 50 | 50.0 | 100% | 100 ms | holds |" in md and "with 100 nodes" in md
+    assert "| 100 | 50 | - | 50.0 | 100% | 100 ms | holds |" in md and "with 100 nodes" in md
     assert [p.name for p in report.write(doc, tmp_path / "r")] == [
         "sweep.md", "throughput_vs_qps.png", "latency_vs_qps.png", "control_plane_vs_nodes.png"]
     (tmp_path / "sweep.json").write_text('{"format_version": 9}')
