@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTHON ?= python3
 
-.PHONY: install system-deps tools test demo bench clean
+.PHONY: install system-deps tools lint-workflows test demo bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,20 +14,37 @@ $(BIN)/.installed: pyproject.toml
 
 install: $(BIN)/.installed
 
-# Debian's prometheus (for --prometheus and its e2e test) and chromium (report e2e); skipped when present
-DEBS := prometheus chromium chromium-driver
+# Debian's prometheus (for --prometheus and its e2e test) and chromium (report e2e), each skipped when present. GitHub's
+# Ubuntu runners already have Google Chrome and its chromedriver ($CHROMEWEBDRIVER); Ubuntu's chromium is a snap stub.
+BROWSERS := chromium google-chrome google-chrome-stable
 system-deps:
-	@missing=""; for b in prometheus chromium chromedriver; do command -v $$b >/dev/null || missing=1; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing Debian packages: $(DEBS)"; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEBS)) \
-	    >/dev/null || { echo "could not install $(DEBS) (need root and apt)"; exit 1; }; \
+	@debs=""; command -v prometheus >/dev/null || debs=" prometheus"; \
+	browser=""; for b in $(BROWSERS); do command -v $$b >/dev/null && browser=1; done; \
+	driver=""; { command -v chromedriver || ls "$${CHROMEWEBDRIVER:-/nonexistent}/chromedriver"; } >/dev/null 2>&1 && driver=1; \
+	[ -n "$$browser" ] && [ -n "$$driver" ] || debs="$$debs chromium chromium-driver"; \
+	if [ -n "$$debs" ]; then \
+	  sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo -n"; \
+	  echo "installing Debian packages:$$debs"; \
+	  ($$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq --no-install-recommends $$debs) >/dev/null \
+	    || { echo "could not install$$debs (need root or sudo, and apt)"; exit 1; }; \
 	fi
 
 tools: install
 	$(BIN)/kwokbench tools install
 
-test: tools system-deps
+# actionlint (Go, installed once into kwokbench's cache, never into git) and zizmor (PyPI, in the venv) on the workflows
+# and the composite action; zizmor runs offline, and any finding of either fails
+ACTIONLINT_VERSION := v1.7.12
+ACTIONLINT := $(or $(KWOKBENCH_CACHE),$(HOME)/.cache/kwokbench)/tools/actionlint
+lint-workflows: install
+	@[ "$$($(ACTIONLINT) -version 2>/dev/null | head -n1)" = "$(ACTIONLINT_VERSION)" ] || { \
+	  echo "installing actionlint $(ACTIONLINT_VERSION) into $(dir $(ACTIONLINT))"; \
+	  GOBIN=$(dir $(ACTIONLINT)) GOTOOLCHAIN=local go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION); }
+	$(ACTIONLINT)
+	$(BIN)/zizmor --offline --no-progress .github/workflows action.yml
+
+test: lint-workflows tools system-deps
 	$(BIN)/ruff check kwokbench tests benchmarks
 	$(BIN)/mypy
 	cd plugins/gpufilter && GOTOOLCHAIN=local GOFLAGS=-mod=mod go vet ./... && GOTOOLCHAIN=local GOFLAGS=-mod=mod go test ./...
