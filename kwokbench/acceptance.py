@@ -14,9 +14,11 @@ connection pool (``dispatched``), when a connection carried it (``sent``) and wh
 Each rate is given over the **whole phase** (events / time from the first due request to the last
 event, plus one schedule gap, so a perfect server reads ~100%) and over the **steady window** (the
 middle 80% of the schedule: events inside it / its length, so warm-up and the tail do not blur a
-server that fell behind). ``achieved_ratio`` is accepted / offered over the whole phase; below
-:data:`ACCEPTED_MIN` the phase is flagged with a sentence saying where requests waited: for a
-connection (harness side), on the wire (server side), or in the pacer (kwokbench's own CPU).
+server that fell behind). ``achieved_ratio`` is accepted / offered in the steady window when it is long
+enough to judge (:data:`STEADY_MIN_SECONDS`, :data:`STEADY_MIN_EVENTS`), else over the whole phase (where
+the last answers' latency counts against a short phase); below :data:`ACCEPTED_MIN` the phase is flagged
+with a sentence saying where requests waited: for a connection (harness side), on the wire (server
+side), or in the pacer (kwokbench's own CPU).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ SLOW_WIRE = 0.1
 """Seconds on the wire (median) from which the server, not the connection cap, is the limit."""
 LATE_PACER = 0.1
 """Seconds of median pacer lateness from which kwokbench itself fell behind its schedule."""
+STEADY_MIN_SECONDS = 1.0
+STEADY_MIN_EVENTS = 50
 OK = (200, 201, 202)
 
 
@@ -105,14 +109,28 @@ def phase_rates(r: pd.DataFrame, created: np.ndarray | None = None,
             "wire_seconds": _pct(answered - sent)}
 
 
+def acceptance_ratio(rates: dict[str, Any]) -> tuple[float | None, str]:
+    """accepted / offered, and the window it was judged over (``steady`` or ``whole``)."""
+    steady, whole = rates.get("steady") or {}, rates.get("whole") or {}
+    lo, hi = rates.get("steady_window") or (0.0, 0.0)
+    if (steady.get("offered") and steady.get("accepted") is not None and hi - lo >= STEADY_MIN_SECONDS
+            and steady["offered"] * (hi - lo) >= STEADY_MIN_EVENTS):
+        return steady["accepted"] / steady["offered"], "steady"
+    if whole.get("offered") and whole.get("accepted") is not None:
+        return whole["accepted"] / whole["offered"], "whole"
+    return None, "whole"
+
+
 def verdict(ph: dict[str, Any]) -> str | None:
     """Why a phase did not get its offered load, as one sentence with the evidence (None: it did)."""
     ratio = ph.get("achieved_ratio")
     if ratio is None or ratio >= ACCEPTED_MIN:
         return None
-    whole = ph.get("rates", {}).get("whole", {})
-    acc, off = whole.get("accepted") or 0.0, whole.get("offered") or 0.0
-    head = f"accepted {acc:.0f}/s of {off:.0f}/s offered ({ratio * 100:.0f}%)"
+    window = ph.get("achieved_ratio_window", "whole")
+    rates = ph.get("rates", {}).get(window, {})
+    acc, off = rates.get("accepted") or 0.0, rates.get("offered") or 0.0
+    head = (f"accepted {acc:.0f}/s of {off:.0f}/s offered ({ratio * 100:.0f}%"
+            + (", steady window)" if window == "steady" else ")"))
     requests, created = ph.get("requests") or 0, ph.get("created") or 0
     if requests and (requests - created) / requests > 1 - ACCEPTED_MIN:
         errors = ", ".join(f"{k}: {v}" for k, v in (ph.get("errors") or {}).items())

@@ -30,6 +30,7 @@ import psutil
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.attach import AttachedCluster
 from kwokbench.cluster.kwokctl import ClusterInfo, Kwokctl
+from kwokbench.cluster.processes import from_pid_file
 from kwokbench.errors import ClusterError, KwokbenchError
 from kwokbench.scenario import ChaosEvent
 from kwokbench.summary import per_second
@@ -87,11 +88,15 @@ class Chaos:
 
 def restart_component(k: Kwokctl, info: ClusterInfo, component: str, down_seconds: float,
                       ready_timeout: float = 120) -> dict[str, Any]:
-    pid_file = k.cluster_dir(info.name) / "pids" / f"{component}.pid"
+    cluster_dir = k.cluster_dir(info.name)
+    pid_file = cluster_dir / "pids" / f"{component}.pid"
+    known, why = from_pid_file(cluster_dir, component)  # never signal a pid that is no longer the component
+    old = known.process(cluster_dir)[0] if known else None
+    if old is None:
+        raise ClusterError(f"cannot restart {component}: {why or 'its process is not running'}")
     try:
-        old = psutil.Process(int(pid_file.read_text().strip()))
         cmd, cwd, env = old.cmdline(), old.cwd(), old.environ()
-    except (OSError, ValueError, psutil.Error) as e:
+    except psutil.Error as e:
         raise ClusterError(f"cannot restart {component}: its process is not running ({e})") from e
     old.terminate()
     try:

@@ -173,9 +173,11 @@ def up(
     from kwokbench import console
     from kwokbench.cluster import ClusterOptions, Kwokctl, NodeGroup, bring_up
     from kwokbench.cluster.kwokctl import free_port
+    from kwokbench.cluster.lifecycle import check_node_groups
     from kwokbench.templates import resolve_template
 
     groups = [NodeGroup("default", nodes, resolve_template(node_template), parse_params(param or []))]
+    check_node_groups(groups)  # before asking to attach, or building the toolchain
     if kubeconfig is not None:
         _attach(name, kubeconfig, context, groups, yes_this_is_a_test_cluster)
         return
@@ -360,6 +362,9 @@ def run_cmd(
     for r in results:
         columns, rows = summary_rows(r.summary or {})
         console.table(f"{sc.name} / {r.path.name} ({r.status})", columns, rows)
+        for ph in (r.summary or {}).get("submit", []):
+            if ph.get("not_accepted"):
+                console.warn(f"{ph['phase']}: the cluster did not take the offered load: {ph['not_accepted']}")
         console.out.print(f"stored in {r.path}")
 
 
@@ -434,6 +439,23 @@ def _load(paths: list[Path]) -> list[Any]:
 
 @app.command()
 @handled
+def analyse(
+    runs: Annotated[list[Path], typer.Argument(help="Run directories, or folders holding runs.")],
+) -> None:
+    """Derive each run's summary.json again from its stored raw files (offline; after analysis code improves)."""
+    from kwokbench import console
+    from kwokbench.analyse import analyse as analyse_run
+    from kwokbench.report.table import summary_rows
+    from kwokbench.store import find_runs
+
+    for path in find_runs(runs):
+        columns, rows = summary_rows(analyse_run(path))
+        console.table(f"{path.name} (re-analysed)", columns, rows)
+        console.out.print(f"summary written to {path / 'summary.json'}")
+
+
+@app.command()
+@handled
 def report(
     runs: Annotated[list[Path], typer.Argument(help="Run directories, or folders holding runs.")],
     baseline: Annotated[list[Path] | None, typer.Option(help="Baseline run(s) or folder; deltas with "
@@ -461,7 +483,12 @@ def gate_cmd(
     baseline: Annotated[list[Path], typer.Option(help="Baseline run(s) or folder (repeatable).")],
     candidate: Annotated[list[Path], typer.Option(help="Candidate run(s) or folder (repeatable).")],
     metric: Annotated[list[str] | None, typer.Option(help="NAME:MAX_REGRESSION, e.g. throughput:10% "
-                                                     "(default: throughput:10% and latency_p99:10%).")] = None,
+                                                     "(default: the scenario's gates, else throughput:10% and "
+                                                     "latency_p99:10%); unscheduled is always gated.")] = None,
+    baseline_variant: Annotated[str | None, typer.Option(help="Only the baseline runs of this scheduler "
+                                                         "variant (e.g. one variant of an interleaved run).")] = None,
+    candidate_variant: Annotated[str | None, typer.Option(help="Only the candidate runs of this scheduler "
+                                                          "variant.")] = None,
     github: Annotated[bool, typer.Option(help="Append the verdict to $GITHUB_STEP_SUMMARY.")] = False,
     junit: Annotated[Path | None, typer.Option(help="Write JUnit XML here.")] = None,
 ) -> None:
@@ -470,15 +497,16 @@ def gate_cmd(
 
     from kwokbench import console
     from kwokbench.gate import gate
+    from kwokbench.report.render import gate_rows, markdown
     from kwokbench.report.render import junit as junit_xml
-    from kwokbench.report.render import markdown
 
     base, cand = _load(baseline), _load(candidate)
-    result = gate(base, cand, metric or [])
-    rows = [[c.metric, {"pass": "[green]pass[/]", "regression": "[red]regression[/]"}.get(c.verdict,
-             "[yellow]inconclusive[/]"), f"{len(c.baseline)} vs {len(c.candidate)}", c.reason]
-            for c in result.comparisons]
-    console.table("kwokbench gate", ["metric", "verdict", "runs", "detail"], rows)
+    result = gate(base, cand, metric or [], baseline_variant, candidate_variant)
+    columns, rows = gate_rows(result)
+    colour = {"pass": "[green]pass[/]", "regression": "[red]regression[/]", "inconclusive": "[yellow]inconclusive[/]"}
+    console.table("kwokbench gate", columns, [[r[0], colour.get(r[1], r[1]), *r[2:]] for r in rows])
+    for n in result.notes:
+        console.out.print(f"[dim]{n}[/]")
     for w in result.warnings:
         console.warn(w)
     if junit:
@@ -488,6 +516,6 @@ def gate_cmd(
         if not path:
             raise ScenarioError("--github: GITHUB_STEP_SUMMARY is not set (not running in GitHub Actions?)")
         with open(path, "a") as f:
-            f.write(markdown(base + cand, result))
+            f.write(markdown(result.runs, result))
     raise typer.Exit(result.exit_code)
 

@@ -2,14 +2,21 @@
 
 The core reports progress through :class:`Progress`-like callables so that it never imports rich
 directly; the CLI passes :func:`step` and :func:`status` in.
+
+Without a terminal (a CI log, a pipe) there is no spinner to look at and no width to detect: every
+step prints a line when it starts, a heartbeat every :data:`HEARTBEAT_SECONDS` while it runs, and a
+line with its final count and duration when it ends; log lines are never hard-wrapped (a wrapped path
+cannot be copied), and tables get :data:`PLAIN_WIDTH` columns unless ``COLUMNS`` says otherwise.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import IO, Any
 
 from rich.console import Console
 from rich.progress import (
@@ -22,8 +29,25 @@ from rich.progress import (
 )
 from rich.table import Table
 
-console = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
+HEARTBEAT_SECONDS = 30.0
+"""Without a terminal, a running step prints a line this often (the README promises 30 s)."""
+PLAIN_WIDTH = 160
+"""Width of tables without a terminal and without ``COLUMNS`` (rich would assume 80)."""
+
+
+def make_console(stderr: bool = False, file: IO[str] | None = None) -> Console:
+    """A console that, without a terminal, soft-wraps (never splits a line) and is ``COLUMNS`` or
+    :data:`PLAIN_WIDTH` wide instead of rich's 80."""
+    c = Console(stderr=stderr, file=file, highlight=False)
+    if c.is_terminal:
+        return c
+    columns = os.environ.get("COLUMNS", "")
+    width = int(columns) if columns.isdigit() and int(columns) > 0 else PLAIN_WIDTH
+    return Console(stderr=stderr, file=file, highlight=False, soft_wrap=True, width=width)
+
+
+console = make_console(stderr=True)
+out = make_console()
 
 
 def info(msg: str) -> None:
@@ -38,23 +62,37 @@ def error(msg: str) -> None:
     console.print(f"[bold red]error:[/] {msg}", soft_wrap=True)
 
 
-HEARTBEAT_SECONDS = 30.0
+class _PlainStep:
+    """A step in a log without a terminal: a line at the start, a heartbeat from a background thread
+    every :data:`HEARTBEAT_SECONDS` (also while the step reports nothing, e.g. a silent ``go build``),
+    and the caller prints the end line with :attr:`detail`, the last thing reported."""
+
+    def __init__(self, msg: str) -> None:
+        self.msg, self.detail = msg, ""
+        self.start = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="kwokbench-heartbeat", daemon=True)
+
+    def update(self, detail: str) -> None:
+        self.detail = detail
+
+    def _beat(self) -> None:
+        # the interval is read on every beat so a test can shorten it
+        while not self._stop.wait(HEARTBEAT_SECONDS):
+            detail = f": {self.detail[-100:]}" if self.detail else ""
+            console.print(f"  … {self.msg} ({time.monotonic() - self.start:.0f}s){detail}")
+
+    def __enter__(self) -> _PlainStep:
+        console.print(f"… {self.msg}")
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
-@contextlib.contextmanager
-def _plain_status(msg: str) -> Iterator[Any]:
-    """Without a terminal (CI logs) a spinner shows nothing: print a line every 30 s instead."""
-    start = last = time.monotonic()
-    console.print(f"… {msg}")
-
-    def update(detail: str) -> None:
-        nonlocal last
-        now = time.monotonic()
-        if now - last >= HEARTBEAT_SECONDS:
-            last = now
-            console.print(f"  … {now - start:.0f}s {detail[-100:]}")
-
-    yield update
+def _done(msg: str, start: float) -> None:
     console.print(f"[green]✓[/] {msg} [dim]({time.monotonic() - start:.1f}s)[/]")
 
 
@@ -62,8 +100,9 @@ def _plain_status(msg: str) -> Iterator[Any]:
 def status(msg: str) -> Iterator[Any]:
     """A spinner with elapsed time for a long step of unknown length; prints the duration when done."""
     if not console.is_terminal:
-        with _plain_status(msg) as update:
-            yield update
+        with _PlainStep(msg) as step:
+            yield step.update
+        _done(msg, step.start)
         return
     start = time.monotonic()
     with Progress(
@@ -76,15 +115,28 @@ def status(msg: str) -> Iterator[Any]:
             progress.update(task, description=f"{msg} [dim]{detail[-90:]}[/]")
 
         yield update
-    console.print(f"[green]✓[/] {msg} [dim]({time.monotonic() - start:.1f}s)[/]")
+    _done(msg, start)
 
 
 @contextlib.contextmanager
 def counter(msg: str, total: int) -> Iterator[Any]:
-    """A bar for a step that counts up to ``total``; yields ``advance(n_done_absolute)``."""
+    """A bar for a step that counts up to ``total``; yields ``advance(n_done_absolute)``. The end line
+    carries the count reached (``creating 100 nodes (100/100)``)."""
+    done = 0
+
+    def count(n: int) -> None:
+        nonlocal done
+        done = n
+
     if not console.is_terminal:
-        with _plain_status(f"{msg} (0/{total})") as update:
-            yield lambda done: update(f"{done}/{total}")
+        with _PlainStep(msg) as step:
+
+            def update(n: int) -> None:
+                count(n)
+                step.update(f"{n}/{total}")
+
+            yield update
+        _done(f"{msg} ({done}/{total})", step.start)
         return
     start = time.monotonic()
     with Progress(
@@ -93,11 +145,12 @@ def counter(msg: str, total: int) -> Iterator[Any]:
     ) as progress:
         task = progress.add_task(msg, total=total)
 
-        def update(done: int) -> None:
-            progress.update(task, completed=done)
+        def advance(n: int) -> None:
+            count(n)
+            progress.update(task, completed=n)
 
-        yield update
-    console.print(f"[green]✓[/] {msg} [dim]({time.monotonic() - start:.1f}s)[/]")
+        yield advance
+    _done(f"{msg} ({done}/{total})", start)
 
 
 def table(title: str, columns: list[str], rows: list[list[str]]) -> None:
@@ -106,7 +159,7 @@ def table(title: str, columns: list[str], rows: list[list[str]]) -> None:
         t.add_column(c)
     for r in rows:
         t.add_row(*r)
-    out.print(t)
+    out.print(t, soft_wrap=False)
 
 
 class RichReporter:

@@ -1,7 +1,8 @@
 """One error hierarchy for everything the user can get wrong or the environment can refuse.
 
-The CLI turns a ``KwokbenchError`` into one line on stderr and its ``exit_code``; anything
-else is a bug and keeps its traceback.
+The CLI turns a ``KwokbenchError`` into one line on stderr and its ``exit_code`` (2: bad input or a
+refusing environment); anything else is a bug and keeps its traceback. A gate's verdicts are data, not
+errors: ``GateResult.exit_code`` gives 0 pass, 1 regression, 3 inconclusive.
 """
 
 from __future__ import annotations
@@ -35,15 +36,3 @@ class ApiError(KwokbenchError):
 
 class StoreError(KwokbenchError):
     """A run directory is unreadable, of an unknown format version, or not writable."""
-
-
-class GateFailed(KwokbenchError):
-    """A performance gate found a regression."""
-
-    exit_code = 1
-
-
-class Inconclusive(KwokbenchError):
-    """A performance gate could not decide (too few or too noisy samples)."""
-
-    exit_code = 3

@@ -1,19 +1,50 @@
 """Regression gates over groups of stored runs: verdicts as data, never printed here.
 
 Exit codes (the CLI maps them): 0 every metric passes, 1 any regression, 3 otherwise inconclusive;
-bad input is 2.
+bad input is 2. Besides the verdicts, a gate says what makes its groups hard to compare: a run that
+timed out, a host that was slower or stolen from, settings the scenario did not ask to differ.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import statistics
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from kwokbench.errors import ScenarioError
-from kwokbench.stats import Comparison, compare
+from kwokbench.stats import Comparison, compare, compare_worst, inconclusive
 from kwokbench.store import StoredRun
+
+# Per metric: (noise floor, minimum pods scheduled per run). A relative change below the noise floor is
+# never a regression, whatever --metric allows; a run with fewer pods makes the comparison inconclusive.
+# Provisional, from how each figure is made (to be replaced by measured run-to-run spreads):
+# - throughput: pods / pending window, timed by the watch to the millisecond over 1000+ pods: 3%.
+# - binding_rate: the same from 1 s apiserver scrapes, whose edges add ~1 s to a ~10 s window: 5%.
+# - latency_p50: dense middle of the distribution, but queueing delay moves with host load: 5%.
+# - latency_p90 / p99: order statistics; the rank of a quantile q of n pods has a stdev of
+#   sqrt(n q (1-q)) ~ 3 pods for the p99 of 1000, so the p99 is decided by ~10 pods and moves tens of
+#   percent between identical runs. They need >= 100 / >= 1000 pods (10 pods beyond the quantile): 10% / 20%.
+# - attempt_p99: interpolated inside the scheduler's histogram buckets, which double in width: 25%.
+# - unscheduled: a count where any increase is a regression (worst run against worst run).
+NOISE: dict[str, tuple[float, int]] = {
+    "throughput": (0.03, 0),
+    "binding_rate": (0.05, 0),
+    "latency_p50": (0.05, 0),
+    "latency_p90": (0.10, 100),
+    "latency_p99": (0.20, 1000),
+    "attempt_p99": (0.25, 1000),
+    "scheduler_cpu_per_pod": (0.03, 0),
+    "unscheduled": (0.0, 0),
+}
+CALIBRATION_GROUPS_APART = 1.10
+"""Median CPU calibrations of baseline and candidate further apart than this: warned."""
+CALIBRATION_WITHIN_GROUP = 1.15
+"""max/min CPU calibration inside one group above this: the host's speed moved during it."""
+STEAL_WARN = 0.05
 
 
 @dataclass(frozen=True)
@@ -22,6 +53,18 @@ class Metric:
     description: str
     higher_is_better: bool
     get: Callable[[dict[str, Any]], float | None]
+    tail: float | None = None
+    """Fraction of pods beyond the percentile (0.01 for a p99), for saying why ``min_pods``."""
+    worst_run: bool = False
+    """Compared worst run against worst run, any increase a regression (counts), instead of by a t-test."""
+
+    @property
+    def noise_floor(self) -> float:
+        return NOISE.get(self.name, (0.0, 0))[0]
+
+    @property
+    def min_pods(self) -> int:
+        return NOISE.get(self.name, (0.0, 0))[1]
 
 
 def _path(*keys: str) -> Callable[[dict[str, Any]], float | None]:
@@ -36,18 +79,35 @@ def _path(*keys: str) -> Callable[[dict[str, Any]], float | None]:
     return get
 
 
+def _unscheduled(summary: dict[str, Any]) -> float | None:
+    """Pods expected but never scheduled (summaries before format 2 lack the key: derived)."""
+    if summary.get("pods_unscheduled") is not None:
+        return float(summary["pods_unscheduled"])
+    if summary.get("pods_expected") is not None and summary.get("pods_scheduled") is not None:
+        return float(max(0, summary["pods_expected"] - summary["pods_scheduled"]))
+    return None
+
+
 METRICS: dict[str, Metric] = {m.name: m for m in [
     Metric("throughput", "pods scheduled per second over the pending window (watch)", True,
            _path("throughput", "average")),
     Metric("binding_rate", "apiserver binding POSTs per second over the pending window", True,
            _path("binding_rate", "average")),
     Metric("latency_p50", "p50 created→scheduled seconds", False, _path("latency", "created_to_scheduled", "p50")),
-    Metric("latency_p90", "p90 created→scheduled seconds", False, _path("latency", "created_to_scheduled", "p90")),
-    Metric("latency_p99", "p99 created→scheduled seconds", False, _path("latency", "created_to_scheduled", "p99")),
+    Metric("latency_p90", "p90 created→scheduled seconds", False, _path("latency", "created_to_scheduled", "p90"),
+           tail=0.10),
+    Metric("latency_p99", "p99 created→scheduled seconds", False, _path("latency", "created_to_scheduled", "p99"),
+           tail=0.01),
     Metric("attempt_p99", "p99 scheduling attempt duration (scheduler histogram)", False,
-           _path("scheduler", "scheduling_attempt_duration_seconds", "p99")),
+           _path("scheduler", "scheduling_attempt_duration_seconds", "p99"), tail=0.01),
+    Metric("scheduler_cpu_per_pod", "kube-scheduler CPU seconds per pod scheduled (steady on a shared host)",
+           False, _path("scheduler", "cpu_seconds_per_pod")),
+    Metric("unscheduled", "pods expected but never scheduled (worst run; any increase is a regression)", False,
+           _unscheduled, worst_run=True),
 ]}
 DEFAULT_GATES = ["throughput:10%", "latency_p99:10%"]
+ALWAYS = "unscheduled"
+"""Gated in every gate, whatever --metric or the scenario says: stranded pods must never improve a score."""
 
 
 def parse_gate(spec: str) -> tuple[Metric, float]:
@@ -64,19 +124,106 @@ def parse_gate(spec: str) -> tuple[Metric, float]:
     return METRICS[name], frac
 
 
+def _complete(runs: list[StoredRun]) -> list[StoredRun]:
+    return [r for r in runs if r.meta.get("status") == "complete"]
+
+
+def value(run: StoredRun, metric: Metric) -> float | None:
+    return metric.get(run.summary or {}) if run.meta.get("status") == "complete" else None
+
+
 def values(runs: list[StoredRun], metric: Metric) -> list[float]:
-    out = []
-    for r in runs:
-        v = metric.get(r.summary or {}) if r.meta.get("status") == "complete" else None
-        if v is not None:
-            out.append(v)
-    return out
+    return [v for r in runs if (v := value(r, metric)) is not None]
+
+
+def variant_name(run: StoredRun) -> str:
+    return str((run.meta.get("variant") or {}).get("name", "default"))
+
+
+def select_variant(runs: list[StoredRun], name: str | None, option: str) -> list[StoredRun]:
+    """The runs of scheduler variant ``name`` (all runs when None); ScenarioError naming the variants present."""
+    if name is None:
+        return runs
+    chosen = [r for r in runs if variant_name(r) == name]
+    if not chosen:
+        present = ", ".join(sorted({variant_name(r) for r in runs})) or "none"
+        raise ScenarioError(f"{option} {name}: no run of that variant (variants present: {present})")
+    return chosen
+
+
+def _started(run: StoredRun) -> datetime | None:
+    try:
+        t = datetime.fromisoformat(str(run.meta["started_at"]))
+    except (KeyError, ValueError):
+        return None
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
+
+
+def pair_runs(baseline: list[StoredRun], candidate: list[StoredRun]) -> tuple[
+        list[tuple[StoredRun, StoredRun]] | None, str]:
+    """Pairs of runs made close in time, so that drift of the host cancels within each pair, and how.
+
+    By interleaved repeat (``meta.group`` id and repeat) when every run has exactly one partner; else by
+    start time when the counts match and, in time order, each consecutive two holds one run of each
+    group (A B A B…, or A B B A…, as base/head runs made alternately in CI); else None (unpaired)."""
+    if not baseline or len(baseline) != len(candidate):
+        return None, "unpaired: the groups have different numbers of runs"
+
+    def key(r: StoredRun) -> tuple[str, int] | None:
+        g = r.meta.get("group") or {}
+        return (str(g["id"]), int(g["repeat"])) if g.get("id") is not None and g.get("repeat") is not None else None
+
+    bkeys, ckeys = [key(r) for r in baseline], [key(r) for r in candidate]
+    if None not in bkeys and None not in ckeys and len(set(bkeys)) == len(bkeys) and set(bkeys) == set(ckeys):
+        by_key = {k: r for k, r in zip(ckeys, candidate, strict=True)}
+        return sorted(((r, by_key[k]) for k, r in zip(bkeys, baseline, strict=True)),
+                      key=lambda pair: key(pair[0]) or ("", 0)), "paired by interleaved repeat"
+    starts = [(t, side, r) for side, runs in ((0, baseline), (1, candidate)) for r in runs
+              if (t := _started(r)) is not None]
+    if len(starts) == 2 * len(baseline):
+        ordered = sorted(starts, key=lambda x: (x[0], x[1]))
+        chunks = [ordered[i:i + 2] for i in range(0, len(ordered), 2)]
+        if all({s for _, s, _ in c} == {0, 1} for c in chunks):
+            return [(next(r for _, s, r in c if s == 0), next(r for _, s, r in c if s == 1)) for c in chunks], \
+                "paired by start order"
+    return None, "unpaired: the runs neither share interleaved repeats nor alternate in time"
+
+
+def _pods_scheduled(run: StoredRun) -> int | None:
+    n = (run.summary or {}).get("pods_scheduled")
+    return int(n) if n is not None else None
+
+
+def compare_metric(metric: Metric, max_regression: float, baseline: list[StoredRun],
+                   candidate: list[StoredRun]) -> Comparison:
+    """One metric of the complete runs that report it, paired when the runs pair."""
+    b = [r for r in baseline if value(r, metric) is not None]
+    c = [r for r in candidate if value(r, metric) is not None]
+    if metric.worst_run:
+        return compare_worst(metric.name, [value(r, metric) or 0.0 for r in b], [value(r, metric) or 0.0 for r in c])
+    pairs, _ = pair_runs(b, c)
+    if pairs is not None:
+        b, c = [x for x, _ in pairs], [y for _, y in pairs]
+    bv, cv = [value(r, metric) or 0.0 for r in b], [value(r, metric) or 0.0 for r in c]
+    short = [f"{r.label} ({n})" for r in b + c if (n := _pods_scheduled(r)) is not None and n < metric.min_pods]
+    if short:
+        why = f" so that >= {round(metric.min_pods * metric.tail)} pods decide it" if metric.tail else ""
+        return inconclusive(metric.name, bv, cv, metric.higher_is_better, max_regression,
+                            noise_floor=metric.noise_floor, paired=pairs is not None,
+                            reason=f"{metric.name} needs >= {metric.min_pods} pods scheduled per run{why}; "
+                                   f"runs with fewer: {', '.join(short)}")
+    return compare(metric.name, bv, cv, metric.higher_is_better, max_regression, paired=pairs is not None,
+                   noise_floor=metric.noise_floor)
 
 
 @dataclass(frozen=True)
 class GateResult:
     comparisons: list[Comparison]
     warnings: list[str]
+    notes: list[str] = field(default_factory=list)
+    """How the runs were selected and paired (information, not a problem)."""
+    runs: list[StoredRun] = field(default_factory=list)
+    """The runs the gate selected (baseline first), each once."""
 
     @property
     def exit_code(self) -> int:
@@ -84,21 +231,125 @@ class GateResult:
         return 1 if "regression" in verdicts else 3 if "inconclusive" in verdicts else 0
 
 
+# fairness-manifest field → the variant fields it comes from; runs whose variants differ there compare
+# exactly that difference, so it is not a fairness problem
+FROM_VARIANT: dict[str, tuple[str, ...]] = {
+    "scheduler_config": ("config",),
+    "scheduler_binary": ("binary",),
+    "extenders": ("extender",),
+    "scheduler_client_qps": ("client_qps", "client_burst"),
+    "scheduler_client_burst": ("client_qps", "client_burst"),
+    "extra_args": ("extra_args",),
+}
+UNDER_TEST = {"scheduler_binary_path"}
+"""Fairness fields that identify the scheduler under test itself (a plugin's build differs between
+base and head by design)."""
+
+
+def _canonical(v: Any) -> str:
+    """Equal settings give equal strings (5000 and 5000.0 alike; dict key order ignored)."""
+    def norm(x: Any) -> Any:
+        if isinstance(x, float) and x.is_integer():
+            return int(x)
+        if isinstance(x, dict):
+            return {str(k): norm(y) for k, y in x.items()}
+        if isinstance(x, list | tuple):
+            return [norm(y) for y in x]
+        return x
+
+    return "absent" if v is None else json.dumps(norm(v), sort_keys=True, default=str)
+
+
+def _differs(runs: list[StoredRun], what: str, get: Callable[[dict[str, Any]], Any]) -> str | None:
+    seen: dict[str, list[StoredRun]] = {}
+    for r in runs:
+        seen.setdefault(_canonical(get(r.meta)), []).append(r)
+    if len(seen) < 2:
+        return None
+    parts = []
+    for val, rs in sorted(seen.items()):
+        names = sorted({variant_name(r) for r in rs})
+        parts.append(f"{val} in {', '.join(names)} ({len(rs)} run{'s' if len(rs) > 1 else ''})")
+    return f"not comparable: runs differ in {what}: {'; '.join(parts)}"
+
+
+def _field(section: str, key: str) -> Callable[[dict[str, Any]], Any]:
+    return lambda meta: (meta.get(section) or {}).get(key)
+
+
 def comparability(runs: list[StoredRun]) -> list[str]:
-    """Warnings for runs that differ in anything but what is being compared."""
-    warnings = []
-    for what, key in (("toolchain versions", lambda m: m.get("toolchain")),
-                      ("host CPU", lambda m: (m.get("host", {}).get("cpu_model"), m.get("host", {}).get("cpus"))),
-                      ("scheduler client QPS/burst", lambda m: (m.get("fairness", {}).get("scheduler_client_qps"),
-                                                                m.get("fairness", {}).get("scheduler_client_burst"))),
-                      ("cluster size", lambda m: m.get("cluster", {}).get("nodes"))):
-        seen = {repr(key(r.meta)) for r in runs}
-        if len(seen) > 1:
-            warnings.append(f"not comparable: runs differ in {what} ({'; '.join(sorted(seen))})")
+    """Warnings naming each setting in which the runs differ although the scenario does not compare it:
+    every fairness-manifest field (except those the compared variants set differently), toolchain
+    versions, host CPU and cluster size."""
+    warnings: list[str] = []
+    varied = {k for k, sources in FROM_VARIANT.items()
+              if any(len({_canonical((r.meta.get("variant") or {}).get(s)) for r in runs}) > 1 for s in sources)}
+    keys = sorted({k for r in runs for k in (r.meta.get("fairness") or {})} - varied - UNDER_TEST)
+    tool_keys = sorted({k for r in runs for k in (r.meta.get("toolchain") or {})})
+    fields = [*[("fairness", k) for k in keys], *[("toolchain", k) for k in tool_keys],
+              ("host", "cpu_model"), ("host", "cpus"), ("cluster", "nodes")]
+    for section, k in fields:
+        w = _differs(runs, f"{section}.{k}", _field(section, k))
+        if w:
+            warnings.append(w)
     incomplete = [f"{r.path.name} ({r.meta.get('status')})" for r in runs if r.meta.get("status") != "complete"]
     if incomplete:
         warnings.append(f"ignored runs that did not complete: {', '.join(incomplete)}")
     return warnings
+
+
+def _host(run: StoredRun) -> dict[str, Any]:
+    h = (run.summary or {}).get("host")
+    return h if isinstance(h, dict) else {}
+
+
+def _calibrations(run: StoredRun) -> list[float]:
+    cal = _host(run).get("calibration_seconds") or {}
+    return [float(cal[k]) for k in ("before", "after")
+            if isinstance(cal, dict) and isinstance(cal.get(k), int | float) and cal[k] > 0]
+
+
+def host_warnings(baseline: list[StoredRun], candidate: list[StoredRun]) -> list[str]:
+    """Evidence that the host, not the scheduler, made the groups differ: CPU calibration (seconds a fixed
+    loop took: lower is faster) apart between or moving within groups, CPU steal, another machine."""
+    out: list[str] = []
+    medians: dict[str, float] = {}
+    for name, runs in (("baseline", baseline), ("candidate", candidate)):
+        per_run = [statistics.fmean(cal) for r in runs if (cal := _calibrations(r))]
+        every = [x for r in runs for x in _calibrations(r)]
+        if per_run:
+            medians[name] = statistics.median(per_run)
+        if every and max(every) / min(every) > CALIBRATION_WITHIN_GROUP:
+            out.append(f"host speed moved inside the {name} group: CPU calibration {min(every):.2f}–"
+                       f"{max(every):.2f} s ({(max(every) / min(every) - 1) * 100:.0f}% apart)")
+        steal = [float(s) for r in runs if (s := _host(r).get("cpu_steal_fraction")) is not None]
+        if steal and statistics.fmean(steal) > STEAL_WARN:
+            out.append(f"{name} runs lost {statistics.fmean(steal) * 100:.0f}% of CPU time to steal on average "
+                       "(a busy hypervisor): their figures are noisy")
+    if len(medians) == 2:
+        b, c = medians["baseline"], medians["candidate"]
+        if c / b > CALIBRATION_GROUPS_APART:
+            out.append(f"candidate ran on a host {(c / b - 1) * 100:.0f}% slower (CPU calibration {c:.2f} s vs "
+                       f"{b:.2f} s)")
+        elif b / c > CALIBRATION_GROUPS_APART:
+            out.append(f"candidate ran on a host {(b / c - 1) * 100:.0f}% faster (CPU calibration {c:.2f} s vs "
+                       f"{b:.2f} s)")
+    hosts = [{str(h) for r in runs if (h := (r.meta.get("host") or {}).get("hostname"))}
+             for runs in (baseline, candidate)]
+    if all(hosts) and hosts[0] != hosts[1]:
+        out.append(f"baseline and candidate ran on different hosts ({', '.join(sorted(hosts[0]))} vs "
+                   f"{', '.join(sorted(hosts[1]))}): a stored baseline from another machine is not comparable")
+    return out
+
+
+def timed_out_warnings(runs: list[StoredRun]) -> list[str]:
+    out = []
+    for r in runs:
+        phases = [str(p.get("name")) for p in r.meta.get("phases") or [] if isinstance(p, dict) and p.get("timed_out")]
+        if phases:
+            out.append(f"run {r.label} timed out in phase {', '.join(phases)}: compared anyway, its unscheduled "
+                       "pods count against it")
+    return out
 
 
 def scenario_gates(runs: list[StoredRun]) -> list[str]:
@@ -107,16 +358,35 @@ def scenario_gates(runs: list[StoredRun]) -> list[str]:
     return list(declared.pop()) if len(declared) == 1 else []
 
 
-def gate(baseline: list[StoredRun], candidate: list[StoredRun], specs: list[str]) -> GateResult:
+def _refuse_overlap(baseline: list[StoredRun], candidate: list[StoredRun]) -> None:
+    cand = {r.path.resolve() for r in candidate}
+    both = [r for r in baseline if r.path.resolve() in cand]
+    if not both:
+        return
+    shown = ", ".join(r.path.name + ("" if r.meta.get("status") == "complete" else f" ({r.meta.get('status')})")
+                      for r in both[:3]) + (", …" if len(both) > 3 else "")
+    variants = ", ".join(sorted({variant_name(r) for r in baseline + candidate}))
+    raise ScenarioError(f"{len(both)} run(s) are both baseline and candidate ({shown}): a run compared with itself "
+                        f"says nothing; pick other runs, or split one folder with --baseline-variant and "
+                        f"--candidate-variant (variants present: {variants})")
+
+
+def gate(baseline: list[StoredRun], candidate: list[StoredRun], specs: list[str],
+         baseline_variant: str | None = None, candidate_variant: str | None = None) -> GateResult:
+    baseline = select_variant(baseline, baseline_variant, "--baseline-variant")
+    candidate = select_variant(candidate, candidate_variant, "--candidate-variant")
     if not baseline or not candidate:
         raise ScenarioError("gate needs at least one baseline and one candidate run")
-    comps = []
-    for spec in specs or scenario_gates(candidate) or DEFAULT_GATES:
-        metric, max_reg = parse_gate(spec)
-        comps.append(compare(metric.name, values(baseline, metric), values(candidate, metric),
-                             metric.higher_is_better, max_reg))
-    warnings = comparability(baseline + candidate)
-    for c in comps:
-        if c.noisy:
-            warnings.append(f"{c.metric}: noisy results (stdev >= 10% of the mean in a group)")
-    return GateResult(comps, warnings)
+    _refuse_overlap(baseline, candidate)
+    gates = [parse_gate(s) for s in specs or scenario_gates(candidate) or DEFAULT_GATES]
+    if all(m.name != ALWAYS for m, _ in gates):
+        gates.append((METRICS[ALWAYS], 0.0))
+    comps = [compare_metric(m, max_reg, baseline, candidate) for m, max_reg in gates]
+    b, c = _complete(baseline), _complete(candidate)
+    warnings = [*comparability(baseline + candidate), *timed_out_warnings(b + c), *host_warnings(b, c)]
+    warnings += [f"{x.metric}: noisy ({x.noise})" for x in comps if x.noisy]
+    _, how = pair_runs(b, c)
+    notes = [f"{len(b)} baseline run(s) ({', '.join(sorted({variant_name(r) for r in b})) or '-'}) vs "
+             f"{len(c)} candidate run(s) ({', '.join(sorted({variant_name(r) for r in c})) or '-'}), {how}"]
+    selected = list({r.path: r for r in baseline + candidate}.values())
+    return GateResult(comps, warnings, notes, selected)

@@ -1,18 +1,17 @@
-"""``kwokbench run``: scenario → cluster → load → timeline → store, for every scheduler variant.
+"""``kwokbench run``: scenario → cluster → load and measurements → store → analysis, per scheduler variant.
 
-Record first, analyse later: the run writes raw per-request and per-pod records; the summary is a
-pure function of them (:mod:`kwokbench.summary`). Whatever happens (a timeout, a bad template
-discovered late, Ctrl-C), what was measured is stored and ``meta.json`` says how the run ended.
+Record first, analyse later: the run writes raw per-request and per-pod records and the measurements'
+raw files (:mod:`kwokbench.measure`); the summary is derived from them after the cluster is gone
+(:mod:`kwokbench.analyse`). Whatever happens (a timeout, a bad template discovered late, Ctrl-C, an
+error in analysis), what was measured is stored, the cluster is deleted, and ``meta.json`` says how the
+run ended.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -22,32 +21,31 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kwokbench.chaos import COMPONENT, Chaos, pods_lost, rate_from_pods, recovery, rescheduling
+from kwokbench import measure
+from kwokbench.analyse import analyse
+from kwokbench.chaos import COMPONENT
 from kwokbench.cluster import ClusterInfo, ClusterOptions, Kwokctl, NodeGroup, attach, bring_up, watchdog
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.attach import AttachedCluster
-from kwokbench.cluster.kwokctl import UNLIMITED_BURST, UNLIMITED_QPS, free_port
+from kwokbench.cluster.extender import ExtenderProcess
+from kwokbench.cluster.kwokctl import free_port, scheduler_client_limits, scheduler_config_document
 from kwokbench.cluster.nodes import wait_service_account
-from kwokbench.cluster.objects import apply_crds, cluster_state, create_all
+from kwokbench.cluster.objects import apply_crds, create_all
 from kwokbench.errors import ClusterError, KwokbenchError, ScenarioError
-from kwokbench.load.pacer import schedule, target_rate
+from kwokbench.load.pacer import connection_cap, schedule, target_rate
 from kwokbench.load.submitter import RequestLog, Submission, SubmitJob
 from kwokbench.load.watcher import RUN_LABEL, STATES, WORKLOAD_LABEL, Watcher
-from kwokbench.metrics.derive import derive
-from kwokbench.metrics.prometheus import query_run
-from kwokbench.metrics.scrape import Scraper, cluster_endpoints
-from kwokbench.placement import placement
+from kwokbench.measure import Measurement, RunContext
+from kwokbench.measure.watch import PodTimeline
 from kwokbench.progress import Reporter, Silent
 from kwokbench.scenario import PLUGINS_BINARY, STOCK_BINARY, Scenario, SchedulerSpec, WorkloadSpec
-from kwokbench.store import BINDING_RATE, METRICS, NODES, PODS, REQUESTS, SUMMARY, RunDir, host_info, load_run, owner
-from kwokbench.summary import POD_COLUMNS, summarize, with_columns
+from kwokbench.store import REQUESTS, RunDir, host_info, owner
 from kwokbench.templates import ManifestFactory, resolve_template
 from kwokbench.toolchain import Toolchain, versions
 from kwokbench.toolchain.plugin import build_scheduler, plugin_dir
 
 AnyCluster = ClusterInfo | AttachedCluster
 WAIT_STATE = {"created": "created", "scheduled": "scheduled", "running": "running", "completed": "finished"}
-STOCK_SCHEDULER_QPS, STOCK_SCHEDULER_BURST = 50, 100
 
 
 @dataclass
@@ -119,7 +117,7 @@ def _gang_factory(w: WorkloadSpec, members: ManifestFactory, base: Path) -> Mani
     return g
 
 
-def variant_binary(variant: SchedulerSpec, base: Path) -> Path | None:
+def plugin_directory(variant: SchedulerSpec, base: Path) -> Path | None:
     """The plugin directory of a variant whose ``binary`` is one (checked), else None."""
     if variant.binary in (STOCK_BINARY, PLUGINS_BINARY):
         return None
@@ -137,7 +135,7 @@ def scheduler_binaries(variants: list[SchedulerSpec], base: Path, tc: Toolchain,
     """Variant name → the kube-scheduler it runs (None: the control plane's own)."""
     out: dict[str, Path | None] = {}
     for v in variants:
-        d = variant_binary(v, base)
+        d = plugin_directory(v, base)
         if d is not None:
             out[v.name] = build_scheduler(d, rep)
         elif v.binary == PLUGINS_BINARY:
@@ -148,11 +146,13 @@ def scheduler_binaries(variants: list[SchedulerSpec], base: Path, tc: Toolchain,
 
 
 def fairness_manifest(scenario: Scenario, variant: SchedulerSpec, opts: ClusterOptions) -> dict[str, Any]:
-    """Everything that changes how fast a scheduler can go besides the scheduler itself."""
+    """Everything that changes how fast a scheduler can go besides the scheduler itself.
+
+    The scheduler's client QPS/burst are read from the very configuration document kube-scheduler is
+    given (a config file, ``client_qps`` and ``qps_limits`` all feed it), so the manifest, the client-bound
+    check and the gate's comparability see the limits the scheduler actually ran with."""
     unlimited = not scenario.cluster.qps_limits
-    qps = opts.scheduler_client_qps or (UNLIMITED_QPS if unlimited else STOCK_SCHEDULER_QPS)
-    burst = opts.scheduler_client_burst or (max(int(opts.scheduler_client_qps), 1) if opts.scheduler_client_qps
-                                            else UNLIMITED_BURST if unlimited else STOCK_SCHEDULER_BURST)
+    qps, burst = scheduler_client_limits(scheduler_config_document(opts))
     return {
         "scheduler_client_qps": qps,
         "scheduler_client_burst": burst,
@@ -178,7 +178,7 @@ def check_scenario(scenario: Scenario, base: Path) -> None:
     _factories(scenario, base, "validate")
     for v in scenario.schedulers:
         _resolve(base, v.config)
-        variant_binary(v, base)
+        plugin_directory(v, base)
     for g in scenario.cluster.node_groups:
         ManifestFactory(resolve_template(g.template, base), {**g.params, "group": g.name}, f"kb-{g.name}")
 
@@ -217,7 +217,7 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
 
 
 def cluster_options(scenario: Scenario, base: Path, variant: SchedulerSpec, name: str, tc: Toolchain,
-                    scheduler_binary: Path | None = None, extender: Extender | None = None) -> ClusterOptions:
+                    scheduler_binary: Path | None = None, extender: ExtenderProcess | None = None) -> ClusterOptions:
     """How a variant's cluster is created (the same for a fresh cluster per run and for a sweep's cluster)."""
     return ClusterOptions(
         name=name, qps_limits=scenario.cluster.qps_limits, scheduler_config=_resolve(base, variant.config),
@@ -233,26 +233,18 @@ def cluster_options(scenario: Scenario, base: Path, variant: SchedulerSpec, name
 def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: RunOptions, rep: Reporter,
                 k: Kwokctl, multi: bool = False, group: dict[str, Any] | None = None,
                 scheduler_binary: Path | None = None) -> VariantRun:
+    """One run, as a lifecycle: record → start the cluster → measure while the phases run → stop the
+    measurements → delete the cluster → analyse the stored run. Teardown never depends on analysis, and
+    the watchdog exists before the first process of the run."""
     attached = attach.get(k.home, opts.cluster) if opts.cluster else None
-    if attached is not None:
-        if any(e.action in COMPONENT for e in scenario.chaos):
-            raise ScenarioError(f"--cluster {opts.cluster} is an attached cluster: kwokbench cannot restart its "
-                                "components (node chaos actions work)")
-        if any(w.gang for w in scenario.workloads):
-            raise ScenarioError(f"--cluster {opts.cluster} is an attached cluster: kwokbench does not install the "
-                                "PodGroup CRD there, so gang workloads cannot run")
+    _check_attached(attached, scenario, opts)
     rundir = RunDir.create(opts.out, scenario.name, variant.name if multi else None)
     run_label = rundir.run_id.split("-")[1]
     factories = _factories(scenario, base, run_label, attached)
     cluster_name = opts.cluster or f"kb-{run_label}"
-    extender = Extender(variant) if variant.extender and not opts.cluster else None
+    extender = ExtenderProcess(variant) if variant.extender and not opts.cluster else None
     copts = cluster_options(scenario, base, variant, cluster_name, k.toolchain, scheduler_binary, extender)
-    phases: list[dict[str, Any]] = [
-              {"name": w.name, "template": w.template, "count": w.count, "target_qps": target_rate(w.arrival),
-               "pods_expected": w.count * f.pods_per_object(), "wait_for": w.wait_for,
-               "labels": f.labels_of_pods(),
-               "gang": {"size": w.gang.size, "min_member": w.gang.min_member or w.gang.size} if w.gang else None}
-              for w, f in zip(scenario.workloads, factories, strict=True)]
+    phases = _phase_records(scenario, factories)
     rundir.write_meta({
         "status": "running", "run_id": rundir.run_id, "run_label": run_label, "group": group or {},
         "started_at": datetime.now(UTC).isoformat(), "owner": owner(), "scenario": scenario.model_dump(mode="json"),
@@ -263,47 +255,29 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
                     "nodes": sum(g.count for g in scenario.cluster.node_groups)},
     })
     rep.info(f"run {rundir.path}")
-    logs: list[pd.DataFrame] = []
-    watcher: Watcher | None = None
-    scraper: Scraper | None = None
-    scrape_stats: dict[str, Any] = {}
     status, error = "failed", ""
-    created_cluster = False
-    guard: subprocess.Popen[bytes] | None = None
+    # kwokbench creates the cluster: a watchdog outlives a kill -9 from now on (before kwokctl starts anything)
+    guard = None if opts.cluster else watchdog.start(cluster_name, k.home, rundir.path, opts.keep_cluster)
+    started: list[Measurement] = []
+    logs: list[pd.DataFrame] = []
+    ctx: RunContext | None = None
     info: AnyCluster | None = None
-    chaos: Chaos | None = None
     try:
         if extender is not None:
             extender.start()
-        if attached is not None:
-            info = attached
-        elif opts.cluster:
-            if not k.exists(opts.cluster):
-                raise ClusterError(f"--cluster {opts.cluster}: no such kwokbench cluster (see `kwokbench status`)")
-            info = k.info(opts.cluster)
-        else:
-            groups = [NodeGroup(g.name, g.count, resolve_template(g.template, base), g.params)
-                      for g in scenario.cluster.node_groups]
-            info = bring_up(k, copts, groups, rep).cluster
-            created_cluster = True
-            guard = watchdog.start(cluster_name, k.home, rundir.path, opts.keep_cluster)
-        rundir.update_meta(cluster={**read_cluster(info), "reused": bool(opts.cluster),
+        info = _cluster(k, opts, attached, copts, scenario, base, rep)
+        rundir.update_meta(cluster={**cluster_record(info), "reused": bool(opts.cluster), "attached": bool(attached),
                                     "nodes": sum(g.count for g in scenario.cluster.node_groups)})
         _ensure_namespaces(info, {w.namespace for w in scenario.workloads}, attached.labels if attached else {})
         if any(w.gang for w in scenario.workloads) and opts.cluster:
             asyncio.run(apply_crds(info.credentials(), k.toolchain.scheduler_plugins_crds()))
-        if opts.scrape_interval > 0:
-            pids = {"kwok-controller": attached.kwok_pid} if attached else k.pids(info.name)
-            scraper = Scraper(cluster_endpoints(info), pids, rundir.path, opts.scrape_interval,
-                              pid_dir=None if attached else k.cluster_dir(info.name) / "pids")
-            if not scraper.wait_started(60):
-                raise ClusterError("the metrics scraper did not start within 60s")
-        watcher = Watcher(info.credentials(), run_label, [w.name for w in scenario.workloads], rundir.path / PODS)
-        if not watcher.wait_synced(60):
-            raise ClusterError("the pod watch did not start within 60s")
-        if scenario.chaos:
-            chaos = Chaos(scenario.chaos, info, k, [])  # component actions were refused for attachments
-            chaos.start()
+        ctx = RunContext(rundir.path, scenario, run_label, info, k, rep, attached, created_cluster=not opts.cluster,
+                         scrape_interval=opts.scrape_interval, prometheus_port=copts.prometheus_port,
+                         extras={"reused_cluster": bool(opts.cluster) and attached is None})
+        for m in measure.for_run(ctx, extender.url if extender else None):
+            started.append(m)
+            m.start(ctx)
+        watcher = next(m.watcher for m in started if isinstance(m, PodTimeline) and m.watcher)
         for i, (w, f) in enumerate(zip(scenario.workloads, factories, strict=True)):
             if w.gang:
                 _create_podgroups(info, w, f, base, rep)
@@ -320,71 +294,89 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
         status, error = "failed", str(e)
         raise
     finally:
-        watch_errors = watcher.stop() if watcher else []
-        if scraper is not None:
-            scrape_stats = scraper.stop()
-        requests = pd.concat(logs, ignore_index=True) if logs else _log_frame(RequestLog.empty(0), "")
-        rundir.write_frame(REQUESTS, requests)
-        stored = load_run(rundir.path)
-        expected = sum(p["pods_expected"] for p in phases)
-        summary = summarize(stored.pods, requests, phases, expected)
-        summary["watch_errors"] = watch_errors
-        if info is not None and (created_cluster or opts.cluster):
-            summary["placement"] = _placement(info, rundir, stored.pods, phases,
-                                              {w.namespace for w in scenario.workloads}, rep)
-        if extender is not None:
-            summary["extender"] = extender.stop()
-        if scraper is not None:
-            summary.update(_metrics_summary(rundir, stored.pods, copts, scenario, scrape_stats))
-        if attached is not None:
-            present = set(attached.metrics_endpoints())
-            summary["metrics_missing"] = [c for c in ("kube-scheduler", "kube-controller-manager", "etcd")
-                                          if c not in present]
-        if chaos is not None:
-            events = chaos.stop()
-            rundir.write_json("chaos.json", events)
-            rate = pd.read_parquet(rundir.path / BINDING_RATE) if (rundir.path / BINDING_RATE).exists() \
-                else rate_from_pods(stored.pods)
-            cpods = with_columns(stored.pods, PLACEMENT_COLUMNS)
-            affected = {n for e in events for n in e.get("nodes") or []}
-            summary["chaos"] = {"events": recovery(events, rate, cpods),
-                                "pods_lost": pods_lost(stored.pods, sum(p["pods_expected"] for p in phases)),
-                                **rescheduling(cpods, phases, affected)}
-        if copts.prometheus_port and created_cluster and isinstance(info, ClusterInfo) and len(stored.pods):
-            rep.info("querying Prometheus for the independent binding-rate cross-check")
-            prom = query_run(copts.prometheus_port, info.apiserver_port, float(stored.pods["created"].min()),
-                             float(stored.pods["scheduled"].max()))
-            rundir.write_json("prometheus.json", prom)
-            summary["prometheus"] = {k: v for k, v in prom.items() if k != "series"}
-        rundir.write_json(SUMMARY, summary)
+        _stop_measurements(started, ctx, rep)
+        rundir.write_frame(REQUESTS, pd.concat(logs, ignore_index=True) if logs
+                           else _log_frame(RequestLog.empty(0), ""))
+        _teardown(k, cluster_name, created=not opts.cluster and info is not None, keep=opts.keep_cluster,
+                  extender=extender, guard=guard, rep=rep)
         rundir.update_meta(status=status, error=error, ended_at=datetime.now(UTC).isoformat(), phases=phases)
-        if created_cluster and not opts.keep_cluster:
-            try:
-                k.delete(cluster_name, rep)
-            except KwokbenchError as e:
-                rep.warn(f"could not delete cluster {cluster_name}: {e}")
-        if guard is not None:
-            guard.terminate()
-            guard.wait(10)
+        summary = _analysed(rundir.path, rep)
     return VariantRun(rundir.path, status, summary)
 
 
-def _placement(info: AnyCluster, rundir: RunDir, pods: pd.DataFrame, phases: list[dict[str, Any]],
-               namespaces: set[str], rep: Reporter) -> dict[str, Any] | None:
-    """Nodes and FailedScheduling reasons, read before the cluster goes; placement figures from them."""
+def _check_attached(attached: AttachedCluster | None, scenario: Scenario, opts: RunOptions) -> None:
+    if attached is None:
+        return
+    if any(e.action in COMPONENT for e in scenario.chaos):
+        raise ScenarioError(f"--cluster {opts.cluster} is an attached cluster: kwokbench cannot restart its "
+                            "components (node chaos actions work)")
+    if any(w.gang for w in scenario.workloads):
+        raise ScenarioError(f"--cluster {opts.cluster} is an attached cluster: kwokbench does not install the "
+                            "PodGroup CRD there, so gang workloads cannot run")
+
+
+def _phase_records(scenario: Scenario, factories: list[ManifestFactory]) -> list[dict[str, Any]]:
+    """What ``meta.json`` says of each phase before it runs (the run adds what happened)."""
+    return [{"name": w.name, "template": w.template, "kind": f.kind, "count": w.count,
+             "target_qps": target_rate(w.arrival), "pods_expected": w.count * f.pods_per_object(),
+             "wait_for": w.wait_for, "timeout_seconds": w.timeout_seconds, "labels": f.labels_of_pods(),
+             "gang": {"size": w.gang.size, "min_member": w.gang.min_member or w.gang.size} if w.gang else None}
+            for w, f in zip(scenario.workloads, factories, strict=True)]
+
+
+def _cluster(k: Kwokctl, opts: RunOptions, attached: AttachedCluster | None, copts: ClusterOptions,
+             scenario: Scenario, base: Path, rep: Reporter) -> AnyCluster:
+    """The run's cluster: the attached one, the one given with ``--cluster``, or a fresh one."""
+    if attached is not None:
+        return attached
+    if opts.cluster:
+        if not k.exists(opts.cluster):
+            raise ClusterError(f"--cluster {opts.cluster}: no such kwokbench cluster (see `kwokbench status`)")
+        return k.info(opts.cluster)
+    groups = [NodeGroup(g.name, g.count, resolve_template(g.template, base), g.params)
+              for g in scenario.cluster.node_groups]
+    return bring_up(k, copts, groups, rep).cluster
+
+
+def _stop_measurements(started: list[Measurement], ctx: RunContext | None, rep: Reporter) -> None:
+    """Stop every measurement (last started first), then let each collect from the live cluster; one that
+    fails is reported and never keeps the others (or the teardown) from running."""
+    for m in reversed(started):
+        try:
+            m.stop()
+        except Exception as e:
+            rep.warn(f"{m.name}: could not stop cleanly: {e}")
+    if ctx is None:
+        return
+    for m in started:
+        try:
+            m.collect(ctx)
+        except Exception as e:
+            rep.warn(f"{m.name}: could not collect: {e}")
+
+
+def _teardown(k: Kwokctl, name: str, created: bool, keep: bool, extender: ExtenderProcess | None,
+              guard: subprocess.Popen[bytes] | None, rep: Reporter) -> None:
+    if created and not keep:
+        try:
+            k.delete(name, rep)
+        except KwokbenchError as e:
+            rep.warn(f"could not delete cluster {name}: {e}")
+    if extender is not None:
+        extender.stop()
+    if guard is not None:
+        guard.terminate()
+        guard.wait(10)
+
+
+def _analysed(run_dir: Path, rep: Reporter) -> dict[str, Any] | None:
+    """The stored run's summary; a failure here loses nothing measured (``kwokbench analyse`` retries)."""
     try:
-        rows, messages = asyncio.run(cluster_state(info.credentials(), namespaces))
-    except KwokbenchError as e:
-        rep.warn(f"placement quality not measured: could not read nodes/events ({e})")
+        return analyse(run_dir)
+    except Exception as e:
+        rep.warn(f"analysis of {run_dir} failed ({type(e).__name__}: {e}); the raw files are stored: "
+                 f"`kwokbench analyse {run_dir}` derives the summary again")
         return None
-    nodes = pd.DataFrame(rows, columns=["name", "group", "cpu_m", "gpus", "pods"])
-    rundir.write_frame(NODES, nodes)
-    rundir.write_json("failed_scheduling.json", messages)
-    return placement(with_columns(pods, PLACEMENT_COLUMNS), nodes, phases, messages)
-
-
-PLACEMENT_COLUMNS: dict[str, type] = {**POD_COLUMNS, "namespace": str, "name": str, "workload": str, "node": str,
-                                      "cpu_m": float, "gpus": float, "deleted": bool}
 
 
 def _create_podgroups(info: AnyCluster, w: WorkloadSpec, members: ManifestFactory, base: Path,
@@ -396,66 +388,7 @@ def _create_podgroups(info: AnyCluster, w: WorkloadSpec, members: ManifestFactor
         asyncio.run(create_all(info.credentials(), g.namespaced_path(w.namespace), [g.body(k) for k in range(n)]))
 
 
-class Extender:
-    """kwokbench's builtin extender (``python -m kwokbench.extender``), one per variant run."""
-
-    def __init__(self, variant: SchedulerSpec) -> None:
-        assert variant.extender is not None
-        spec = variant.extender
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.config: dict[str, Any] = {"urlPrefix": self.url, "weight": spec.weight, "enableHTTPS": False,
-                                       "nodeCacheCapable": False, "httpTimeout": "30s"}
-        if spec.filter:
-            self.config["filterVerb"] = "filter"
-        if spec.prioritize:
-            self.config["prioritizeVerb"] = "prioritize"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self, timeout: float = 20.0) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "kwokbench.extender", "--port", str(self.port)],
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise ClusterError(f"the extender exited at start (exit {self.proc.returncode})")
-            try:
-                with urllib.request.urlopen(f"{self.url}/healthz", timeout=1):
-                    return
-            except OSError:
-                time.sleep(0.1)
-        raise ClusterError(f"the extender did not answer on {self.url} within {timeout:g}s")
-
-    def stop(self) -> dict[str, Any]:
-        stats: dict[str, Any] = {"url": self.url}
-        if self.proc is None:
-            return stats
-        try:
-            with urllib.request.urlopen(f"{self.url}/stats", timeout=5) as r:
-                stats.update(json.loads(r.read()))
-        except (OSError, ValueError) as e:
-            stats["error"] = f"could not read the extender's stats: {e}"
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
-        return stats
-
-
-def _metrics_summary(rundir: RunDir, pods: pd.DataFrame, copts: ClusterOptions, scenario: Scenario,
-                     scrape_stats: dict[str, Any]) -> dict[str, Any]:
-    """Parse the raw scrapes (after the run, off the hot path) into series and summary figures."""
-    client_qps = UNLIMITED_QPS if not scenario.cluster.qps_limits else STOCK_SCHEDULER_QPS
-    rate, series, section = derive(rundir.path, with_columns(pods, POD_COLUMNS), client_qps)
-    rundir.write_frame(BINDING_RATE, rate)
-    rundir.write_frame(METRICS, series)  # e.g. scheduler_pending_pods over time, per queue
-    section["scrapes"] = scrape_stats
-    return section
-
-
-def read_cluster(info: AnyCluster) -> dict[str, Any]:
+def cluster_record(info: AnyCluster) -> dict[str, Any]:
     """Where the cluster was, without any key material (paths only, never contents)."""
     return {"name": info.name, "kubeconfig": str(info.kubeconfig), "metrics": info.metrics_endpoints()}
 
@@ -475,8 +408,9 @@ def _ensure_namespaces(info: AnyCluster, namespaces: set[str], labels: dict[str,
 def _run_phase(info: AnyCluster, w: WorkloadSpec, f: ManifestFactory, i: int, seed: int, opts: RunOptions,
                watcher: Watcher, rep: Reporter, phase: dict[str, Any]) -> tuple[RequestLog, bool]:
     offsets = schedule(w.arrival, w.count, seed + i)
+    cap = connection_cap(w.arrival, w.connections)
     job = SubmitJob(info.credentials(), f.namespaced_path(w.namespace), f, offsets,
-                    t0=time.time() + 1.5, deadline=w.timeout_seconds)
+                    t0=time.time() + 1.5, connections=-(-cap // opts.submit_workers), deadline=w.timeout_seconds)
     sub = Submission(job, opts.submit_workers)
     try:
         with rep.counter(f"{w.name}: creating {w.count} {f.kind}s at {target_rate(w.arrival):g}/s", w.count) as adv:
@@ -485,6 +419,7 @@ def _run_phase(info: AnyCluster, w: WorkloadSpec, f: ManifestFactory, i: int, se
         log = sub.result(timeout=w.timeout_seconds + 30)
     finally:
         sub.stop()
+    phase["connections"] = {"cap": log.connections, "peak": log.connections_peak, "waited_at_cap": log.waited_at_cap}
     created = int((log.status == 201).sum())
     if created < w.count:
         rep.warn(f"{w.name}: {w.count - created} of {w.count} creates failed (see the summary's errors)")
@@ -515,5 +450,6 @@ def _poll(done: Callable[[], bool], tick: Callable[[], None], timeout: float, ev
 
 def _log_frame(log: RequestLog, phase: str) -> pd.DataFrame:
     return pd.DataFrame({"phase": pd.Series([phase] * len(log.index), dtype="string"), "index": log.index,
-                         "scheduled": log.scheduled, "sent": log.sent, "latency": log.latency,
+                         "scheduled": log.scheduled, "dispatched": log.dispatched, "sent": log.sent,
+                         "latency": log.latency,
                          "status": log.status.astype(np.int16)})

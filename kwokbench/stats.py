@@ -1,21 +1,37 @@
-"""Pure statistics for comparing groups of runs: bootstrap CI of a ratio, Mann-Whitney, noise.
+"""Pure statistics for comparing groups of runs: t-tests on log values, minimum detectable change, noise.
 
-A regression must be both *significant* and *larger than a minimum effect* (asv's rule): a 1%
+Run-to-run figures of a scheduler are positive and their spread grows with their size, so groups are
+compared on the log scale: the ratio of geometric means, with a t interval. At 3..10 runs a side that
+is valid where a percentile bootstrap (too narrow with 3 values) and Mann-Whitney (cannot reach
+p < 0.05 at 3 vs 3) are not. When runs come in pairs made close in time (an interleaved
+``run --repeat``), the paired t-test on per-pair log ratios lets slow drift of the host cancel.
+
+A regression must be both *significant* and *larger than the allowed change* (asv's rule): a 1%
 slowdown that is statistically certain does not fail a gate set at 10%, and a 30% drop seen in two
-noisy samples is "inconclusive", not "pass".
+noisy samples is "inconclusive", not "pass". Every verdict says why.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 from scipy import stats as sps
 
 Verdict = Literal["pass", "regression", "inconclusive"]
+Values = Sequence[float] | npt.NDArray[np.float64]
 MIN_SAMPLES = 3
+"""Runs a side for an unpaired comparison."""
+MIN_PAIRS = 2
+"""Pairs for a paired comparison (one degree of freedom: wide, but a t interval is still valid)."""
 NOISY_CV = 0.10
+ALPHA = 0.05
+POWER = 0.95
+"""The minimum detectable change is the change found with this probability at significance ALPHA."""
 
 
 @dataclass(frozen=True)
@@ -24,63 +40,231 @@ class Comparison:
     higher_is_better: bool
     baseline: tuple[float, ...]
     candidate: tuple[float, ...]
+    """Values used, in pair order when ``pairs`` > 0."""
     ratio: float | None
-    """candidate / baseline of the means."""
+    """candidate / baseline of the geometric means (paired: geometric mean of the per-pair ratios)."""
     ci: tuple[float, float] | None
-    """95% bootstrap interval of the ratio."""
+    """95% t interval of the ratio."""
     p_value: float | None
+    """One-sided p-value of the change in the worse direction (t-test on logs)."""
     max_regression: float
     verdict: Verdict
     reason: str
     noisy: bool
+    mde: float | None = None
+    """Minimum detectable change: the relative change in the worse direction (a drop for higher-is-better
+    metrics, a rise otherwise) that these runs detect with 95% power at alpha 0.05, given their spread."""
+    method: str = ""
+    """How the groups were compared: ``paired t-test``, ``Welch t-test``, ``worst run``, or "" (not tested)."""
+    pairs: int = 0
+    """Pairs compared (0: unpaired)."""
+    noise_floor: float = 0.0
+    """Relative change below which this metric never counts as a regression."""
+    noise: str = ""
+    """Why the comparison is flagged noisy ("" when it is not)."""
+
+    @property
+    def runs(self) -> str:
+        return f"{self.pairs} pairs" if self.pairs else f"{len(self.baseline)} vs {len(self.candidate)}"
+
+    @property
+    def allowed(self) -> float:
+        """The change the gate tolerates: the allowed regression, or the metric's noise floor if larger."""
+        return max(self.max_regression, self.noise_floor)
 
 
-def cv(values: np.ndarray) -> float:
-    m = float(np.mean(values))
+def cv(values: npt.NDArray[np.float64]) -> float:
+    m = float(np.mean(values)) if len(values) else 0.0
     return float(np.std(values, ddof=1) / abs(m)) if len(values) > 1 and m else 0.0
 
 
-def bootstrap_ratio_ci(base: np.ndarray, cand: np.ndarray, seed: int = 0,
-                       resamples: int = 5000) -> tuple[float, float]:
-    """Percentile bootstrap of mean(cand)/mean(base), resampling each group independently."""
-    rng = np.random.default_rng(seed)
-    b = rng.choice(base, size=(resamples, len(base)), replace=True).mean(axis=1)
-    c = rng.choice(cand, size=(resamples, len(cand)), replace=True).mean(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = c / b
-    r = r[np.isfinite(r)]
-    return float(np.percentile(r, 2.5)), float(np.percentile(r, 97.5))
+def _floats(a: npt.NDArray[np.float64]) -> tuple[float, ...]:
+    return tuple(float(x) for x in a)
 
 
-def compare(metric: str, baseline: list[float], candidate: list[float], higher_is_better: bool,
-            max_regression: float = 0.10, alpha: float = 0.05) -> Comparison:
-    base = np.asarray([v for v in baseline if v is not None and np.isfinite(v)], dtype=np.float64)
-    cand = np.asarray([v for v in candidate if v is not None and np.isfinite(v)], dtype=np.float64)
-    noisy = cv(base) >= NOISY_CV or cv(cand) >= NOISY_CV
-    common: dict[str, Any] = dict(metric=metric, higher_is_better=higher_is_better, baseline=tuple(base),
-                                  candidate=tuple(cand), max_regression=max_regression, noisy=noisy)
-    if len(base) < MIN_SAMPLES or len(cand) < MIN_SAMPLES:
-        ratio = float(cand.mean() / base.mean()) if len(base) and len(cand) and base.mean() else None
-        return Comparison(**common, ratio=ratio, ci=None, p_value=None, verdict="inconclusive",
-                          reason=f"too few samples ({len(base)} baseline, {len(cand)} candidate; need "
-                                 f"{MIN_SAMPLES} each)")
-    if base.mean() == 0:
-        return Comparison(**common, ratio=None, ci=None, p_value=None, verdict="inconclusive",
-                          reason="baseline mean is 0")
-    ratio = float(cand.mean() / base.mean())
-    lo, hi = bootstrap_ratio_ci(base, cand)
-    worse = "less" if higher_is_better else "greater"
-    p = float(sps.mannwhitneyu(cand, base, alternative=worse).pvalue)
-    # "goodness" of the candidate relative to baseline: < 1 means worse, whatever the metric's direction
-    good, good_lo, good_hi = (ratio, lo, hi) if higher_is_better else (1 / ratio, 1 / hi, 1 / lo)
-    limit = 1.0 - max_regression
-    change = f"{(ratio - 1) * 100:+.1f}% (95% CI {(lo - 1) * 100:+.1f}%..{(hi - 1) * 100:+.1f}%)"
-    if good_hi < limit or (p < alpha and good < limit):
-        verdict: Verdict = "regression"
-        reason = f"{change}, worse than the allowed {max_regression * 100:.0f}% (Mann-Whitney p={p:.3f})"
-    elif good_lo >= limit:
-        verdict, reason = "pass", f"{change}, within the allowed {max_regression * 100:.0f}%"
+def _finite(v: float | None) -> bool:
+    return v is not None and math.isfinite(v)
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.0f}%"
+
+
+def worse_change(ratio: float, higher_is_better: bool) -> float:
+    """Relative change in the worse direction (> 0 worse): a drop for throughput, a rise for latency."""
+    return 1.0 - ratio if higher_is_better else ratio - 1.0
+
+
+def _worse_from_log(d: float, higher_is_better: bool) -> float:
+    """The relative change in the worse direction of a move of ``d`` (>= 0) on the log scale."""
+    return 1.0 - math.exp(-d) if higher_is_better else math.exp(d) - 1.0
+
+
+def log_difference(base: npt.NDArray[np.float64], cand: npt.NDArray[np.float64],
+                   paired: bool) -> tuple[float, float, float]:
+    """(mean log(cand/base), its standard error, degrees of freedom): paired t or Welch."""
+    lb, lc = np.log(base), np.log(cand)
+    if paired:
+        d = lc - lb
+        return float(d.mean()), float(d.std(ddof=1) / math.sqrt(len(d))), float(len(d) - 1)
+    vb, vc = float(lb.var(ddof=1)) / len(lb), float(lc.var(ddof=1)) / len(lc)
+    se = math.sqrt(vb + vc)
+    denom = vb ** 2 / (len(lb) - 1) + vc ** 2 / (len(lc) - 1)
+    df = (vb + vc) ** 2 / denom if denom > 0 else float(len(lb) + len(lc) - 2)
+    return float(lc.mean() - lb.mean()), se, df
+
+
+def minimum_detectable_log(se: float, df: float, alpha: float = ALPHA, power: float = POWER) -> float:
+    """The shift on the log scale a one-sided t-test at ``alpha`` detects with probability ``power``."""
+    return float((sps.t.ppf(1 - alpha, df) + sps.t.ppf(power, df)) * se)
+
+
+def _clean(baseline: Values, candidate: Values, paired: bool) -> tuple[npt.NDArray[np.float64],
+                                                                       npt.NDArray[np.float64]]:
+    if paired:
+        if len(baseline) != len(candidate):
+            raise ValueError("paired groups must have the same length")
+        kept = [(float(b), float(c)) for b, c in zip(baseline, candidate, strict=True) if _finite(b) and _finite(c)]
+        return np.asarray([b for b, _ in kept], dtype=np.float64), np.asarray([c for _, c in kept], dtype=np.float64)
+    return (np.asarray([float(v) for v in baseline if _finite(v)], dtype=np.float64),
+            np.asarray([float(v) for v in candidate if _finite(v)], dtype=np.float64))
+
+
+def _geo_ratio(base: npt.NDArray[np.float64], cand: npt.NDArray[np.float64]) -> float | None:
+    if not len(base) or not len(cand) or (base <= 0).any() or (cand <= 0).any():
+        return None
+    return float(math.exp(np.log(cand).mean() - np.log(base).mean()))
+
+
+def inconclusive(metric: str, baseline: Values, candidate: Values, higher_is_better: bool, max_regression: float,
+                 reason: str, noise_floor: float = 0.0, paired: bool = False) -> Comparison:
+    """A comparison that could not be decided, and why."""
+    base, cand = _clean(baseline, candidate, paired)
+    return Comparison(metric=metric, higher_is_better=higher_is_better, baseline=_floats(base),
+                      candidate=_floats(cand), ratio=_geo_ratio(base, cand), ci=None, p_value=None,
+                      max_regression=max_regression,
+                      verdict="inconclusive", reason=reason, noisy=False, pairs=len(base) if paired else 0,
+                      noise_floor=noise_floor)
+
+
+def compare(metric: str, baseline: Values, candidate: Values, higher_is_better: bool,
+            max_regression: float = 0.10, alpha: float = ALPHA, paired: bool = False,
+            noise_floor: float = 0.0) -> Comparison:
+    """Candidate vs baseline values of one metric (``paired``: the i-th values of both groups form a pair).
+
+    regression: the estimate is worse than the allowed change (``max_regression``, or ``noise_floor`` if
+    larger) and the one-sided p-value is below ``alpha``; pass: the estimate is within it (flagged noisy
+    when these runs could not have detected the allowed change); inconclusive: beyond it but not
+    significant, or too few runs."""
+    base, cand = _clean(baseline, candidate, paired)
+    allowed = max(max_regression, noise_floor)
+    common: dict[str, Any] = dict(metric=metric, higher_is_better=higher_is_better, baseline=_floats(base),
+                                  candidate=_floats(cand), max_regression=max_regression,
+                                  pairs=len(base) if paired else 0, noise_floor=noise_floor)
+    if paired and len(base) < MIN_PAIRS:
+        return inconclusive(metric, base, cand, higher_is_better, max_regression, noise_floor=noise_floor,
+                            paired=True, reason=f"too few samples ({len(base)} pair(s); need {MIN_PAIRS})")
+    if not paired and (len(base) < MIN_SAMPLES or len(cand) < MIN_SAMPLES):
+        return inconclusive(metric, base, cand, higher_is_better, max_regression, noise_floor=noise_floor,
+                            reason=f"too few samples ({len(base)} baseline, {len(cand)} candidate; need "
+                                   f"{MIN_SAMPLES} each)")
+    if (base <= 0).any() or (cand <= 0).any():
+        return inconclusive(metric, base, cand, higher_is_better, max_regression, noise_floor=noise_floor,
+                            paired=paired, reason="a run has a value <= 0, so there is no ratio of geometric "
+                                                  "means (see the unscheduled pods)")
+    diff, se, df = log_difference(base, cand, paired)
+    ratio = math.exp(diff)
+    bad = -diff if higher_is_better else diff  # > 0: the candidate is worse
+    if se > 1e-12:  # below: rounding of identical log ratios
+        p = float(sps.t.sf(bad / se, df))
+        half = float(sps.t.ppf(0.975, df)) * se  # 95% interval
+        ci = (math.exp(diff - half), math.exp(diff + half))
+        mde = _worse_from_log(minimum_detectable_log(se, df, alpha), higher_is_better)
+    else:  # identical ratios in every pair (or no spread at all): the estimate is exact
+        p = 0.0 if bad > 0 else 1.0 if bad < 0 else 0.5
+        ci, mde = (ratio, ratio), 0.0
+    worse = worse_change(ratio, higher_is_better)
+    if paired:  # the spread that matters is that of the pair ratios: drift shared by a pair cancels
+        spread = float(np.std(np.log(cand) - np.log(base), ddof=1))
+        noise = f"the pair ratios vary by {_pct(spread)}" if spread >= NOISY_CV else ""
+    else:
+        spread = max(cv(base), cv(cand))
+        noise = f"stdev {_pct(spread)} of the mean in a group" if spread >= NOISY_CV else ""
+    if mde > allowed:
+        noise = ", ".join(filter(None, [noise, f"these runs detect only changes beyond {_pct(mde)}"]))
+    test = (f"paired t-test, {len(base)} pairs" if paired else f"Welch t-test, {len(base)} vs {len(cand)} runs")
+    change = f"{(ratio - 1) * 100:+.1f}% (95% CI {(ci[0] - 1) * 100:+.1f}%..{(ci[1] - 1) * 100:+.1f}%)"
+    floor = f" ({metric}'s noise floor; {_pct(max_regression)} asked)" if noise_floor > max_regression else ""
+    limit = f"the allowed {_pct(allowed)}{floor}"
+    stats = f"(p={p:.3f}, {test}); minimum detectable change {_pct(mde)}"
+    verdict: Verdict
+    if worse > allowed and p < alpha:
+        verdict, reason = "regression", f"{change} is worse than {limit} {stats}"
+    elif worse <= allowed:
+        verdict = "pass"
+        if worse > max_regression:
+            reason = f"{change} is beyond the {_pct(max_regression)} asked but within {metric}'s noise floor of " \
+                     f"{_pct(noise_floor)} {stats}"
+        else:
+            reason = f"{change}, within {limit} {stats}"
+        if noise:
+            reason += f"; noisy: {noise}"
     else:
         verdict = "inconclusive"
-        reason = f"{change}: the interval straddles the allowed {max_regression * 100:.0f}% (p={p:.3f})"
-    return Comparison(**common, ratio=ratio, ci=(lo, hi), p_value=p, verdict=verdict, reason=reason)
+        reason = (f"estimate {(ratio - 1) * 100:+.0f}% is beyond {limit} but not significant "
+                  f"(p={p:.2f}, {test}); minimum detectable change at these runs: {_pct(mde)}")
+    return Comparison(**common, ratio=ratio, ci=ci, p_value=p, verdict=verdict, reason=reason,
+                      noisy=bool(noise), mde=mde, method="paired t-test" if paired else "Welch t-test", noise=noise)
+
+
+def compare_worst(metric: str, baseline: Values, candidate: Values) -> Comparison:
+    """Counts where any increase is a regression (pods left unscheduled): the candidate's worst run
+    against the baseline's worst run. No test: one stranded pod is a defect, not noise."""
+    base, cand = _clean(baseline, candidate, paired=False)
+    common: dict[str, Any] = dict(metric=metric, higher_is_better=False, baseline=_floats(base),
+                                  candidate=_floats(cand), max_regression=0.0, ci=None, p_value=None, noisy=False,
+                                  method="worst run")
+    if not len(base) or not len(cand):
+        return Comparison(**common, ratio=None, verdict="inconclusive",
+                          reason=f"no {metric} figure in {'the baseline' if not len(base) else 'the candidate'} runs")
+    b, c = float(base.max()), float(cand.max())
+    ratio = c / b if b else None
+    if c > b:
+        return Comparison(**common, ratio=ratio, verdict="regression",
+                          reason=f"worst candidate run {c:g} {metric}, worst baseline run {b:g} "
+                                 "(any increase is a regression)")
+    return Comparison(**common, ratio=ratio, verdict="pass",
+                      reason=f"no increase: worst candidate run {c:g} {metric}, worst baseline run {b:g}")
+
+
+def simulate_error_rates(values_by_run: Sequence[float], n: int, effect: float, higher_is_better: bool,
+                         max_regression: float, trials: int = 2000, seed: int = 0,
+                         mode: Literal["interleaved", "random"] = "interleaved",
+                         noise_floor: float = 0.0) -> dict[str, Any]:
+    """How often the gate's rule says regression / pass / inconclusive on groups drawn from real runs.
+
+    ``values_by_run`` is one metric of identical runs in the order they ran. Each trial draws an A/A pair
+    of groups of ``n`` runs, ``interleaved`` (2n consecutive runs split alternately into A and B, compared
+    paired, as ``run --repeat`` makes them) or ``random`` (2n runs drawn without replacement, unpaired),
+    and the same groups as A/B with B's values multiplied by ``1 + effect`` (``effect=-0.2``: a 20% drop).
+    Returns the rates of each verdict for A/A (false alarms) and A/B (detection)."""
+    v = np.asarray(values_by_run, dtype=np.float64)
+    if n < 1 or len(v) < 2 * n:
+        raise ValueError(f"need at least {2 * n} runs to draw two groups of {n}, got {len(v)}")
+    rng = np.random.default_rng(seed)
+    verdicts: dict[str, list[str]] = {"aa": [], "ab": []}
+    for _ in range(trials):
+        if mode == "interleaved":
+            start = int(rng.integers(0, len(v) - 2 * n + 1))
+            window = v[start:start + 2 * n]
+            a, b = (window[0::2], window[1::2]) if rng.random() < 0.5 else (window[1::2], window[0::2])
+        else:
+            idx = rng.choice(len(v), size=2 * n, replace=False)
+            a, b = v[idx[:n]], v[idx[n:]]
+        paired = mode == "interleaved"
+        for key, cand in (("aa", b), ("ab", b * (1 + effect))):
+            verdicts[key].append(compare("simulated", a, cand, higher_is_better, max_regression, paired=paired,
+                                         noise_floor=noise_floor).verdict)
+    rates = {k: {x: vs.count(x) / trials for x in ("regression", "pass", "inconclusive")}
+             for k, vs in verdicts.items()}
+    return {"n": n, "mode": mode, "trials": trials, "effect": effect, **rates}

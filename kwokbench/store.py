@@ -32,6 +32,28 @@ BINDING_RATE = "binding_rate.parquet"
 METRICS = "metrics.parquet"
 NODES = "nodes.parquet"
 """Nodes at the end of the run (allocatable CPU/GPUs/pods), for placement quality."""
+WATCH, SCRAPE_STATS, HOST, CHAOS = "watch.json", "scrape_stats.json", "host.json", "chaos.json"
+EXTENDER, FAILED_SCHEDULING, PROMETHEUS = "extender.json", "failed_scheduling.json", "prometheus.json"
+
+
+def _identity(doc: Any) -> dict[str, Any]:
+    return dict(doc)
+
+
+# Versioned documents of a run: name → (current version, migrations from each older version to the next).
+# Version 0 is a document written before it carried a ``format_version`` (its shape is given here).
+# Summary history: 1 (no key) pacer send rates, stranded pods left out of latencies; 2 offered / sent /
+# accepted rates, stranded pods censored at the phase timeout (kwokbench.summary).
+DOCS: dict[str, tuple[int, dict[int, Any]]] = {
+    "summary.json": (2, {0: _identity, 1: _identity}),  # a v1 summary is read as it is: readers tolerate both
+    CHAOS: (1, {0: lambda d: {"events": d}}),  # was a bare list of events
+    FAILED_SCHEDULING: (1, {0: lambda d: {"messages": d}}),  # was the bare pod → message map
+    PROMETHEUS: (1, {0: _identity}),
+    EXTENDER: (1, {0: _identity}),
+    WATCH: (1, {}),
+    SCRAPE_STATS: (1, {}),
+    HOST: (1, {}),
+}
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -120,6 +142,10 @@ class RunDir:
         df.to_parquet(buf, index=False)
         _atomic_write(self.path / name, buf.getvalue())
 
+    def write_doc(self, name: str, body: dict[str, Any]) -> None:
+        """A versioned document of the run (see :data:`DOCS`)."""
+        self.write_json(name, {"format_version": DOCS[name][0], **body})
+
     def write_meta(self, meta: dict[str, Any]) -> None:
         self.write_json(META, {"format_version": FORMAT_VERSION, "kwokbench_version": __version__, **meta})
 
@@ -149,6 +175,35 @@ def read_versioned(path: Path, name: str, version: int, what: str) -> dict[str, 
     return doc
 
 
+def read_doc(path: Path, name: str) -> dict[str, Any] | None:
+    """A versioned document of a run, migrated to the current version (None when the run has none).
+    StoreError (one line) when it is unreadable or newer than this kwokbench."""
+    f = path / name
+    if not f.exists():
+        return None
+    try:
+        doc = orjson.loads(f.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as e:
+        raise StoreError(f"{f}: unreadable: {e}") from e
+    current, migrations = DOCS[name]
+    found = doc.get("format_version", 0) if isinstance(doc, dict) else 0
+    if not isinstance(found, int) or found > current:
+        raise StoreError(f"{f}: format version {found!r} is not supported by kwokbench {__version__} "
+                         f"(it reads up to version {current})")
+    original = found
+    while found < current:
+        if found not in migrations:
+            raise StoreError(f"{f}: format version {found} can no longer be read (kwokbench reads {current})")
+        doc = migrations[found](doc)
+        found += 1
+    if not isinstance(doc, dict):
+        raise StoreError(f"{f}: not a JSON object")
+    doc["format_version"] = current
+    if original < current:
+        doc["migrated_from"] = original
+    return doc
+
+
 def read_meta(path: Path) -> dict[str, Any]:
     return read_versioned(path, META, FORMAT_VERSION, "run")
 
@@ -170,7 +225,7 @@ def load_run(path: Path) -> StoredRun:
     import pandas as pd
 
     meta = settle_status(read_meta(path))
-    summary = orjson.loads((path / SUMMARY).read_bytes()) if (path / SUMMARY).exists() else None
+    summary = read_doc(path, SUMMARY)
 
     def frame(name: str) -> Any:
         try:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kwokbench.acceptance import OK, normalise_requests, phase_rates, verdict
+from kwokbench.acceptance import OK, acceptance_ratio, normalise_requests, phase_rates, verdict
 
 PERCENTILES = (50, 90, 99)
 SUMMARY_FORMAT_VERSION = 2
@@ -111,6 +111,7 @@ def request_stats(requests: pd.DataFrame, phases: list[dict[str, Any]],
         rates = phase_rates(r, created, stamps) if len(r) else {}
         whole = rates.get("whole", {})
         offered, accepted = whole.get("offered"), whole.get("accepted")
+        ratio, window = acceptance_ratio(rates)
         codes: dict[str, int] = {}
         if len(r):
             for code, cnt in r["status"].value_counts().items():
@@ -128,7 +129,8 @@ def request_stats(requests: pd.DataFrame, phases: list[dict[str, Any]],
             # achieved = accepted (what the apiserver took), no longer the pacer's send rate
             "achieved_qps": accepted,
             "scheduled_qps": offered,
-            "achieved_ratio": (accepted / offered) if accepted is not None and offered else None,
+            "achieved_ratio": ratio,
+            "achieved_ratio_window": window,
             "rates": rates,
             "connections": ph.get("connections"),
             "send_lateness_seconds": rates.get("send_lateness_seconds") or _pct(np.zeros(0)),

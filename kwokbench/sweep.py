@@ -186,8 +186,13 @@ def run_sweep(scenario: Scenario, scenario_path: Path, opts: SweepOptions, repor
                 groups = [NodeGroup(g.name, g.count, resolve_template(g.template, base), g.params)
                           for g in sized.cluster.node_groups]
                 rep.info(f"[bold]{n} nodes[/]: cluster {cluster}")
-                info = bring_up(k, copts, groups, rep).cluster
+                # the watchdog exists before kwokctl starts anything, so a kill -9 during bring-up is covered
                 guard = watchdog.start(cluster, k.home, sweep_dir, opts.keep_clusters)
+                try:
+                    info = bring_up(k, copts, groups, rep).cluster
+                except BaseException:  # bring_up removed what it created; a cluster of that name was not ours
+                    watchdog.stop(guard)
+                    raise
                 try:
                     saturated = ""
                     for q in rates:
@@ -209,8 +214,7 @@ def run_sweep(scenario: Scenario, scenario_path: Path, opts: SweepOptions, repor
                     if not opts.keep_clusters:
                         with contextlib.suppress(KwokbenchError):
                             k.delete(cluster, rep)
-                    guard.terminate()
-                    guard.wait(10)
+                    watchdog.stop(guard)
         doc["status"] = "complete"
     except KeyboardInterrupt:
         doc["status"] = "interrupted"

@@ -4,12 +4,16 @@ Rendering thousands of objects one jinja+YAML pass each is slow, so :class:`Mani
 renders a template twice with sentinel names; when the two differ only in the name, every object is
 produced by splicing names into pre-rendered JSON bytes (microseconds each). Templates that use
 ``index`` or other per-object values in other places fall back to rendering each object.
+
+What the apiserver would refuse for its shape alone is refused here, at validation, with one line
+naming the node group or workload: a resource quantity that is not one, an object over 1.5 MiB.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +29,16 @@ BUILTIN_DIR = Path(__file__).parent / "builtin_templates"
 _SENTINELS = ("kb-sentinel-a0", "kb-sentinel-b1")
 _GROUP_SENTINEL = "kb-group-sentinel-c2"
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+_WORKLOAD_LABEL = "kwokbench.io/workload"  # kwokbench.load.watcher.WORKLOAD_LABEL; not imported: load needs us
+MAX_OBJECT_BYTES = 3 * 2**19
+"""1.5 MiB: etcd's default request limit (``--max-request-bytes``); the apiserver refuses a larger object."""
+
+QUANTITY = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?")
+"""Kubernetes' quantity grammar (k8s.io/apimachinery ``resource.ParseQuantity``): a signed decimal number,
+then a binary suffix (Ki … Ei), a decimal suffix (n u m "" k M G T P E) or a decimal exponent (e3, E-2)."""
+_RESOURCE_LISTS = {("resources", "requests"), ("resources", "limits"), ("status", "capacity"),
+                   ("status", "allocatable"), ("spec", "overhead"), ("spec", "minResources")}
+"""(parent, key) of the maps whose values the apiserver parses as quantities (ResourceLists)."""
 
 # libyaml is ~10x faster; the pure-Python loader is a fallback only
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -88,6 +102,39 @@ def validate_manifest(doc: Any, path: Path) -> dict[str, Any]:
     return doc
 
 
+def is_quantity(value: Any) -> bool:
+    """Whether the apiserver parses ``value`` as a quantity: a string of :data:`QUANTITY`, a JSON number,
+    or null (decoded as zero)."""
+    if value is None:
+        return True
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return math.isfinite(value)
+    return isinstance(value, str) and QUANTITY.fullmatch(value) is not None
+
+
+def bad_quantities(doc: Any) -> Iterator[tuple[str, Any]]:
+    """``(field path, value)`` of every value of a ResourceList (requests, limits, capacity, allocatable,
+    overhead, minResources) or an ``emptyDir.sizeLimit`` that is not a Kubernetes quantity."""
+
+    def walk(node: Any, path: str, parent: str) -> Iterator[tuple[str, Any]]:
+        if isinstance(node, list):
+            for i, v in enumerate(node):
+                yield from walk(v, f"{path}[{i}]", parent)
+        elif isinstance(node, dict):
+            for k, v in node.items():
+                where = f"{path}.{k}" if path else str(k)
+                if (parent, k) in _RESOURCE_LISTS and isinstance(v, dict):
+                    yield from ((f"{where}.{name}", q) for name, q in v.items() if not is_quantity(q))
+                elif k == "sizeLimit" and parent == "emptyDir" and not is_quantity(v):
+                    yield where, v
+                else:
+                    yield from walk(v, where, str(k))
+
+    return walk(doc, "", "")
+
+
 @dataclass
 class ManifestFactory:
     """Produces the JSON body of object ``i`` named ``f"{prefix}-{i}"`` from one template."""
@@ -101,16 +148,43 @@ class ManifestFactory:
     """Merged into the pod's (or pod template's) nodeSelector."""
     gang_size: int = 0
     """When > 0, object i also gets the label ``scheduling.x-k8s.io/pod-group: <prefix>-gang-<i // gang_size>``."""
+    what: str = ""
+    """What the objects are, for error messages (``node group cpu``, ``workload pods``); by default the
+    node group (the ``group`` param of a Node), the workload (its kwokbench.io/workload label) or the template."""
     kind: str = ""
     api_version: str = ""
     sample: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        docs = [self._render(s, i, _GROUP_SENTINEL) for i, s in enumerate(_SENTINELS)]
-        self.sample = docs[0]
-        self.kind, self.api_version = str(docs[0]["kind"]), str(docs[0]["apiVersion"])
-        parts = [orjson.dumps(d).split(s.encode()) for d, s in zip(docs, _SENTINELS, strict=True)]
+        parts: list[list[bytes]] = []
+        for i, sentinel in enumerate(_SENTINELS):
+            doc = self._render(sentinel, i, _GROUP_SENTINEL)
+            if i == 0:
+                self.sample = doc
+                self.kind, self.api_version = str(doc["kind"]), str(doc["apiVersion"])
+                self.what = self.what or self._describe()
+            body = orjson.dumps(doc)
+            self._check(doc, body)
+            parts.append(body.split(sentinel.encode()))
         self._fast: list[bytes] | None = parts[0] if parts[0] == parts[1] else None
+
+    def _describe(self) -> str:
+        if self.kind == "Node" and "group" in self.params:
+            return f"node group {self.params['group']}"
+        if _WORKLOAD_LABEL in self.labels:
+            return f"workload {self.labels[_WORKLOAD_LABEL]}"
+        return f"template {self.path.name}"
+
+    def _check(self, doc: dict[str, Any], body: bytes) -> None:
+        """What the apiserver would refuse for its shape alone, as one line, before any cluster exists
+        (only the two objects rendered here: per-object values of other indexes are not seen)."""
+        for where, value in bad_quantities(doc):
+            raise ScenarioError(f"{self.what}: {where}: {value!r} is not a Kubernetes quantity "
+                                "(e.g. 100m, 2, 1.5, 128Mi, 4Gi)")
+        size = len(body)
+        if size > MAX_OBJECT_BYTES:
+            raise ScenarioError(f"{self.what}: template {self.path.name} renders a {size / 2**20:.1f} MiB "
+                                f"{self.kind}; the apiserver refuses objects over {MAX_OBJECT_BYTES / 2**20:g} MiB")
 
     @property
     def group_prefix(self) -> str:

@@ -12,18 +12,18 @@ import contextlib
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
-import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psutil
 import yaml
 
+from kwokbench.cluster import processes
 from kwokbench.cluster.kubeconfig import Credentials
+from kwokbench.cluster.processes import ComponentProcess
 from kwokbench.errors import ClusterError, ScenarioError, ToolchainError
 from kwokbench.progress import Reporter, Silent
 from kwokbench.toolchain import Toolchain
@@ -131,7 +131,11 @@ def validate_name(name: str) -> str:
     return name
 
 
-def scheduler_config(opts: ClusterOptions, dst: Path) -> Path:
+STOCK_SCHEDULER_QPS, STOCK_SCHEDULER_BURST = 50.0, 100
+"""kube-scheduler's own client limits when its configuration sets no ``clientConnection.qps/burst``."""
+
+
+def scheduler_config_document(opts: ClusterOptions) -> dict[str, Any]:
     """The KubeSchedulerConfiguration kwokctl gets (always one: flags are ignored once there is a file).
 
     The scenario's file (checked) or kube-scheduler's defaults, with client QPS/burst unlimited unless
@@ -139,7 +143,8 @@ def scheduler_config(opts: ClusterOptions, dst: Path) -> Path:
     off unless the file asks for it: one scheduler per cluster needs none, and a restarted scheduler
     would otherwise wait ~15 s for the lease of its killed predecessor. kube-scheduler ignores
     ``--kube-api-qps`` once ``--config`` is given, so kwokctl's ``--disable-qps-limits`` alone would
-    silently leave a configured scheduler at 50 QPS.
+    silently leave a configured scheduler at 50 QPS. This document is the one source of the scheduler's
+    effective client limits (:func:`scheduler_client_limits`): the fairness manifest reads them from it.
     """
     doc: Any = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
     src = opts.scheduler_config
@@ -154,8 +159,13 @@ def scheduler_config(opts: ClusterOptions, dst: Path) -> Path:
             raise ScenarioError(f"scheduler config {src}: expected kind KubeSchedulerConfiguration")
         if not str(doc.get("apiVersion", "")).startswith("kubescheduler.config.k8s.io/"):
             raise ScenarioError(f"scheduler config {src}: expected apiVersion kubescheduler.config.k8s.io/v1")
-    doc.setdefault("leaderElection", {}).setdefault("leaderElect", False)
-    cc = doc.setdefault("clientConnection", {})
+    return with_client_limits(doc, opts)
+
+
+def with_client_limits(doc: dict[str, Any], opts: ClusterOptions) -> dict[str, Any]:
+    """``doc`` (a parsed KubeSchedulerConfiguration, not modified) as kwokbench hands it to kube-scheduler."""
+    doc = {**doc, "leaderElection": {"leaderElect": False, **(doc.get("leaderElection") or {})}}
+    cc = dict(doc.get("clientConnection") or {})
     if not opts.qps_limits:
         cc.setdefault("qps", UNLIMITED_QPS)
         cc.setdefault("burst", UNLIMITED_BURST)
@@ -164,10 +174,27 @@ def scheduler_config(opts: ClusterOptions, dst: Path) -> Path:
         cc["burst"] = opts.scheduler_client_burst or max(int(opts.scheduler_client_qps), 1)
     elif opts.scheduler_client_burst:
         cc["burst"] = opts.scheduler_client_burst
-    if not cc:
-        del doc["clientConnection"]
+    if cc:
+        doc["clientConnection"] = cc
+    else:
+        doc.pop("clientConnection", None)
     if opts.scheduler_extenders:
         doc["extenders"] = [*(doc.get("extenders") or []), *opts.scheduler_extenders]
+    return doc
+
+
+def scheduler_client_limits(doc: dict[str, Any]) -> tuple[float, int]:
+    """(QPS, burst) of kube-scheduler's API client under configuration ``doc``: its
+    ``clientConnection.qps/burst``, or kube-scheduler's defaults (50, 100) where they are absent or 0
+    (its defaulting treats 0 as unset)."""
+    cc = doc.get("clientConnection") or {}
+    qps, burst = cc.get("qps"), cc.get("burst")
+    return float(qps) if qps else STOCK_SCHEDULER_QPS, int(burst) if burst else STOCK_SCHEDULER_BURST
+
+
+def scheduler_config(opts: ClusterOptions, dst: Path) -> Path:
+    """Write :func:`scheduler_config_document` to ``dst``."""
+    doc = scheduler_config_document(opts)
     dst.parent.mkdir(parents=True, exist_ok=True)
     dst.write_text(yaml.safe_dump(doc, sort_keys=False))
     return dst
@@ -257,35 +284,55 @@ class Kwokctl:
         except BaseException:
             # never leave a half-created cluster (or its processes) behind
             with contextlib.suppress(Exception):
-                self.delete(name)
+                self.delete(name, missing_ok=True)
             raise
 
     def restart(self, name: str, reporter: Reporter | None = None, wait_seconds: int = 120) -> None:
         """Stop and start every component (etcd keeps its data), e.g. so that a scheduler that started
         before its CRDs existed sees them. kwokctl v0.8.0 cannot restart a single component."""
         rep = reporter or Silent()
+        d = self.cluster_dir(name)
         with rep.status(f"restarting cluster {name}"):
-            pids = self.pids(name)
+            known, notes = processes.from_pid_files(d)
             self._run(["--name", name, "stop", "cluster"], timeout=120, what=f"stopping cluster {name}")
-            _kill_survivors(pids)
+            notes += _kill_survivors(known.values(), d)
             self._run(["--name", name, "start", "cluster", "--wait", f"{wait_seconds}s"], timeout=wait_seconds + 60,
                       what=f"starting cluster {name}")
+        for note in notes:
+            rep.warn(note)
 
-    def delete(self, name: str, reporter: Reporter | None = None) -> list[int]:
-        """Delete the cluster and make sure none of its processes survive; returns the pids it had."""
+    def delete(self, name: str, reporter: Reporter | None = None, missing_ok: bool = False) -> list[int]:
+        """Delete the cluster and make sure none of its processes survive; returns the pids it had.
+
+        A kwokctl still working on the cluster (a ``create`` whose kwokbench was killed) is stopped
+        first, or it would start components after the delete. Only processes that are this cluster's
+        components are signalled (:mod:`kwokbench.cluster.processes`): a pid file naming another process
+        is reported and left alone. ``missing_ok``: a cluster whose directory kwokctl never got to write
+        is not an error (the watchdog deletes whatever a killed run got to create)."""
         rep = reporter or Silent()
-        pids = self.pids(name)
-        if not self.cluster_dir(name).exists():
+        d = self.cluster_dir(name)
+        running = processes.kwokctl_commands(self.workdir, name)
+        if running:
+            rep.info(f"stopping kwokctl still working on {name} (pid {', '.join(str(p.pid) for p in running)})")
+            processes.kill_now(running)
+        if not d.exists():
+            if missing_ok:
+                return []
             raise ClusterError(f"no kwokbench cluster named {name!r} (known: {', '.join(self.names()) or 'none'})")
+        known, notes = processes.from_pid_files(d)
+        had = [*known.values(), *processes.strays(d, (c.pid for c in known.values()))]
         with rep.status(f"deleting cluster {name}"):
             try:
                 self._run(["--name", name, "delete", "cluster", "--kubeconfig", str(self.kubeconfig)], timeout=120,
                           what=f"deleting cluster {name}")
             finally:
-                _kill_survivors(pids)
-                if self.cluster_dir(name).exists():
-                    shutil.rmtree(self.cluster_dir(name), ignore_errors=True)
-        return list(pids.values())
+                late = processes.strays(d, (c.pid for c in had))  # started while kwokctl deleted, if any
+                notes += _kill_survivors([*had, *late], d)
+                if d.exists():
+                    shutil.rmtree(d, ignore_errors=True)
+                for note in notes:
+                    rep.warn(note)
+        return [c.pid for c in had]
 
     # -- inspection --
 
@@ -307,14 +354,13 @@ class Kwokctl:
         )
 
     def pids(self, name: str) -> dict[str, int]:
-        """Component → pid of the running processes (from kwokctl's pid files)."""
-        out: dict[str, int] = {}
-        for f in sorted((self.cluster_dir(name) / "pids").glob("*.pid")):
-            with contextlib.suppress(ValueError, OSError):
-                pid = int(f.read_text().strip())
-                if psutil.pid_exists(pid):
-                    out[f.stem] = pid
-        return out
+        """Component → pid of the running processes: kwokctl's pid files, each pid checked to be that
+        component of this cluster (a stale pid reused by another process is not listed)."""
+        return {c: p.pid for c, p in self.processes(name).items()}
+
+    def processes(self, name: str) -> dict[str, ComponentProcess]:
+        """Component → its running process (pid and start time), from kwokctl's pid files, checked."""
+        return processes.from_pid_files(self.cluster_dir(name))[0]
 
     def components(self, name: str) -> dict[str, str]:
         res = self._run(["--name", name, "get", "components", "-o", "wide"], timeout=60,
@@ -357,20 +403,10 @@ def _default_extra_args() -> list[str]:
             f"kwok-controller=manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake"]
 
 
-def _kill_survivors(pids: dict[str, int], grace: float = 5.0) -> None:
-    procs = []
-    for pid in pids.values():
-        with contextlib.suppress(psutil.Error):
-            procs.append(psutil.Process(pid))
-    deadline = time.monotonic() + grace
-    for p in procs:
-        with contextlib.suppress(psutil.Error):
-            p.send_signal(signal.SIGTERM)
-    _, alive = psutil.wait_procs(procs, timeout=max(0.0, deadline - time.monotonic()))
-    for p in alive:
-        with contextlib.suppress(psutil.Error):
-            p.kill()
-    psutil.wait_procs(alive, timeout=5)
+def _kill_survivors(procs: Iterable[ComponentProcess], cluster_dir: Path, grace: float = 5.0) -> list[str]:
+    """Stop what is still running of ``procs`` (SIGTERM, SIGKILL after ``grace``), each checked to still
+    be its component first; returns a sentence for each process left alone."""
+    return processes.stop(procs, cluster_dir, grace)
 
 
 def _last_error(text: str) -> str:

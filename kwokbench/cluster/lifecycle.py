@@ -20,11 +20,17 @@ class UpResult:
     timings: dict[str, float] = field(default_factory=dict)
 
 
+def check_node_groups(groups: list[NodeGroup]) -> None:
+    """Render each group's node template as ``create_nodes`` will: a broken template, a param that is not a
+    quantity or an oversized object fails (one line, naming the group) before a cluster exists, not after."""
+    for g in groups:
+        ManifestFactory(g.template, {**g.params, "group": g.name}, f"kb-{g.name}")
+
+
 def bring_up(kwokctl: Kwokctl, opts: ClusterOptions, groups: list[NodeGroup],
              reporter: Reporter | None = None, node_timeout: float = 300.0) -> UpResult:
     rep = reporter or Silent()
-    for g in groups:  # a broken template must fail before a cluster exists, not after
-        ManifestFactory(g.template, {**g.params, "group": g.name}, f"kb-{g.name}")
+    check_node_groups(groups)
     timings: dict[str, float] = {}
     t = time.monotonic()
     kwokctl.toolchain.install("auto", rep)

@@ -299,6 +299,10 @@ def derive(run_dir: Path, pods: pd.DataFrame,
     out["apiserver"]["throttled_429"] = out["apiserver"]["create_pod_responses"].get("429", 0.0)
     procs = pd.read_parquet(run_dir / PROCS) if (run_dir / PROCS).exists() else pd.DataFrame()
     out["processes"] = process_usage(procs)
+    sched_cpu = (out["processes"].get("kube-scheduler") or {}).get("cpu_seconds")
+    # CPU time, unlike wall-clock figures, hardly moves when other work shares the host's cores: the
+    # steadiest sign of a scheduler that does more work per pod
+    out["scheduler"]["cpu_seconds_per_pod"] = sched_cpu / scheduled if sched_cpu is not None and scheduled else None
     win_s = (window[1] - window[0]) if window else 0.0
     out["labels"] = client_bound(series, rate, client_qps, win_s)
     rate_frame = pd.DataFrame(rate.get("series", {"t": [], "rate": []}))

@@ -22,9 +22,12 @@ from typing import Any
 import orjson
 
 from kwokbench.cluster.kubeconfig import Credentials
+from kwokbench.errors import StoreError
 from kwokbench.load.submitter import send_to_parent
 
 SCRAPES = "scrapes"
+FRAME_VERSION = 1
+"""Format of a snapshot frame (a JSON header line, then the payload); headers before it had no ``v``."""
 PROCS = "procs.parquet"
 
 
@@ -45,7 +48,7 @@ class Snapshot:
 
 
 def write_frame(w: Any, t: float, status: int, ms: float, payload: bytes) -> None:
-    w.write(orjson.dumps({"t": t, "status": status, "ms": ms, "bytes": len(payload)}) + b"\n")
+    w.write(orjson.dumps({"v": FRAME_VERSION, "t": t, "status": status, "ms": ms, "bytes": len(payload)}) + b"\n")
     w.write(payload)
     w.write(b"\n")
 
@@ -66,6 +69,9 @@ def read_snapshots(path: Path) -> Iterator[Snapshot]:
                 h = orjson.loads(head)
             except orjson.JSONDecodeError:
                 return
+            if h.get("v", 1) > FRAME_VERSION:
+                raise StoreError(f"{path}: scrape frame version {h['v']} is newer than this kwokbench reads "
+                                 f"({FRAME_VERSION})")
             payload = buf.read(h["bytes"])
             if len(payload) < h["bytes"]:
                 return

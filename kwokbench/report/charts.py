@@ -1,4 +1,9 @@
-"""matplotlib charts of stored runs (runs overlaid, one colour per run); each returns PNG bytes."""
+"""matplotlib charts of stored runs; each returns PNG bytes.
+
+One colour per scheduler variant in every chart, so two variants × 4 repeats read as two things
+compared, not eight: the lines of a variant's repeats are thin lines of its colour, and a bar is the
+mean of the variant's runs with a dot per run.
+"""
 
 from __future__ import annotations
 
@@ -31,8 +36,89 @@ def _t0(run: StoredRun) -> float:
     return float(p["created"].min()) if len(p) and "created" in p and p["created"].notna().any() else 0.0
 
 
-def _label(run: StoredRun) -> str:
-    return f"{run.meta.get('variant', {}).get('name', '?')} · {run.path.name[-13:]}"
+def _variant(run: StoredRun) -> str:
+    return str((run.meta.get("variant") or {}).get("name", "?"))
+
+
+def _by_variant(runs: list[StoredRun]) -> dict[str, list[int]]:
+    """Variant → indexes of its runs, variants in the order they first appear."""
+    out: dict[str, list[int]] = {}
+    for i, r in enumerate(runs):
+        out.setdefault(_variant(r), []).append(i)
+    return out
+
+
+def _variant_colours(runs: list[StoredRun]) -> dict[str, Any]:
+    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    return {n: cycle[i % len(cycle)] for i, n in enumerate(_by_variant(runs))}
+
+
+def _variant_label(variant: str, n: int) -> str:
+    return f"{variant} ({n} runs)" if n > 1 else variant
+
+
+def _repeats(runs: list[StoredRun]) -> bool:
+    return any(len(ix) > 1 for ix in _by_variant(runs).values())
+
+
+BARS_NOTE = "bar: mean of a variant's runs, dot: one run"
+
+
+class _Lines:
+    """Colour, width and a once-per-variant legend label for the line of each run."""
+
+    def __init__(self, runs: list[StoredRun]) -> None:
+        self.colours = _variant_colours(runs)
+        self.counts = {v: len(ix) for v, ix in _by_variant(runs).items()}
+        self._labelled: set[str] = set()
+
+    def style(self, run: StoredRun, suffix: str = "") -> dict[str, Any]:
+        v = _variant(run)
+        label = None if v + suffix in self._labelled else _variant_label(v, self.counts[v]) + suffix
+        self._labelled.add(v + suffix)
+        repeats = self.counts[v] > 1
+        return {"color": self.colours[v], "lw": 0.9 if repeats else 1.6, "alpha": 0.75 if repeats else 1.0,
+                "label": label}
+
+
+def _variant_bars(ax: Any, runs: list[StoredRun], names: list[str], values: list[list[float]],
+                  horizontal: bool = False, legend: bool = True) -> None:
+    """One bar per variant and category: the mean of the variant's runs, and a dot per run when it has
+    repeats. ``values[i]`` are run i's values per category (NaN: not measured in that run)."""
+    groups = _by_variant(runs)
+    colours = _variant_colours(runs)
+    x = np.arange(len(names))
+    k = max(len(groups), 1)
+    w = 0.8 / k
+    for j, (variant, ix) in enumerate(groups.items()):
+        vals = np.array([values[i] for i in ix], dtype=np.float64).reshape(len(ix), len(names))
+        seen = np.isfinite(vals)
+        mean = np.where(seen, vals, 0.0).sum(axis=0) / np.maximum(seen.sum(axis=0), 1)
+        pos = x + (j - (k - 1) / 2) * w
+        label = _variant_label(variant, len(ix))
+        if horizontal:
+            ax.barh(pos, mean, w, color=colours[variant], label=label)
+        else:
+            ax.bar(pos, mean, w, color=colours[variant], label=label)
+        if len(ix) > 1:
+            for row in vals:
+                xs, ys = (row, pos) if horizontal else (pos, row)
+                ax.scatter(xs, ys, s=9, color="black", alpha=0.6, zorder=3, linewidths=0)
+    if horizontal:
+        ax.set_yticks(x, names, fontsize=8)
+        ax.invert_yaxis()  # the first category on top
+        ax.grid(alpha=0.3, axis="x")
+    else:
+        ax.set_xticks(x, names, fontsize=8)
+        ax.grid(alpha=0.3, axis="y")
+    if legend:
+        _legend(ax, fontsize=7)
+
+
+def _legend(ax: Any, **kw: Any) -> None:
+    """A legend when something is labelled (matplotlib warns on an empty one, e.g. for a run without pods)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(**kw)
 
 
 def _mark_chaos(ax: Any, r: StoredRun, color: Any) -> None:
@@ -49,28 +135,25 @@ def _mark_chaos(ax: Any, r: StoredRun, color: Any) -> None:
 
 def binding_rate(runs: list[StoredRun]) -> bytes:
     fig, ax = plt.subplots(figsize=(9, 4))
+    lines = _Lines(runs)
     for r in runs:
         f = r.path / BINDING_RATE
         if f.exists():
             df = pd.read_parquet(f)
-            line = ax.plot(df["t"] - _t0(r), df["rate"], label=_label(r), lw=1.5)[0]
-            _mark_chaos(ax, r, line.get_color())
+            style = lines.style(r)
+            ax.plot(df["t"] - _t0(r), df["rate"], **style)
+            _mark_chaos(ax, r, style["color"])
         elif len(r.pods):  # no scrapes: the watch's per-second binds
             s = r.pods["scheduled"].dropna() - _t0(r)
             counts = s.astype(int).value_counts().sort_index()
-            lines = ax.step(counts.index, counts.values, label=f"{_label(r)} (watch)", where="post")
-            _mark_chaos(ax, r, lines[0].get_color())
+            style = lines.style(r, " (watch)")
+            ax.step(counts.index, counts.values, where="post", **style)
+            _mark_chaos(ax, r, style["color"])
     ax.set(title="Binding rate (apiserver POST pods/binding, 1 s scrapes)", xlabel="seconds since first pod created",
            ylabel="pods/s")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    _legend(ax, fontsize=8)
     return _png(fig)
-
-
-def _variant_colours(runs: list[StoredRun]) -> dict[str, Any]:
-    names = list(dict.fromkeys(r.meta.get("variant", {}).get("name", "?") for r in runs))
-    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    return {n: cycle[i % len(cycle)] for i, n in enumerate(names)}
 
 
 def cumulative_scheduled(runs: list[StoredRun]) -> bytes:
@@ -78,11 +161,12 @@ def cumulative_scheduled(runs: list[StoredRun]) -> bytes:
     running over time; a gap between two curves is a backlog. One colour per variant."""
     fig, ax = plt.subplots(figsize=(9, 4.2))
     colours = _variant_colours(runs)
+    thin = {v: 0.6 if len(ix) > 1 else 1.0 for v, ix in _by_variant(runs).items()}
     styles = {"offered": (":", 1.0), "accepted (created)": ("--", 1.2), "scheduled": ("-", 1.8),
               "running": ("-.", 1.0)}
     labelled: set[str] = set()
     for r in runs:
-        variant = r.meta.get("variant", {}).get("name", "?")
+        variant = _variant(r)
         colour, t0 = colours[variant], _t0(r)
         req = normalise_requests(r.requests) if len(r.requests) else r.requests
         curves: dict[str, np.ndarray] = {}
@@ -97,117 +181,138 @@ def cumulative_scheduled(runs: list[StoredRun]) -> bytes:
             t = np.sort(times[np.isfinite(times)]) - t0
             ls, lw = styles[what]
             key = f"{variant} · {what}"
-            ax.plot(t, np.arange(1, len(t) + 1), ls=ls, lw=lw, color=colour,
+            ax.plot(t, np.arange(1, len(t) + 1), ls=ls, lw=lw * thin[variant], color=colour,
                     label=None if key in labelled else key)
             labelled.add(key)
         _mark_chaos(ax, r, colour)
     ax.set(title="Offered, accepted, scheduled and running over time (a gap between curves is a backlog)",
            xlabel="seconds since first pod created", ylabel="objects / pods")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+    _legend(ax, fontsize=7, ncol=2)
     return _png(fig)
 
 
 def latency(runs: list[StoredRun]) -> bytes:
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
-    labels, bars = [], []
+    lines = _Lines(runs)
+    bars: list[list[float]] = []
     for r in runs:
         p = r.pods[~r.pods["from_list"]] if len(r.pods) else r.pods
         d = ((p["scheduled"] - p["created"]).dropna().to_numpy() * 1000) if len(p) else np.zeros(0)
         if len(d):
             s = np.sort(d)
-            a1.plot(s, np.linspace(0, 1, len(s)), label=_label(r))
-            bars.append([np.percentile(d, q) for q in (50, 90, 99)])
+            a1.plot(s, np.linspace(0, 1, len(s)), **lines.style(r))
+            bars.append([float(np.percentile(d, q)) for q in (50, 90, 99)])
         else:
-            bars.append([0, 0, 0])
-        labels.append(_label(r))
+            bars.append([np.nan] * 3)
     a1.set(title="Scheduling latency CDF (created → scheduled)", xlabel="ms", ylabel="fraction of pods")
     a1.set_xscale("symlog", linthresh=10)
     a1.grid(alpha=0.3)
-    a1.legend(fontsize=8)
-    x = np.arange(3)
-    w = 0.8 / max(len(runs), 1)
-    for i, (lab, b) in enumerate(zip(labels, bars, strict=True)):
-        a2.bar(x + i * w, b, w, label=lab)
-    a2.set_xticks(x + w * (len(runs) - 1) / 2, ["p50", "p90", "p99"])
-    a2.set(title="Scheduling latency percentiles", ylabel="ms")
-    a2.legend(fontsize=8)
+    _legend(a1, fontsize=8)
+    _variant_bars(a2, runs, ["p50", "p90", "p99"], bars)
+    a2.set(title="Scheduling latency percentiles" + (f"\n({BARS_NOTE})" if _repeats(runs) else ""), ylabel="ms")
     return _png(fig)
+
+
+_SUBMIT = {"offered": "offered", "sent": "sent", "accepted": "accepted", "apiserver counter": "apiserver\ncounter"}
 
 
 def submit_rate(runs: list[StoredRun]) -> bytes:
-    """Per run and phase: the offered rate next to what was sent and what the apiserver accepted."""
-    fig, ax = plt.subplots(figsize=(9, 3.8))
-    names: list[str] = []
-    bars: dict[str, list[float]] = {"offered": [], "sent": [], "accepted": [], "apiserver counter": []}
+    """Per phase: the offered rate next to what was sent and what the apiserver accepted, per variant."""
+    phases: list[str] = []
+    per_run: list[dict[tuple[str, str], float]] = []
     for r in runs:
+        got: dict[tuple[str, str], float] = {}
         for ph in (r.summary or {}).get("submit", []):
+            name = str(ph["phase"])
+            phases += [] if name in phases else [name]
             whole = (ph.get("rates") or {}).get("whole") or {}
-            names.append(f"{_label(r)}\n{ph['phase']}")
-            bars["offered"].append(ph.get("offered_qps") or ph.get("scheduled_qps") or ph.get("target_qps") or 0)
-            bars["sent"].append(ph.get("sent_qps") or 0)
-            bars["accepted"].append(ph.get("accepted_qps") or 0)  # older runs: not recorded
-            bars["apiserver counter"].append(whole.get("apiserver_counter") or 0)
-    x = np.arange(len(names))
-    w = 0.2
-    for i, (what, vals) in enumerate(bars.items()):
-        ax.bar(x + (i - 1.5) * w, vals, w, label=what, color="#bbb" if what == "offered" else None)
-    for i in range(len(names)):
-        off, acc = bars["offered"][i], bars["accepted"][i]
-        if off and acc and acc < 0.95 * off:
-            ax.annotate(f"{acc / off * 100:.0f}% accepted", (x[i], off), ha="center", va="bottom", fontsize=8,
-                        color="red")
-    ax.set_xticks(x, names, fontsize=7)
-    ax.set(title="Submit rate: offered vs sent vs accepted (whole phase)", ylabel="objects/s")
-    ax.legend(fontsize=8)
+            got[(name, "offered")] = ph.get("offered_qps") or ph.get("scheduled_qps") or ph.get("target_qps") or 0
+            got[(name, "sent")] = ph.get("sent_qps") or 0
+            got[(name, "accepted")] = ph.get("accepted_qps") or 0  # older runs: not recorded
+            got[(name, "apiserver counter")] = whole.get("apiserver_counter") or 0
+        per_run.append(got)
+    keys = [(ph, what) for ph in phases for what in _SUBMIT]
+    names = [f"{ph}: {_SUBMIT[what]}" if len(phases) > 1 else _SUBMIT[what] for ph, what in keys]
+    values = [[float(got.get(k, np.nan)) for k in keys] for got in per_run]
+    fig, ax = plt.subplots(figsize=(max(9.0, 1.1 * len(keys)), 3.8))
+    _variant_bars(ax, runs, names, values)
+    groups = _by_variant(runs)
+    w = 0.8 / max(len(groups), 1)
+    for j, ix in enumerate(groups.values()):
+        for p_i, ph in enumerate(phases):
+            off = _mean([values[i][keys.index((ph, "offered"))] for i in ix])
+            acc = _mean([values[i][keys.index((ph, "accepted"))] for i in ix])
+            if off and acc and acc < 0.95 * off:
+                x = p_i * len(_SUBMIT) + 2 + (j - (len(groups) - 1) / 2) * w
+                ax.annotate(f"{acc / off * 100:.0f}%", (x, acc), ha="center", va="bottom", fontsize=7, color="red")
+    ax.set(title="Submit rate: offered vs sent vs accepted, whole phase (red: share of the offered rate accepted)"
+                 + (f"\n{BARS_NOTE}" if _repeats(runs) else ""), ylabel="objects/s")
     return _png(fig)
+
+
+def _mean(values: list[float]) -> float:
+    finite = [v for v in values if np.isfinite(v)]
+    return float(np.mean(finite)) if finite else 0.0
 
 
 def node_allocation(runs: list[StoredRun]) -> bytes:
-    """Requested CPU (and GPUs, when any pod asks for them) per node, empty nodes included."""
+    """Requested CPU (and GPUs, when any pod asks for them) per node, empty nodes included: one outline per
+    variant, its runs pooled and counted per run."""
     has_gpu = any(len(r.pods) and "gpus" in r.pods and r.pods["gpus"].sum() > 0 for r in runs)
     fig, axes = plt.subplots(1, 2 if has_gpu else 1, figsize=(11 if has_gpu else 9, 3.5), squeeze=False)
+    colours = _variant_colours(runs)
     for col, (what, unit, scale) in enumerate([("cpu_m", "CPU cores", 1000.0), ("gpus", "GPUs", 1.0)][:axes.shape[1]]):
         ax = axes[0][col]
-        for r in runs:
-            p = r.pods
-            if not len(p) or what not in p:
-                continue
-            placed = p[p["node"] != ""]
-            per_node = placed.groupby("node")[what].sum() / scale
-            nodes = (r.meta.get("cluster") or {}).get("nodes") or len(per_node)
-            values = np.concatenate([per_node.to_numpy(), np.zeros(max(0, nodes - len(per_node)))])
-            ax.hist(values, bins=30, alpha=0.5, label=_label(r))
-        ax.set(title=f"{unit} requested per node (empty nodes included)", xlabel=unit, ylabel="nodes")
-        ax.legend(fontsize=8)
+        per_variant: dict[str, list[np.ndarray]] = {}
+        for variant, ix in _by_variant(runs).items():
+            for i in ix:
+                p = runs[i].pods
+                if not len(p) or what not in p:
+                    continue
+                placed = p[p["node"] != ""]
+                per_node = placed.groupby("node")[what].sum() / scale
+                nodes = (runs[i].meta.get("cluster") or {}).get("nodes") or len(per_node)
+                per_variant.setdefault(variant, []).append(
+                    np.concatenate([per_node.to_numpy(dtype=np.float64), np.zeros(max(0, nodes - len(per_node)))]))
+        if per_variant:
+            bins = np.histogram_bin_edges(np.concatenate([a for arrays in per_variant.values() for a in arrays]), 30)
+            for variant, arrays in per_variant.items():
+                values = np.concatenate(arrays)
+                weights = np.full(len(values), 1.0 / len(arrays))
+                ax.hist(values, bins=bins, weights=weights, histtype="stepfilled", alpha=0.25, color=colours[variant])
+                ax.hist(values, bins=bins, weights=weights, histtype="step", lw=1.4, color=colours[variant],
+                        label=_variant_label(variant, len(arrays)))
+            _legend(ax, fontsize=8)
+        ax.set(title=f"{unit} requested per node (empty nodes included)", xlabel=unit,
+               ylabel="nodes, mean per run" if _repeats(runs) else "nodes")
     return _png(fig)
+
+
+_COMPONENTS = {"kube-apiserver": "apiserver", "etcd": "etcd", "kube-scheduler": "scheduler",
+               "kube-controller-manager": "controller-manager", "kwok-controller": "kwok"}
 
 
 def control_plane(runs: list[StoredRun]) -> bytes:
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.8))
-    comps = ["kube-apiserver", "etcd", "kube-scheduler", "kube-controller-manager", "kwok-controller"]
-    x = np.arange(len(comps))
-    w = 0.8 / max(len(runs), 1)
-    for i, r in enumerate(runs):
-        procs = (r.summary or {}).get("processes") or {}
-        a1.bar(x + i * w, [procs.get(c, {}).get("cpu_seconds", 0) for c in comps], w, label=_label(r))
-        a2.bar(x + i * w, [procs.get(c, {}).get("rss_peak_bytes", 0) / 2**20 for c in comps], w, label=_label(r))
-    for a, title, unit in ((a1, "Control-plane CPU during the run", "CPU seconds"),
-                           (a2, "Control-plane peak RSS", "MiB")):
-        a.set_xticks(x + w * (len(runs) - 1) / 2, [c.replace("kube-", "") for c in comps], fontsize=8)
-        a.set(title=title, ylabel=unit)
-        a.legend(fontsize=7)
+    """CPU and peak RSS per component as horizontal bars, so the component names never overlap."""
+    k = len(_by_variant(runs))
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 1.4 + len(_COMPONENTS) * (0.2 + 0.16 * k)))
+    procs = [(r.summary or {}).get("processes") or {} for r in runs]
+
+    def figure(comp: dict[str, Any], key: str, scale: float) -> float:
+        v = comp.get(key)
+        return float(v) / scale if v is not None else np.nan
+
+    cpu = [[figure(p.get(c) or {}, "cpu_seconds", 1.0) for c in _COMPONENTS] for p in procs]
+    rss = [[figure(p.get(c) or {}, "rss_peak_bytes", 2**20) for c in _COMPONENTS] for p in procs]
+    for a, vals, title, unit in ((a1, cpu, "Control-plane CPU during the run", "CPU seconds"),
+                                 (a2, rss, "Control-plane peak RSS", "MiB")):
+        _variant_bars(a, runs, list(_COMPONENTS.values()), vals, horizontal=True, legend=False)
+        a.set(title=title, xlabel=unit)
+    # one legend for both, beside the bars rather than over them
+    _legend(a2, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title=BARS_NOTE.replace(", ", ",\n")
+              if _repeats(runs) else None, title_fontsize=7)
     return _png(fig)
-
-
-def _grouped_bars(ax: Any, runs: list[StoredRun], names: list[str], values: list[list[float]]) -> None:
-    x = np.arange(len(names))
-    w = 0.8 / max(len(runs), 1)
-    for i, (r, vals) in enumerate(zip(runs, values, strict=True)):
-        ax.bar(x + i * w, vals, w, label=_label(r))
-    ax.set_xticks(x + w * (len(runs) - 1) / 2, names, fontsize=8)
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3, axis="y")
 
 
 def scheduler_time(runs: list[StoredRun]) -> bytes:
@@ -227,9 +332,9 @@ def scheduler_time(runs: list[StoredRun]) -> bytes:
                sum((ext.get("handling_seconds") or {}).values()) / scheduled if calls else 0.0]
         values.append([v * 1000 for v in row])
     fig, ax = plt.subplots(figsize=(11, 3.8))
-    _grouped_bars(ax, runs, names, values)
+    _variant_bars(ax, runs, names, values)
     ax.set(title="Scheduler time per pod, mean (extension points from scheduler metrics; extender: its own "
-                 "handling time)", ylabel="ms")
+                 "handling time)" + (f"\n{BARS_NOTE}" if _repeats(runs) else ""), ylabel="ms")
     return _png(fig)
 
 
@@ -246,8 +351,9 @@ def placement_quality(runs: list[StoredRun]) -> bytes:
                        float((pl.get("gpu_fragmentation") or {}).get("stranded_gpus") or 0),
                        float((u.get("nodes") or 0) - (u.get("nodes_used") or 0))])
     fig, ax = plt.subplots(figsize=(10, 3.6))
-    _grouped_bars(ax, runs, names, values)
-    ax.set(title="Placement quality (lower is better)", ylabel="count")
+    _variant_bars(ax, runs, names, values)
+    ax.set(title="Placement quality (lower is better)" + (f"\n{BARS_NOTE}" if _repeats(runs) else ""),
+           ylabel="count")
     return _png(fig)
 
 

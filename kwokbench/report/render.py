@@ -15,8 +15,10 @@ from typing import Any
 import jinja2
 
 from kwokbench.gate import DEFAULT_GATES, GateResult, comparability, gate
+from kwokbench.report import variants
 from kwokbench.report.charts import CHARTS
 from kwokbench.report.table import summary_rows
+from kwokbench.stats import Comparison
 from kwokbench.store import StoredRun
 
 
@@ -38,6 +40,23 @@ def _row_values(runs: list[StoredRun]) -> tuple[list[str], list[list[str]]]:
     return ["metric", *[f"{r.meta.get('variant', {}).get('name', '?')} {r.path.name}" for r in runs]], rows
 
 
+def _mde(c: Comparison) -> str:
+    return f"{c.mde * 100:.0f}%" if c.mde is not None else "-"
+
+
+def _change(c: Comparison) -> str:
+    if c.ratio is None:
+        return "-"
+    ci = f" ({(c.ci[0] - 1) * 100:+.0f}%..{(c.ci[1] - 1) * 100:+.0f}%)" if c.ci and c.method != "worst run" else ""
+    return f"{(c.ratio - 1) * 100:+.1f}%{ci}"
+
+
+def gate_rows(result: GateResult) -> tuple[list[str], list[list[str]]]:
+    """The gate's table for a terminal: the reason carries the change, its interval and the p-value."""
+    return (["metric", "verdict", "runs", "MDE", "detail"],
+            [[c.metric, c.verdict, c.runs, _mde(c), c.reason] for c in result.comparisons])
+
+
 def markdown(runs: list[StoredRun], result: GateResult | None) -> str:
     cols, rows = _row_values(runs)
     out = [f"## kwokbench: {', '.join(sorted({str(r.meta.get('scenario', {}).get('name')) for r in runs}))}", ""]
@@ -45,8 +64,12 @@ def markdown(runs: list[StoredRun], result: GateResult | None) -> str:
     out.append("|" + "---|" * len(cols))
     out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
     if result is not None:
-        out += ["", "### Gate", "", "| metric | verdict | change |", "|---|---|---|"]
-        out += [f"| {c.metric} | **{c.verdict}** | {c.reason} |" for c in result.comparisons]
+        out += ["", "### Gate", "", "| metric | verdict | runs | change (95% CI) | min. detectable | detail |",
+                "|---|---|---|---|---|---|"]
+        out += ["| " + " | ".join(x.replace("|", "\\|") for x in (c.metric, f"**{c.verdict}**", c.runs, _change(c),
+                                                                 _mde(c), c.reason)) + " |"
+                for c in result.comparisons]
+        out += ["", *[f"_{n}_" for n in result.notes]] if result.notes else []
     warnings = (result.warnings if result else comparability(runs))
     if warnings:
         out += ["", *[f"> ⚠️ {w}" for w in warnings]]
@@ -59,10 +82,17 @@ def junit(result: GateResult, name: str = "kwokbench-gate") -> str:
                        skipped=str(sum(c.verdict == "inconclusive" for c in result.comparisons)))
     for c in result.comparisons:
         case = ET.SubElement(suite, "testcase", classname="kwokbench.gate", name=c.metric)
+        props = ET.SubElement(case, "properties")
+        for k, v in (("verdict", c.verdict), ("runs", c.runs), ("method", c.method),
+                     ("ratio", c.ratio), ("ci_low", c.ci[0] if c.ci else None), ("ci_high", c.ci[1] if c.ci else None),
+                     ("p_value", c.p_value), ("min_detectable_change", c.mde), ("allowed_change", c.allowed)):
+            if v is not None and v != "":
+                ET.SubElement(props, "property", name=k, value=f"{v:.6g}" if isinstance(v, float) else str(v))
         if c.verdict == "regression":
             ET.SubElement(case, "failure", message=c.reason).text = c.reason
         elif c.verdict == "inconclusive":
             ET.SubElement(case, "skipped", message=c.reason)
+        ET.SubElement(case, "system-out").text = c.reason
     return ET.tostring(suite, encoding="unicode", xml_declaration=True)
 
 
@@ -75,8 +105,15 @@ td,th{border:1px solid #ccc;padding:.3rem .6rem;text-align:left}
 th{background:#f3f3f3}.warn{background:#fff6d6;padding:.5rem 1rem;border-left:4px solid #e0a800}
 .regression{color:#b00020;font-weight:bold}.pass{color:#1b7f3b;font-weight:bold}.inconclusive{color:#a66b00}
 img{max-width:100%;border:1px solid #eee;margin:.5rem 0}
+.headline{font-size:1.1rem;font-weight:600;margin:.4rem 0}
 </style></head><body>
 <h1>kwokbench report: {{ title }}</h1>
+{% for line in by_variant.headline %}<p class="headline">{{ line }}</p>{% endfor %}
+<h2>By variant</h2>
+<table class="variants"><tr>{% for c in by_variant.columns %}<th>{{ c }}</th>{% endfor %}</tr>
+{% for row in by_variant.rows %}<tr>{% for c in row %}<td>{{ c }}</td>{% endfor %}</tr>{% endfor %}</table>
+<p><small>Mean over a variant's complete runs, with a t-based 95% interval when it has 2 or more; latency is
+created → scheduled. The per-run detail follows.</small></p>
 {% for w in warnings %}<p class="warn">{{ w }}</p>{% endfor %}
 <h2>Runs</h2>
 <table><tr><th>run</th><th>variant</th><th>status</th><th>scenario</th><th>description</th><th>nodes</th>
@@ -86,14 +123,16 @@ img{max-width:100%;border:1px solid #eee;margin:.5rem 0}
 <td>{{ r.meta.toolchain.kubernetes }}</td><td>{{ r.meta.host.cpu_model }} ×{{ r.meta.host.cpus }}</td>
 <td>{{ r.meta.fairness.scheduler_client_qps }}/{{ r.meta.fairness.scheduler_client_burst }}</td></tr>{% endfor %}
 </table>
-<h2>Summary</h2>
+<h2>Per run</h2>
 <table><tr>{% for c in columns %}<th>{{ c }}</th>{% endfor %}</tr>
 {% for row in rows %}<tr>{% for c in row %}<td>{{ c }}</td>{% endfor %}</tr>{% endfor %}</table>
 {% if gate %}<h2>Against the baseline</h2>
-<table><tr><th>metric</th><th>verdict</th><th>candidate / baseline</th><th>95% CI</th><th>detail</th></tr>
+<table><tr><th>metric</th><th>verdict</th><th>runs</th><th>candidate / baseline</th><th>95% CI</th>
+<th>min. detectable change</th><th>detail</th></tr>
 {% for c in gate.comparisons %}<tr><td>{{ c.metric }}</td><td class="{{ c.verdict }}">{{ c.verdict }}</td>
-<td>{{ "%.3f"|format(c.ratio) if c.ratio is not none else "-" }}</td>
-<td>{{ "%.3f – %.3f"|format(c.ci[0], c.ci[1]) if c.ci else "-" }}</td><td>{{ c.reason }}</td></tr>{% endfor %}
+<td>{{ c.runs }}</td><td>{{ "%.3f"|format(c.ratio) if c.ratio is not none else "-" }}</td>
+<td>{{ "%.3f – %.3f"|format(c.ci[0], c.ci[1]) if c.ci else "-" }}</td>
+<td>{{ "%.0f%%"|format(c.mde * 100) if c.mde is not none else "-" }}</td><td>{{ c.reason }}</td></tr>{% endfor %}
 </table>{% endif %}
 <h2>Charts</h2>
 {% for title, data in charts %}<h3>{{ title }}</h3><img alt="{{ title }}" src="data:image/png;base64,{{ data }}">
@@ -124,8 +163,8 @@ def write_report(runs: list[StoredRun], out: Path, baseline: list[StoredRun] | N
     warnings = result.warnings if result else comparability(runs)
     columns, rows = _row_values(runs)
     title = ", ".join(sorted({str(r.meta.get("scenario", {}).get("name")) for r in runs}))
-    doc = _HTML.render(title=title, runs=[_view(r) for r in runs], columns=columns, rows=rows, gate=result,
-                       charts=charts, warnings=warnings, version=__version__)
+    doc = _HTML.render(title=title, by_variant=variants.view(runs), runs=[_view(r) for r in runs], columns=columns,
+                       rows=rows, gate=result, charts=charts, warnings=warnings, version=__version__)
     html_path = out / "report.html"
     html_path.write_text(doc)
     md_path = out / "summary.md"

@@ -454,10 +454,11 @@ def run_logged(cmd: Sequence[str], cwd: Path, env: dict[str, str], logf: object,
     except OSError as e:
         raise ToolchainError(f"cannot run {cmd[0]}: {e}") from e
     assert proc.stdout is not None
-    for line in proc.stdout:
-        logf.write(line)  # type: ignore[attr-defined]
-        tail.append(line.rstrip())
-        update(line.strip())
+    with proc.stdout:  # a silent step (go build) still gets a heartbeat from the reporter
+        for line in proc.stdout:
+            logf.write(line)  # type: ignore[attr-defined]
+            tail.append(line.rstrip())
+            update(line.strip())
     rc = proc.wait()
     if rc != 0:
         raise ToolchainError(

@@ -3,12 +3,11 @@ NotReady nodes get no new pods; deleted nodes are gone."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 
-from kwokbench.store import load_run
+from kwokbench.store import CHAOS, load_run, read_doc
 from tests.conftest import REPO, kwokbench
 
 
@@ -23,7 +22,7 @@ def test_scheduler_restart_loses_no_pod_and_reports_recovery(tmp_path: Path) -> 
     run = load_run(_run(tmp_path, "chaos-scheduler-restart", "--set", "chaos.0.at_seconds=5",
                         "--set", "chaos.0.down_seconds=3"))
     assert run.meta["status"] == "complete" and run.summary is not None
-    [event] = json.loads((run.path / "chaos.json").read_text())
+    [event] = read_doc(run.path, CHAOS)["events"]
     assert event["action"] == "restart-scheduler" and event["new_pid"] != event["old_pid"]
     assert event["started"] - event["stopped"] >= 3 and event["ready"] is not None
     # nothing was bound while the scheduler was down (beyond bindings already in flight)
@@ -47,7 +46,7 @@ def test_not_ready_nodes_get_no_new_pods(tmp_path: Path) -> None:
     run = load_run(_run(tmp_path, "chaos-node-failure", "--set", "chaos.0.at_seconds=5",
                         "--set", "chaos.1.at_seconds=8"))
     assert run.summary is not None and run.summary["pods_scheduled"] == 1500
-    not_ready, deleted = json.loads((run.path / "chaos.json").read_text())
+    not_ready, deleted = read_doc(run.path, CHAOS)["events"]
     assert len(not_ready["nodes"]) == 9 and len(deleted["nodes"]) == 3  # 30% and 10% of 30
     p = run.pods
     late = p[(p["scheduled"] > not_ready["ended"] + 2) & p["node"].isin(not_ready["nodes"])]
@@ -65,7 +64,7 @@ def test_apiserver_restart_is_survived_by_watch_and_scrapes(tmp_path: Path) -> N
     run = load_run(_run(tmp_path, "chaos-scheduler-restart", "--set", "chaos.0.at_seconds=5",
                         "--set", "chaos.0.action=restart-apiserver", "--set", "chaos.0.down_seconds=2", count=4000))
     assert run.summary is not None
-    [event] = json.loads((run.path / "chaos.json").read_text())
+    [event] = read_doc(run.path, CHAOS)["events"]
     assert event["component"] == "kube-apiserver" and event["ready"] is not None
     # creates sent while the apiserver was down fail and are counted (never retried); every accepted pod
     # is scheduled and seen by the watch, which resumed after the restart

@@ -1,14 +1,18 @@
-"""Ctrl-C and kill -9 in the middle of a real run: no cluster process survives, the partial run is kept."""
+"""Ctrl-C and kill -9 in the middle of a real run: no cluster process survives, the partial run is kept.
+kill -9 at any moment of the bring-up too: the watchdog exists before the first process of the run."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
@@ -143,3 +147,118 @@ def test_kill_9_on_a_reused_cluster_reads_as_interrupted(cluster: ClusterInfo, k
             proc.communicate(timeout=30)
         if label:  # the killed run's pods would crowd the session cluster's nodes for later tests
             asyncio.run(delete_labelled(cluster.credentials(), f"{RUN_LABEL}={label}", wait_seconds=120))
+
+
+# -- kill -9 while the cluster comes up ---------------------------------------------------------------
+
+def _run_in_own_home(out: Path, home: Path, nodes: int) -> subprocess.Popen[str]:
+    """A run with its own KWOKBENCH_HOME, so that every process of it can be found by that path."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "kwokbench", "run", str(REPO / "scenarios/quickstart.yaml"), "--out", str(out),
+         "--set", f"cluster.node_groups.0.count={nodes}"],
+        env={**os.environ, "KWOKBENCH_HOME": str(home), "COLUMNS": "200"},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL, cwd=REPO)
+
+
+def _of_run(home: Path) -> dict[int, str]:
+    """Live processes of the runs under ``home``: named by a cluster's pid file, or with ``home`` in their
+    command line (components run from ``<home>/kwok/clusters/<name>/bin``, kwokctl gets
+    ``<home>/configs/…``, the watchdog ``--home``)."""
+    found: dict[int, str] = {}
+    for f in home.glob("kwok/clusters/*/pids/*.pid"):
+        with contextlib.suppress(OSError, ValueError, psutil.Error):
+            p = psutil.Process(int(f.read_text().strip()))
+            if p.status() != psutil.STATUS_ZOMBIE:
+                found[p.pid] = f"{f.stem} (pid file)"
+    for p in psutil.process_iter(["cmdline", "status"]):
+        argv = p.info["cmdline"] or []
+        if p.info["status"] != psutil.STATUS_ZOMBIE and any(str(home) in a for a in argv):
+            found[p.pid] = " ".join(argv)[:150]
+    return found
+
+
+def _none_left(home: Path, timeout: float) -> dict[int, str]:
+    deadline = time.monotonic() + timeout
+    while (left := _of_run(home)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return left
+
+
+def _kill_9_and_check(proc: subprocess.Popen[str], home: Path, out: Path) -> tuple[Path | None, str]:
+    """kill -9 the run; within 30 s no process of it is left, no cluster, and a stored run is interrupted."""
+    os.kill(proc.pid, signal.SIGKILL)
+    output, _ = proc.communicate(timeout=30)
+    left = _none_left(home, 30)
+    assert left == {}, f"left 30 s after kill -9: {left}\n{output}"
+    assert list(home.glob("kwok/clusters/*")) == []
+    runs = sorted(out.glob("quickstart/*/meta.json"))
+    if not runs:
+        return None, output
+    meta = read_meta(runs[0].parent)
+    assert meta["status"] == "interrupted" and "watchdog" in meta["error"], meta
+    return runs[0].parent, output
+
+
+def _kwokctl_creating(home: Path) -> bool:
+    """kwokctl is creating the cluster and has started a component."""
+    creating = any(argv and argv[0].endswith("kwokctl") and "create" in argv and any(str(home) in a for a in argv)
+                   for argv in (p.info["cmdline"] for p in psutil.process_iter(["cmdline"])))
+    return creating and any(home.glob("kwok/clusters/*/pids/*.pid"))
+
+
+@pytest.mark.parametrize("when", ["2 s", "5 s", "kwokctl create"])
+def test_kill_9_during_bring_up_leaves_no_process(when: str, tmp_path: Path) -> None:
+    """2 s after start kwokctl is usually starting components here (5 s: nodes are being created);
+    "kwokctl create" waits for that moment: a kwokctl that outlives kwokbench would start more."""
+    home, out = tmp_path / "home", tmp_path / "out"
+    proc = _run_in_own_home(out, home, nodes=100)
+    try:
+        if when == "kwokctl create":
+            assert _poll(lambda: _kwokctl_creating(home), 60), "kwokctl create never ran"
+        else:
+            time.sleep(float(when.split()[0]))
+        assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+        started = _of_run(home)
+    finally:
+        run, output = _kill_9_and_check(proc, home, out)
+    if when != "2 s":  # by then the run exists and its watchdog (at least) is running
+        assert run is not None and started, output
+
+
+def _poll(cond: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def test_kill_9_during_node_creation_of_5000_nodes(tmp_path: Path) -> None:
+    home, out = tmp_path / "home", tmp_path / "out"
+    proc = _run_in_own_home(out, home, nodes=5000)
+    lines: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(ln) for ln in proc.stdout or []], daemon=True)
+    reader.start()
+    output = ""
+    try:
+        deadline = time.monotonic() + 120
+        while "creating 5000 nodes" not in output:
+            assert time.monotonic() < deadline and proc.poll() is None, f"node creation did not start:\n{output}"
+            with contextlib.suppress(queue.Empty):
+                output += lines.get(timeout=1)
+        time.sleep(1)
+        components = {f.stem for f in home.glob("kwok/clusters/*/pids/*.pid")}
+        assert components == {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
+                              "kwok-controller"}
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+        reader.join(30)
+        if proc.stdout:
+            proc.stdout.close()
+    left = _none_left(home, 30)
+    assert left == {}, f"left 30 s after kill -9 during node creation: {left}"
+    assert list(home.glob("kwok/clusters/*")) == []
+    [meta] = out.glob("quickstart/*/meta.json")
+    assert read_meta(meta.parent)["status"] == "interrupted"

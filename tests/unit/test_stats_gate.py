@@ -2,14 +2,15 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from kwokbench.errors import ScenarioError
-from kwokbench.gate import GateResult, gate, parse_gate
-from kwokbench.report.render import junit
-from kwokbench.stats import compare
+from kwokbench.gate import GateResult, comparability, gate, host_warnings, pair_runs, parse_gate
+from kwokbench.report.render import junit, markdown
+from kwokbench.stats import compare, compare_worst
 from kwokbench.store import StoredRun
 
 RNG = np.random.default_rng(42)
@@ -18,11 +19,17 @@ SAME = (400 + 8 * RNG.standard_normal(8)).tolist()
 SLOWER = (320 + 8 * RNG.standard_normal(8)).tolist()  # 20% lower throughput
 
 
+def _noisy(n: int, seed: int, sd: float = 0.03, level: float = 400.0) -> np.ndarray:
+    return level * np.exp(sd * np.random.default_rng(seed).standard_normal(n))
+
+
+# -- statistics --
+
 def test_same_distribution_passes() -> None:
     c = compare("throughput", BASE, SAME, higher_is_better=True, max_regression=0.10)
     assert c.verdict == "pass", c.reason
     assert c.ci is not None and c.ci[0] < 1.0 < c.ci[1] + 0.05
-    assert not c.noisy
+    assert not c.noisy and c.method == "Welch t-test" and c.mde is not None and c.mde < 0.05
 
 
 def test_twenty_percent_slower_is_a_regression() -> None:
@@ -35,13 +42,65 @@ def test_twenty_percent_slower_is_a_regression() -> None:
 def test_latency_direction_is_respected() -> None:
     base = (np.array(BASE) / 1000).tolist()
     worse = (np.array(BASE) / 1000 * 1.3).tolist()  # 30% higher latency
-    assert compare("latency_p99", base, worse, higher_is_better=False).verdict == "regression"
-    assert compare("latency_p99", worse, base, higher_is_better=False).verdict == "pass"
+    assert compare("latency_p50", base, worse, higher_is_better=False).verdict == "regression"
+    assert compare("latency_p50", worse, base, higher_is_better=False).verdict == "pass"
+
+
+def test_three_vs_three_can_be_a_regression() -> None:
+    c = compare("throughput", [400.0, 405.0, 395.0], [320.0, 325.0, 318.0], True, 0.10)
+    assert c.verdict == "regression", c.reason
+    assert c.p_value is not None and c.p_value < 0.01 and c.runs == "3 vs 3"
+
+
+def test_error_rates_at_five_runs_with_three_percent_noise() -> None:
+    """A/A: false regressions <= 5% and passes >= 90%; a 20% throughput drop found >= 95% of the time."""
+    aa = [compare("throughput", _noisy(5, s), _noisy(5, s + 10_000), True, 0.10).verdict for s in range(300)]
+    ab = [compare("throughput", _noisy(5, s), 0.8 * _noisy(5, s + 10_000), True, 0.10).verdict for s in range(300)]
+    assert aa.count("regression") / 300 <= 0.05
+    assert aa.count("pass") / 300 >= 0.90
+    assert ab.count("regression") / 300 >= 0.95
+
+
+def test_paired_beats_unpaired_under_linear_drift() -> None:
+    """Runs interleaved A B A B… while the host slows down steadily: pairs cancel the drift."""
+    found = {True: 0, False: 0}
+    mde = {True: 0.0, False: 0.0}
+    for seed in range(100):
+        t = np.arange(10)
+        v = 400 * (1 + 0.05 * t) * np.exp(0.02 * np.random.default_rng(seed).standard_normal(10))
+        base, cand = v[0::2], v[1::2] * 0.82  # 18% slower candidate
+        for paired in (True, False):
+            c = compare("throughput", base, cand, True, 0.10, paired=paired)
+            found[paired] += c.verdict == "regression"
+            mde[paired] += (c.mde or 0) / 100
+    assert found[True] >= 95 and found[False] <= 80
+    assert mde[True] < mde[False] / 3
+
+
+def test_minimum_detectable_change_shrinks_with_runs() -> None:
+    mdes = []
+    for n in (3, 5, 10):
+        signs = np.resize([1.0, -1.0, 0.5, -0.5], n)  # the same spread at every n
+        c = compare("throughput", 400 * np.exp(0.03 * signs), 400 * np.exp(-0.03 * signs), True)
+        assert c.mde is not None
+        mdes.append(c.mde)
+    assert mdes[0] > mdes[1] > mdes[2]
 
 
 def test_tiny_samples_are_inconclusive() -> None:
     c = compare("throughput", BASE[:2], SLOWER[:2], higher_is_better=True)
     assert c.verdict == "inconclusive" and "too few samples" in c.reason
+    c = compare("throughput", BASE[:1], SLOWER[:1], higher_is_better=True, paired=True)
+    assert c.verdict == "inconclusive" and "too few samples (1 pair" in c.reason
+    # two pairs are enough for a paired test
+    assert compare("throughput", [400.0, 410.0], [300.0, 309.0], True, paired=True).verdict == "regression"
+
+
+def test_beyond_the_limit_but_not_significant_is_inconclusive_and_says_why() -> None:
+    c = compare("latency_p50", [0.1, 0.13, 0.08], [0.115, 0.15, 0.092], False, 0.10)
+    assert c.verdict == "inconclusive"
+    assert "beyond the allowed 10% but not significant" in c.reason
+    assert "minimum detectable change at these runs" in c.reason and "3 vs 3" in c.reason
 
 
 def test_small_but_certain_change_within_threshold_passes() -> None:
@@ -49,15 +108,54 @@ def test_small_but_certain_change_within_threshold_passes() -> None:
     assert c.verdict == "pass"  # 3% worse and significant, but smaller than the 10% minimum effect
 
 
+def test_noise_floor_raises_the_limit_and_says_so() -> None:
+    base = [0.100, 0.101, 0.099, 0.100, 0.1005]
+    cand = [x * 1.15 for x in base]  # p99 15% up, certain
+    assert compare("latency_p99", base, cand, False, 0.10).verdict == "regression"
+    c = compare("latency_p99", base, cand, False, 0.10, noise_floor=0.20)
+    assert c.verdict == "pass" and "noise floor of 20%" in c.reason
+    assert compare("latency_p99", base, [x * 1.3 for x in base], False, 0.10, noise_floor=0.20).verdict == "regression"
+
+
 def test_noise_is_reported() -> None:
     noisy = [100.0, 140.0, 70.0, 120.0, 90.0]
-    assert compare("throughput", noisy, noisy, True).noisy
+    c = compare("throughput", noisy, noisy, True)
+    assert c.noisy and c.verdict == "pass" and "noisy" in c.reason
 
 
-def _run(tmp: Path, name: str, tp: float, status: str = "complete") -> StoredRun:
-    meta = {"status": status, "toolchain": {"kubernetes": "v1.36.4"}, "host": {"cpu_model": "x", "cpus": 2},
-            "fairness": {"scheduler_client_qps": 5000, "scheduler_client_burst": 10000}, "cluster": {"nodes": 10}}
-    summary = {"throughput": {"average": tp}, "latency": {"created_to_scheduled": {"p99": 100 / tp}}}
+def test_non_positive_values_and_exact_pairs() -> None:
+    c = compare("throughput", [400.0, 410.0, 405.0], [0.0, 300.0, 310.0], True)
+    assert c.verdict == "inconclusive" and "<= 0" in c.reason
+    same = compare("throughput", [100.0, 200.0, 300.0], [100.0, 200.0, 300.0], True, paired=True)
+    assert same.verdict == "pass" and same.mde == 0.0 and same.ci == (1.0, 1.0)
+    worse = compare("throughput", [100.0, 200.0, 300.0], [50.0, 100.0, 150.0], True, paired=True)
+    assert worse.verdict == "regression" and worse.p_value == 0.0
+
+
+def test_worst_run_rule_for_counts() -> None:
+    assert compare_worst("unscheduled", [0, 0, 0], [0, 1, 0]).verdict == "regression"
+    assert compare_worst("unscheduled", [0, 3, 0], [3, 0, 1]).verdict == "pass"
+    assert compare_worst("unscheduled", [], [1]).verdict == "inconclusive"
+
+
+# -- the gate over stored runs --
+
+def _run(tmp: Path, name: str, tp: float, status: str = "complete", variant: str = "default",
+         unscheduled: int = 0, pods: int = 1000, group: dict[str, Any] | None = None, started: str | None = None,
+         host: dict[str, Any] | None = None, hostname: str = "h1") -> StoredRun:
+    meta: dict[str, Any] = {
+        "status": status, "toolchain": {"kubernetes": "v1.36.4"},
+        "host": {"cpu_model": "x", "cpus": 2, "hostname": hostname},
+        "fairness": {"scheduler_client_qps": 5000, "scheduler_client_burst": 10000, "gogc_apiserver_etcd": 400},
+        "cluster": {"nodes": 10}, "variant": {"name": variant, "binary": "kube-scheduler", "client_qps": None},
+        "group": group or {}, "phases": [{"name": "pods", "timed_out": False}]}
+    if started:
+        meta["started_at"] = started
+    summary: dict[str, Any] = {"throughput": {"average": tp}, "latency": {"created_to_scheduled": {"p99": 100 / tp}},
+                               "pods_scheduled": pods, "pods_expected": pods + unscheduled,
+                               "pods_unscheduled": unscheduled}
+    if host is not None:
+        summary["host"] = host
     return StoredRun(tmp / name, meta, summary, None, None)
 
 
@@ -65,14 +163,48 @@ def test_gate_exit_codes_and_junit(tmp_path: Path) -> None:
     base = [_run(tmp_path, f"b{i}", v) for i, v in enumerate(BASE)]
     good = [_run(tmp_path, f"g{i}", v) for i, v in enumerate(SAME)]
     bad = [_run(tmp_path, f"s{i}", v) for i, v in enumerate(SLOWER)]
-    assert gate(base, good, []).exit_code == 0
+    ok = gate(base, good, [])
+    assert ok.exit_code == 0, [c.reason for c in ok.comparisons]
+    assert [c.metric for c in ok.comparisons] == ["throughput", "latency_p99", "unscheduled"]
     res = gate(base, bad, [])
     assert res.exit_code == 1
     assert gate(base[:2], bad[:2], []).exit_code == 3
     suite = ET.fromstring(junit(res))
-    assert suite.get("failures") == "2" and len(suite.findall("testcase")) == 2
+    assert suite.get("failures") == "2" and len(suite.findall("testcase")) == 3
+    props = {p.get("name"): p.get("value") for p in suite.findall("testcase")[0].iter("property")}
+    assert props["verdict"] == "regression" and float(props["min_detectable_change"]) > 0
     failed = [_run(tmp_path, "f", 1.0, status="interrupted")]
     assert any("did not complete" in w for w in gate(base, good + failed, []).warnings)
+    md = markdown(res.runs, res)
+    assert "min. detectable" in md and "| throughput | **regression** |" in md
+
+
+def test_unscheduled_is_always_gated(tmp_path: Path) -> None:
+    base = [_run(tmp_path, f"b{i}", v) for i, v in enumerate(BASE)]
+    stranded = [_run(tmp_path, f"c{i}", v, unscheduled=5 if i == 3 else 0) for i, v in enumerate(SAME)]
+    res = gate(base, stranded, ["throughput:10%"])
+    assert [c.metric for c in res.comparisons] == ["throughput", "unscheduled"]
+    assert res.comparisons[0].verdict == "pass" and res.comparisons[1].verdict == "regression"
+    assert "worst candidate run 5 unscheduled, worst baseline run 0" in res.comparisons[1].reason
+    assert res.exit_code == 1
+
+
+def test_timed_out_runs_are_compared_with_a_warning(tmp_path: Path) -> None:
+    base = [_run(tmp_path, f"b{i}", v) for i, v in enumerate(BASE)]
+    cand = [_run(tmp_path, f"c{i}", v) for i, v in enumerate(SAME)]
+    cand[0].meta["phases"][0]["timed_out"] = True
+    res = gate(base, cand, [])
+    assert len(res.comparisons[0].candidate) == 8
+    assert any("default:c0 timed out in phase pods" in w for w in res.warnings)
+
+
+def test_p99_needs_enough_pods(tmp_path: Path) -> None:
+    base = [_run(tmp_path, f"b{i}", v, pods=500) for i, v in enumerate(BASE)]
+    cand = [_run(tmp_path, f"c{i}", v) for i, v in enumerate(SLOWER)]
+    p99 = gate(base, cand, ["latency_p99:10%"]).comparisons[0]
+    assert p99.verdict == "inconclusive"
+    assert "needs >= 1000 pods scheduled per run so that >= 10 pods decide it" in p99.reason
+    assert "default:b0 (500)" in p99.reason
 
 
 def test_scenario_declared_gates_apply_without_metric_options(tmp_path: Path) -> None:
@@ -81,17 +213,92 @@ def test_scenario_declared_gates_apply_without_metric_options(tmp_path: Path) ->
     for r in bad:
         r.meta["scenario"] = {"gates": ["throughput:25%"]}
     res = gate(base, bad, [])
-    assert [c.metric for c in res.comparisons] == ["throughput"] and res.exit_code == 0  # 20% < 25% allowed
+    assert [c.metric for c in res.comparisons] == ["throughput", "unscheduled"]
+    assert res.exit_code == 0  # 20% < 25% allowed
     assert gate(base, bad, ["throughput:10%"]).exit_code == 1  # --metric wins
 
 
-def test_not_comparable_runs_are_flagged(tmp_path: Path) -> None:
-    a = _run(tmp_path, "a", 400)
-    b = _run(tmp_path, "b", 400)
+def _interleaved(tmp: Path, a: list[float], b: list[float]) -> list[StoredRun]:
+    runs = []
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
+        g = {"id": "20250101T000000Z", "repeat": i, "of": len(a)}
+        runs += [_run(tmp, f"r{i}a", x, variant="a", group=g, started=f"2025-01-01T00:{2 * i:02d}:00+00:00"),
+                 _run(tmp, f"r{i}b", y, variant="b", group=g, started=f"2025-01-01T00:{2 * i + 1:02d}:00+00:00")]
+    return runs
+
+
+def test_variants_of_one_folder_are_gated_paired(tmp_path: Path) -> None:
+    runs = _interleaved(tmp_path, BASE[:5], SLOWER[:5])
+    res = gate(runs, runs, [], baseline_variant="a", candidate_variant="b")
+    tp = res.comparisons[0]
+    assert tp.verdict == "regression" and tp.pairs == 5 and tp.method == "paired t-test"
+    assert "paired by interleaved repeat" in res.notes[0] and len(res.runs) == 10
+    with pytest.raises(ScenarioError, match=r"--candidate-variant c: no run of that variant \(variants present: a, b"):
+        gate(runs, runs, [], baseline_variant="a", candidate_variant="c")
+    with pytest.raises(ScenarioError, match=r"both baseline and candidate.*--baseline-variant"):
+        gate(runs, runs, [])
+    with pytest.raises(ScenarioError, match="both baseline and candidate"):
+        gate(runs, runs, [], baseline_variant="a")  # the candidate side still holds a's runs
+
+
+def test_pairing_rules(tmp_path: Path) -> None:
+    runs = _interleaved(tmp_path, BASE[:4], SAME[:4])
+    a, b = [r for r in runs if r.label.startswith("a:")], [r for r in runs if r.label.startswith("b:")]
+    pairs, how = pair_runs(a, list(reversed(b)))
+    assert how == "paired by interleaved repeat" and pairs is not None
+    assert all(x.meta["group"]["repeat"] == y.meta["group"]["repeat"] for x, y in pairs)
+    # separate invocations (CI base/head made alternately): by start order, A B B A too
+    for r in runs:
+        r.meta["group"] = {}
+    pairs, how = pair_runs(a, b)
+    assert how == "paired by start order" and pairs is not None
+    assert [x.path.name for x, _ in pairs][:2] == ["r0a", "r1a"]
+    a[1].meta["started_at"], b[1].meta["started_at"] = b[1].meta["started_at"], a[1].meta["started_at"]
+    assert pair_runs(a, b)[1] == "paired by start order"  # A B B A A B A B
+    b[0].meta["started_at"], a[1].meta["started_at"] = a[1].meta["started_at"], b[0].meta["started_at"]
+    assert pair_runs(a, b) == (None, "unpaired: the runs neither share interleaved repeats nor alternate in time")
+    assert pair_runs(a, b[:3])[1].startswith("unpaired: the groups have different numbers")
+
+
+def test_host_warnings(tmp_path: Path) -> None:
+    def h(before: float, after: float, steal: float = 0.0) -> dict[str, Any]:
+        return {"calibration_seconds": {"before": before, "after": after}, "cpu_steal_fraction": steal,
+                "cpu_busy_fraction": 0.5, "load1_max": 1.0}
+
+    base = [_run(tmp_path, f"b{i}", 400, host=h(0.45, 0.45)) for i in range(3)]
+    cand = [_run(tmp_path, f"c{i}", 400, host=h(0.52, 0.52)) for i in range(3)]
+    w = host_warnings(base, cand)
+    assert w == ["candidate ran on a host 16% slower (CPU calibration 0.52 s vs 0.45 s)"]
+    moving = [_run(tmp_path, f"m{i}", 400, host=h(0.45, 0.45 + 0.05 * i, steal=0.08), hostname="h2")
+              for i in range(3)]
+    w = host_warnings(base, moving)
+    assert any("host speed moved inside the candidate group: CPU calibration 0.45–0.55 s" in x for x in w)
+    assert any("candidate runs lost 8% of CPU time to steal" in x for x in w)
+    assert any("different hosts (h1 vs h2): a stored baseline from another machine is not comparable" in x
+               for x in w)
+    old = [_run(tmp_path, f"o{i}", 400) for i in range(3)]  # runs from before host measurements
+    assert host_warnings(old, old) == []
+
+
+def test_not_comparable_runs_name_each_field(tmp_path: Path) -> None:
+    a = _run(tmp_path, "a", 400, variant="a")
+    b = _run(tmp_path, "b", 400, variant="b")
     b.meta["fairness"]["scheduler_client_qps"] = 50
-    res = gate([a], [b], [])
-    assert isinstance(res, GateResult)
-    assert any("scheduler client QPS" in w for w in res.warnings)
+    b.meta["fairness"]["gogc_apiserver_etcd"] = None
+    b.meta["toolchain"]["kubernetes"] = "v1.35.0"
+    w = comparability([a, b])
+    assert "not comparable: runs differ in fairness.scheduler_client_qps: 50 in b (1 run); 5000 in a (1 run)" in w
+    assert any("fairness.gogc_apiserver_etcd: 400 in a (1 run); absent in b" in x for x in w)
+    assert any("toolchain.kubernetes" in x for x in w)
+    assert isinstance(gate([a], [b], []), GateResult)
+    # the variants themselves set different client QPS: that is what is compared, not a fairness problem
+    b.meta["variant"]["client_qps"] = 50
+    assert not any("scheduler_client_qps" in x for x in comparability([a, b]))
+    # 5000 and 5000.0 are the same setting
+    b.meta["fairness"].update(scheduler_client_qps=5000.0, gogc_apiserver_etcd=400)
+    b.meta["toolchain"]["kubernetes"] = "v1.36.4"
+    b.meta["variant"]["client_qps"] = None
+    assert comparability([a, b]) == []
 
 
 @pytest.mark.parametrize("spec", ["throughput", "nope:10%", "throughput:150%", "throughput:-1"])

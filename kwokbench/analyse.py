@@ -1,0 +1,91 @@
+"""Analysis of a stored run: every figure of ``summary.json`` from the run's raw files alone.
+
+Runs after the cluster is gone, and again offline (``kwokbench analyse RUN``) when analysis code
+improves: it reads ``meta.json`` (phases, scenario, fairness), the pod timeline, the request log, the
+raw scrapes and the documents the measurements wrote (:mod:`kwokbench.measure`), and writes the summary
+and the derived series (``binding_rate.parquet``, ``metrics.parquet``). Nothing here talks to a cluster.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from kwokbench.acceptance import add_counter_rates
+from kwokbench.chaos import pods_lost, rate_from_pods, recovery, rescheduling
+from kwokbench.metrics.derive import create_rates, derive
+from kwokbench.metrics.scrape import SCRAPES
+from kwokbench.placement import placement
+from kwokbench.store import (
+    BINDING_RATE,
+    CHAOS,
+    EXTENDER,
+    FAILED_SCHEDULING,
+    HOST,
+    METRICS,
+    NODES,
+    PROMETHEUS,
+    SCRAPE_STATS,
+    SUMMARY,
+    WATCH,
+    RunDir,
+    load_run,
+    read_doc,
+)
+from kwokbench.summary import POD_COLUMNS, summarize, with_columns
+
+PLACEMENT_COLUMNS: dict[str, type] = {**POD_COLUMNS, "namespace": str, "name": str, "workload": str, "node": str,
+                                      "cpu_m": float, "gpus": float, "deleted": bool}
+METRICS_NOT_FROM_CLIENTS = ("kube-scheduler", "kube-controller-manager", "etcd")
+"""Components whose /metrics an attached cluster does not expose to a client."""
+
+
+def analyse(run_dir: Path, write: bool = True) -> dict[str, Any]:
+    """The run's summary (and, with ``write``, summary.json and the derived series written)."""
+    rd, stored = RunDir(run_dir), load_run(run_dir)
+    meta, pods, requests = stored.meta, stored.pods, stored.requests
+    phases: list[dict[str, Any]] = meta.get("phases") or []
+    summary = summarize(pods, requests, phases, sum(p.get("pods_expected", 0) for p in phases))
+    summary["watch_errors"] = (read_doc(run_dir, WATCH) or {}).get("errors", [])
+    host = read_doc(run_dir, HOST)
+    if host:
+        summary["host"] = {k: v for k, v in host.items() if k != "format_version"}
+    nodes_file, failed = run_dir / NODES, read_doc(run_dir, FAILED_SCHEDULING)
+    if nodes_file.exists() and failed is not None:
+        summary["placement"] = placement(with_columns(pods, PLACEMENT_COLUMNS), pd.read_parquet(nodes_file), phases,
+                                         failed["messages"])
+    extender = read_doc(run_dir, EXTENDER)
+    if extender:
+        summary["extender"] = {k: v for k, v in extender.items() if k not in ("format_version", "migrated_from")}
+    if (run_dir / SCRAPES).is_dir():
+        client_qps = (meta.get("fairness") or {}).get("scheduler_client_qps")
+        rate, series, section = derive(run_dir, with_columns(pods, POD_COLUMNS), client_qps)
+        section["scrapes"] = {k: v for k, v in (read_doc(run_dir, SCRAPE_STATS) or {}).items()
+                              if k != "format_version"}
+        summary.update(section)
+        add_counter_rates(summary["submit"], create_rates(series, summary["submit"], phases))
+        if write:
+            rd.write_frame(BINDING_RATE, rate)
+            rd.write_frame(METRICS, series)  # e.g. scheduler_pending_pods over time, per queue
+    if (meta.get("cluster") or {}).get("attached"):
+        present = set((meta.get("cluster") or {}).get("metrics") or {})
+        summary["metrics_missing"] = [c for c in METRICS_NOT_FROM_CLIENTS if c not in present]
+    chaos = read_doc(run_dir, CHAOS)
+    if chaos is not None:
+        events = chaos["events"]
+        rate_frame = pd.read_parquet(run_dir / BINDING_RATE) if (run_dir / BINDING_RATE).exists() \
+            else rate_from_pods(pods)
+        cpods = with_columns(pods, PLACEMENT_COLUMNS)
+        affected = {n for e in events for n in e.get("nodes") or []}
+        summary["chaos"] = {"events": recovery(events, rate_frame, cpods),
+                            "pods_lost": pods_lost(pods, sum(p.get("pods_expected", 0) for p in phases)),
+                            **rescheduling(cpods, phases, affected)}
+    prom = read_doc(run_dir, PROMETHEUS)
+    if prom:
+        summary["prometheus"] = {k: v for k, v in prom.items() if k not in ("series", "format_version",
+                                                                             "migrated_from")}
+    if write:
+        rd.write_json(SUMMARY, summary)
+    return summary

@@ -1,0 +1,76 @@
+"""Measurements: every source of data a run records implements one small protocol, so the runner starts
+and stops a list of them and adding a measurement is one file plus one line (:func:`for_run`).
+
+The lifecycle, as kube-burner's measurement factory: ``start`` before the first workload phase,
+``stop`` after the last one (or when the run fails: it must be safe to call whatever state the run is
+in, and write what was recorded), ``collect`` after every ``stop`` and before the cluster is deleted,
+for what only the live cluster can still tell (its nodes, events, a Prometheus). Measurements write
+raw files into the run directory; figures are derived afterwards by :func:`kwokbench.analyse.analyse`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from kwokbench.cluster.attach import AttachedCluster
+    from kwokbench.cluster.kwokctl import ClusterInfo, Kwokctl
+    from kwokbench.progress import Reporter
+    from kwokbench.scenario import Scenario
+
+
+@dataclass
+class RunContext:
+    """What a measurement may use: the run's directory and scenario, its cluster and how it was made."""
+
+    run_dir: Path
+    scenario: Scenario
+    run_label: str
+    cluster: ClusterInfo | AttachedCluster
+    kwokctl: Kwokctl
+    reporter: Reporter
+    attached: AttachedCluster | None = None
+    created_cluster: bool = False
+    """kwokbench made this cluster for the run (not ``--cluster``, not attached)."""
+    scrape_interval: float = 1.0
+    prometheus_port: int | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+class Measurement(Protocol):
+    name: str
+
+    def start(self, ctx: RunContext) -> None:
+        """Begin recording; raise :class:`~kwokbench.errors.KwokbenchError` if it cannot."""
+
+    def stop(self) -> None:
+        """Stop recording and write the raw files (safe after a failed or partial ``start``)."""
+
+    def collect(self, ctx: RunContext) -> None:
+        """After every measurement stopped, before the cluster goes: read what only the cluster can tell."""
+
+
+def for_run(ctx: RunContext, extender_url: str | None = None) -> list[Measurement]:
+    """The measurements of a run, in start order (stopped in reverse)."""
+    from kwokbench.measure.chaos import ChaosEvents
+    from kwokbench.measure.cluster_state import ClusterState
+    from kwokbench.measure.extender import ExtenderStats
+    from kwokbench.measure.host import HostEvidence
+    from kwokbench.measure.prometheus import PrometheusCrossCheck
+    from kwokbench.measure.scrape import ComponentScrapes
+    from kwokbench.measure.watch import PodTimeline
+
+    out: list[Measurement] = [PodTimeline()]
+    if ctx.scrape_interval > 0:
+        out.append(ComponentScrapes())
+    if extender_url:
+        out.append(ExtenderStats(extender_url))
+    out.append(ClusterState())
+    if ctx.prometheus_port and ctx.created_cluster:
+        out.append(PrometheusCrossCheck())
+    if ctx.scenario.chaos:
+        out.append(ChaosEvents())
+    out.append(HostEvidence())
+    return out

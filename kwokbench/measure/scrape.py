@@ -1,0 +1,32 @@
+"""Every component's ``/metrics`` each second, raw, plus CPU and RSS of each process (a child process)."""
+
+from __future__ import annotations
+
+from kwokbench.errors import ClusterError
+from kwokbench.measure import RunContext
+from kwokbench.metrics.scrape import Scraper, cluster_endpoints
+from kwokbench.store import SCRAPE_STATS, RunDir
+
+
+class ComponentScrapes:
+    name = "component scrapes"
+
+    def __init__(self) -> None:
+        self._scraper: Scraper | None = None
+        self._run_dir: RunDir | None = None
+
+    def start(self, ctx: RunContext) -> None:
+        self._run_dir = RunDir(ctx.run_dir)
+        attached = ctx.attached
+        pids = {"kwok-controller": attached.kwok_pid} if attached else ctx.kwokctl.pids(ctx.cluster.name)
+        self._scraper = Scraper(cluster_endpoints(ctx.cluster), pids, ctx.run_dir, ctx.scrape_interval,
+                                pid_dir=None if attached else ctx.kwokctl.cluster_dir(ctx.cluster.name) / "pids")
+        if not self._scraper.wait_started(60):
+            raise ClusterError("the metrics scraper did not start within 60s")
+
+    def stop(self) -> None:
+        if self._scraper is not None and self._run_dir is not None:
+            self._run_dir.write_doc(SCRAPE_STATS, self._scraper.stop())
+
+    def collect(self, ctx: RunContext) -> None:
+        pass

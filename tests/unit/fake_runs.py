@@ -1,0 +1,66 @@
+"""Stored runs made up in memory (and a binding-rate file on disk), for report and chart tests."""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from kwokbench.store import BINDING_RATE, StoredRun
+
+
+def fake_run(tmp: Path, variant: str, repeat: int, throughput: float, p50_ms: float = 20.0, pods: int = 400,
+             nodes: int = 20, unscheduled: int = 0) -> StoredRun:
+    """A complete run of ``variant``: ``pods`` pods created at 100/s and scheduled at ``throughput`` pods/s."""
+    rng = np.random.default_rng(zlib.crc32(f"{variant}/{repeat}".encode()))
+    path = tmp / f"20260101T0000{repeat:02d}Z-{variant[:2]}{repeat:04d}-{variant}"
+    path.mkdir(parents=True)
+    t0 = 1_700_000_000.0
+    created = t0 + np.arange(pods) / 100.0
+    waited = created + rng.exponential(p50_ms / 1000 / np.log(2), pods)  # median p50_ms
+    scheduled = np.maximum(waited, t0 + np.arange(pods) / throughput)
+    pod_frame = pd.DataFrame({"name": [f"p-{i}" for i in range(pods)], "created": created, "scheduled": scheduled,
+                              "running": scheduled + 0.05, "finished": np.nan,
+                              "node": [f"kb-n-{i % nodes}" for i in range(pods)], "phase": "pods",
+                              "from_list": False, "cpu_m": 100 + 100 * (np.arange(pods) % 3), "gpus": 0})
+    requests = pd.DataFrame({"scheduled": created, "dispatched": created + 0.0005, "sent": created + 0.0006,
+                             "latency": np.full(pods, 0.004), "status": 201})
+    secs = np.arange(int(pods / throughput) + 2)
+    pd.DataFrame({"t": t0 + secs, "rate": np.full(len(secs), throughput) + rng.normal(0, 3, len(secs))}) \
+        .to_parquet(path / BINDING_RATE)
+    lat = np.sort((scheduled - created) * 1000)
+    meta: dict[str, Any] = {
+        "status": "complete", "scenario": {"name": "compare", "description": "two variants"},
+        "toolchain": {"kubernetes": "v1.36.4"}, "host": {"cpu_model": "x", "cpus": 2, "hostname": "h1"},
+        "fairness": {"scheduler_client_qps": 5000, "scheduler_client_burst": 10000, "gogc_apiserver_etcd": 400},
+        "cluster": {"nodes": nodes}, "variant": {"name": variant, "binary": "kube-scheduler", "client_qps": None},
+        "phases": [{"name": "pods", "timed_out": False}]}
+    summary: dict[str, Any] = {
+        "throughput": {"average": throughput},
+        "latency": {"created_to_scheduled": {"p50": float(np.percentile(lat, 50)) / 1000,
+                                             "p90": float(np.percentile(lat, 90)) / 1000,
+                                             "p99": float(np.percentile(lat, 99)) / 1000}},
+        "pods_scheduled": pods - unscheduled, "pods_expected": pods, "pods_unscheduled": unscheduled,
+        "processes": {c: {"cpu_seconds": 3.0 + repeat, "rss_peak_bytes": (200 + 10 * repeat) * 2**20}
+                      for c in ("kube-apiserver", "etcd", "kube-scheduler", "kube-controller-manager",
+                                "kwok-controller")},
+        "submit": [{"phase": "pods", "offered_qps": 100.0, "sent_qps": 100.0, "accepted_qps": 99.0,
+                    "rates": {"whole": {"apiserver_counter": 98.0}}}],
+        "scheduler": {"scheduling_attempt_duration_seconds": {"mean": 0.002},
+                      "scheduling_algorithm_duration_seconds": {"mean": 0.0015},
+                      "extension_point_duration_seconds": {"Filter": {"mean": 0.0008}, "Score": {"mean": 0.0004}}},
+        "placement": {"pending": {"pods": unscheduled}, "utilisation": {"nodes": nodes, "nodes_used": nodes}},
+    }
+    return StoredRun(path, meta, summary, pod_frame, requests)
+
+
+def two_variants(tmp: Path, repeats: int = 4) -> list[StoredRun]:
+    """default and fast, interleaved as `run --repeat` stores them: fast schedules ~20% more pods/s."""
+    runs = []
+    for i in range(repeats):
+        runs.append(fake_run(tmp, "default", 2 * i, 100.0 + 2 * i, p50_ms=30.0))
+        runs.append(fake_run(tmp, "fast", 2 * i + 1, 120.0 + 2 * i, p50_ms=15.0, unscheduled=1 if i == 1 else 0))
+    return runs
