@@ -9,7 +9,12 @@ spread of the log ratio within interleaved pairs (what a paired comparison sees)
 ``tests/unit/test_gate_noise.py`` draws A/A and A/B groups from the stored file to check the gate's
 false-alarm and detection rates.
 
-    python benchmarks/bench_noise.py [--pairs 10] [--scenario scenarios/perf-gate.yaml] [--out FILE]
+    python benchmarks/bench_noise.py [--pairs 12] [--scenario scenarios/perf-gate.yaml] [--out FILE]
+    python benchmarks/bench_noise.py --from-data benchmarks/data/noise.json   # the figures of stored data
+
+Then, from the data, the gate's own rule on groups drawn as ``run --repeat`` makes them (2n consecutive
+runs split alternately, compared paired), with each metric's noise floor: A/A false regressions and
+passes, and the smallest drop of throughput (rise of the others) found in >= 95% of draws, at n = 3, 5, 10.
 """
 
 from __future__ import annotations
@@ -60,12 +65,41 @@ def extract(run_dir: Path) -> dict[str, Any]:
             "host": s.get("host")}
 
 
+def error_rates(doc: dict[str, Any]) -> None:
+    from kwokbench.gate import METRICS
+    from kwokbench.stats import simulate_error_rates
+
+    runs = sorted((r for r in doc["runs"] if r["status"] == "complete"), key=lambda r: r["order"])
+    print(f"\ngate rule on {len(runs)} stored runs ({doc['origin']})")
+    print(f"{'metric':<22} {'n':>3} {'A/A regression':>15} {'A/A pass':>9} {'detects >=95%':>14}")
+    for name in ("throughput", "scheduler_cpu_per_pod", "latency_p50", "latency_p99"):
+        v = [r["metrics"][name] for r in runs if r["metrics"].get(name) is not None]
+        m = METRICS[name]
+        for n in (3, 5, 10):
+            if len(v) < 2 * n:
+                continue
+
+            def rates(effect: float, n: int = n, v: list[float] = v, m: Any = m) -> dict[str, Any]:
+                e = -effect if m.higher_is_better else effect / (1 - effect)  # a drop of throughput, a rise else
+                return simulate_error_rates(v, n, e, m.higher_is_better, 0.10, trials=1000, seed=7,
+                                            noise_floor=m.noise_floor)
+
+            aa = rates(0.0)["aa"]
+            found = next((f"{eff * 100:.0f}%" for eff in np.arange(0.05, 0.55, 0.05)
+                          if rates(float(eff))["ab"]["regression"] >= 0.95), "> 50%")
+            print(f"{name:<22} {n:>3} {aa['regression'] * 100:>14.1f}% {aa['pass'] * 100:>8.1f}% {found:>14}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--pairs", type=int, default=10)
+    ap.add_argument("--from-data", help="only print the figures of a stored noise file")
+    ap.add_argument("--pairs", type=int, default=12)
     ap.add_argument("--scenario", default=str(REPO / "scenarios/perf-gate.yaml"))
     ap.add_argument("--out", default=str(REPO / "benchmarks/data/noise.json"))
     args = ap.parse_args()
+    if args.from_data:
+        error_rates(json.loads(Path(args.from_data).read_text()))
+        return
     from kwokbench.store import find_runs
 
     with tempfile.TemporaryDirectory(prefix="kb-noise-") as tmp:
@@ -100,6 +134,7 @@ def main() -> None:
     cal = [r["host"]["calibration_seconds"]["before"] for r in done if r.get("host")]
     if cal:
         print(f"host CPU calibration: {min(cal) * 1000:.0f}–{max(cal) * 1000:.0f} ms")
+    error_rates(doc)
 
 
 if __name__ == "__main__":

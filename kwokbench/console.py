@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -51,7 +52,29 @@ out = make_console()
 
 
 def info(msg: str) -> None:
-    console.print(msg)
+    console.print(msg, markup=False)
+
+
+def heading(msg: str) -> None:
+    console.print(f"[bold]{escape(msg)}[/]")
+
+
+def cached(what: str, where: str) -> None:
+    console.print(f"[dim]{escape(what)}: cached in {escape(where)}[/]")
+
+
+STATUS_STYLE = {"ok": "green", "problem": "red", "optional": "yellow", "pass": "green", "regression": "red",
+                "inconclusive": "yellow"}
+
+
+def styled(kind: str, text: str) -> str:
+    """A table cell in the colour of its kind (ok / problem / optional; a gate verdict)."""
+    colour = STATUS_STYLE.get(kind)
+    return f"[{colour}]{escape(text)}[/]" if colour else escape(text)
+
+
+def dim(text: str) -> None:
+    out.print(f"[dim]{escape(text)}[/]")
 
 
 def warn(msg: str) -> None:
@@ -169,3 +192,5 @@ class RichReporter:
     counter = staticmethod(counter)
     info = staticmethod(info)
     warn = staticmethod(warn)
+    heading = staticmethod(heading)
+    cached = staticmethod(cached)

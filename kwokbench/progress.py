@@ -1,4 +1,7 @@
-"""How the core reports progress without importing rich: the CLI injects :mod:`kwokbench.console`."""
+"""How the core reports progress without importing rich: the CLI injects :mod:`kwokbench.console`.
+
+The core speaks in events (a step with a count, a section of the work, something found in the cache, a
+warning); how they look is the console's business, so no markup string leaves :mod:`kwokbench.console`."""
 
 from __future__ import annotations
 
@@ -16,6 +19,10 @@ class Reporter(Protocol):
     def counter(self, msg: str, total: int) -> ContextManager[Count]: ...
     def info(self, msg: str) -> None: ...
     def warn(self, msg: str) -> None: ...
+    def heading(self, msg: str) -> None:
+        """A new section of the work (a repeat of a variant, a sweep's cluster size)."""
+    def cached(self, what: str, where: str) -> None:
+        """``what`` was found ready in ``where`` (a build that was not needed)."""
 
 
 class Silent:
@@ -33,4 +40,10 @@ class Silent:
         pass
 
     def warn(self, msg: str) -> None:
+        pass
+
+    def heading(self, msg: str) -> None:
+        pass
+
+    def cached(self, what: str, where: str) -> None:
         pass

@@ -359,7 +359,7 @@ class Toolchain:
         for c in wanted:
             statuses = [self._check_binary(c, b) for b in c.binaries]
             if not force and all(s.ok for s in statuses):
-                rep.info(f"[dim]{c.name} {c.version}: cached in {c.dir(self.cache)}[/]")
+                rep.cached(f"{c.name} {c.version}", str(c.dir(self.cache)))
                 continue
             self._build(c, rep)
             bad = [s for s in (self._check_binary(c, b) for b in c.binaries) if not s.ok]

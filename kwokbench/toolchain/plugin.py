@@ -99,7 +99,7 @@ def build_scheduler(path: Path, reporter: Reporter | None = None, force: bool = 
     plugin = plugin_dir(path)
     final = scheduler_binary(plugin, cache)
     if final.exists() and not force and _answers(final):
-        rep.info(f"[dim]scheduler with {plugin.path.name}: cached in {final.parent}[/]")
+        rep.cached(f"scheduler with {plugin.path.name}", str(final.parent))
         return final
     check_go()
     root = final.parent.parent

@@ -101,3 +101,15 @@ def test_a_silent_build_step_prints_heartbeats(log: io.StringIO, monkeypatch: py
     beats = [line for line in log.getvalue().splitlines() if line.startswith("  … building slow v1")]
     assert len(beats) >= 3 and beats[-1].endswith("s): sh -c sleep 0.4"), log.getvalue()
     assert (tmp_path / "toolchain" / "slow-v1").is_dir()
+
+
+def test_the_core_reports_events_and_the_console_chooses_their_look(log: io.StringIO) -> None:
+    rep = console.RichReporter()
+    rep.info("path /tmp/[bold]x[/] kept as it is")  # a message is text, never markup
+    rep.heading("repeat 1/2, variant a")
+    rep.cached("kwok v0.8.0", "/cache/[x]")
+    text = log.getvalue()
+    assert "path /tmp/[bold]x[/] kept as it is" in text
+    assert "repeat 1/2, variant a" in text and "kwok v0.8.0: cached in /cache/[x]" in text
+    assert console.styled("regression", "regression") == "[red]regression[/]"
+    assert console.styled("other", "[x]") == "\\[x]"

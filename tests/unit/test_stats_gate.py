@@ -170,7 +170,8 @@ def test_gate_exit_codes_and_junit(tmp_path: Path) -> None:
     assert res.exit_code == 1
     assert gate(base[:2], bad[:2], []).exit_code == 3
     suite = ET.fromstring(junit(res))
-    assert suite.get("failures") == "2" and len(suite.findall("testcase")) == 3
+    # throughput -20% fails; latency_p99 +25% stays within its 40% noise floor (measured spread)
+    assert suite.get("failures") == "1" and len(suite.findall("testcase")) == 3
     props = {p.get("name"): p.get("value") for p in suite.findall("testcase")[0].iter("property")}
     assert props["verdict"] == "regression" and float(props["min_detectable_change"]) > 0
     failed = [_run(tmp_path, "f", 1.0, status="interrupted")]
