@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from kwokbench.acceptance import ACCEPTED_MIN
 from kwokbench.errors import ScenarioError
 from kwokbench.stats import Comparison, compare, compare_worst, inconclusive
 from kwokbench.store import StoredRun
@@ -343,6 +344,28 @@ def host_warnings(baseline: list[StoredRun], candidate: list[StoredRun]) -> list
     return out
 
 
+LOAD_APART = 0.05
+"""Accepted shares of the offered load further apart than this between the groups: warned."""
+
+
+def load_warnings(baseline: list[StoredRun], candidate: list[StoredRun]) -> list[str]:
+    """The groups did not receive the same load when the apiserver accepted a different share of what was
+    offered (a starved group's throughput is the apiserver's, not its scheduler's)."""
+    def accepted(runs: list[StoredRun]) -> list[float]:
+        return [float(ph["achieved_ratio"]) for r in runs for ph in (r.summary or {}).get("submit") or []
+                if "offered_qps" in ph and ph.get("achieved_ratio") is not None]  # older runs: send rate only
+
+    b, c = accepted(baseline), accepted(candidate)
+    if not b or not c:
+        return []
+    mb, mc = statistics.fmean(b), statistics.fmean(c)
+    if abs(mb - mc) <= LOAD_APART and min(b + c) >= ACCEPTED_MIN:
+        return []
+    return [f"the groups did not receive the same load: the apiserver accepted {mb * 100:.0f}% of the offered "
+            f"rate in the baseline runs (lowest {min(b) * 100:.0f}%) and {mc * 100:.0f}% in the candidate runs "
+            f"(lowest {min(c) * 100:.0f}%)"]
+
+
 def timed_out_warnings(runs: list[StoredRun]) -> list[str]:
     out = []
     for r in runs:
@@ -384,7 +407,8 @@ def gate(baseline: list[StoredRun], candidate: list[StoredRun], specs: list[str]
         gates.append((METRICS[ALWAYS], 0.0))
     comps = [compare_metric(m, max_reg, baseline, candidate) for m, max_reg in gates]
     b, c = _complete(baseline), _complete(candidate)
-    warnings = [*comparability(baseline + candidate), *timed_out_warnings(b + c), *host_warnings(b, c)]
+    warnings = [*comparability(baseline + candidate), *timed_out_warnings(b + c), *host_warnings(b, c),
+                *load_warnings(b, c)]
     warnings += [f"{x.metric}: noisy ({x.noise})" for x in comps if x.noisy]
     _, how = pair_runs(b, c)
     notes = [f"{len(b)} baseline run(s) ({', '.join(sorted({variant_name(r) for r in b})) or '-'}) vs "

@@ -311,3 +311,18 @@ def test_bad_gate_specs(spec: str) -> None:
 def test_gate_spec_forms() -> None:
     assert parse_gate("latency_p99:5%")[1] == pytest.approx(0.05)
     assert parse_gate("throughput:0.2")[1] == pytest.approx(0.2)
+
+
+def test_groups_that_did_not_receive_the_same_load_are_warned(tmp_path: Path) -> None:
+    def with_load(r: StoredRun, accepted: float) -> StoredRun:
+        assert r.summary is not None
+        r.summary["submit"] = [{"phase": "pods", "offered_qps": 500.0, "accepted_qps": 500 * accepted,
+                                "achieved_ratio": accepted}]
+        return r
+
+    base = [with_load(_run(tmp_path, f"b{i}", v), 0.99) for i, v in enumerate(BASE)]
+    same = [with_load(_run(tmp_path, f"c{i}", v), 0.98) for i, v in enumerate(SAME)]
+    starved = [with_load(_run(tmp_path, f"s{i}", v), 0.38) for i, v in enumerate(SAME)]
+    assert not [w for w in gate(base, same, []).warnings if "same load" in w]
+    [w] = [w for w in gate(base, starved, []).warnings if "same load" in w]
+    assert "99% of the offered rate in the baseline runs" in w and "38% in the candidate runs" in w
