@@ -14,10 +14,13 @@ from typing import Any
 import pandas as pd
 
 from kwokbench.acceptance import add_counter_rates
+from kwokbench.bottleneck import limited_by
+from kwokbench.ceiling import ceiling_section, cpu_shares
 from kwokbench.chaos import pods_lost, rate_from_pods, recovery, rescheduling
 from kwokbench.metrics.derive import create_rates, derive
-from kwokbench.metrics.scrape import SCRAPES
+from kwokbench.metrics.scrape import PROCS, SCRAPES
 from kwokbench.placement import placement
+from kwokbench.pprof import profiles_section
 from kwokbench.store import (
     BINDING_RATE,
     CHAOS,
@@ -59,6 +62,7 @@ def analyse(run_dir: Path, write: bool = True) -> dict[str, Any]:
     extender = read_doc(run_dir, EXTENDER)
     if extender:
         summary["extender"] = {k: v for k, v in extender.items() if k not in ("format_version", "migrated_from")}
+    series = pd.DataFrame()
     if (run_dir / SCRAPES).is_dir():
         client_qps = (meta.get("fairness") or {}).get("scheduler_client_qps")
         rate, series, section = derive(run_dir, with_columns(pods, POD_COLUMNS), client_qps)
@@ -69,6 +73,8 @@ def analyse(run_dir: Path, write: bool = True) -> dict[str, Any]:
         if write:
             rd.write_frame(BINDING_RATE, rate)
             rd.write_frame(METRICS, series)  # e.g. scheduler_pending_pods over time, per queue
+    procs = pd.read_parquet(run_dir / PROCS) if (run_dir / PROCS).exists() else pd.DataFrame()
+    summary["limited_by"] = limited_by(summary, meta, series, procs, with_columns(pods, POD_COLUMNS))
     if (meta.get("cluster") or {}).get("attached"):
         present = set((meta.get("cluster") or {}).get("metrics") or {})
         summary["metrics_missing"] = [c for c in METRICS_NOT_FROM_CLIENTS if c not in present]
@@ -86,6 +92,12 @@ def analyse(run_dir: Path, write: bool = True) -> dict[str, Any]:
     if prom:
         summary["prometheus"] = {k: v for k, v in prom.items() if k not in ("series", "format_version",
                                                                              "migrated_from")}
+    profiles = profiles_section(run_dir)
+    if profiles is not None:
+        summary["profiles"] = profiles
+    cpu_shares(summary, meta)  # where the host's cores went, beside the ceiling
+    if ceiling := ceiling_section(summary, meta):
+        summary["ceiling"] = ceiling
     if write:
         rd.write_json(SUMMARY, summary)
     return summary

@@ -114,6 +114,22 @@ def tools_build_scheduler(
                  f"the plugin>}}] (binary paths are relative to the scenario file)")
 
 
+@tools_app.command("build-wasm")
+@handled
+def tools_build_wasm(
+    directory: Annotated[Path, typer.Argument(help="A Go module whose main package is a WASM guest.")],
+    force: Annotated[bool, typer.Option(help="Rebuild even if cached.")] = False,
+) -> None:
+    """Compile a WebAssembly scheduler-plugin guest (GOOS=wasip1, standard Go) into the cache."""
+    from kwokbench import console
+    from kwokbench.toolchain.wasm import build_guest
+
+    wasm = build_guest(directory, console.RichReporter(), force)
+    console.info(f"wasm guest {directory}: {wasm}")
+    console.info(f"use it in a scenario: schedulers: [{{name: mine, binary: <plugins/wasm>, config: <config enabling "
+                 f"Wasm>, wasm: {directory}}}]")
+
+
 @tools_app.command("doctor")
 @handled
 def tools_doctor() -> None:
@@ -127,17 +143,19 @@ def tools_doctor() -> None:
     problems: list[str] = []
     try:
         go = check_go()
-        rows.append(["go", go.removeprefix("go"), str(__import__("shutil").which("go")), "[green]ok[/]"])
+        rows.append(["go", go.removeprefix("go"), str(__import__("shutil").which("go")), console.styled("ok", "ok")])
     except KwokbenchError as e:
-        rows.append(["go", "-", "-", "[red]problem[/]"])
+        rows.append(["go", "-", "-", console.styled("problem", "problem")])
         problems.append(str(e))
     optional = {c.name for c in tc.components if c.optional}
     for s in tc.check():
         name = f"{s.component}/{s.binary}" if s.component in optional else s.binary
         if not s.ok and s.component in optional:
-            rows.append([name, s.version, str(s.path), f"[yellow]{s.problem} (optional, built on demand)[/]"])
+            rows.append([name, s.version, str(s.path),
+                         console.styled("optional", f"{s.problem} (optional, built on demand)")])
             continue
-        rows.append([name, s.version, str(s.path), "[green]ok[/]" if s.ok else f"[red]{s.problem}[/]"])
+        rows.append([name, s.version, str(s.path),
+                     console.styled("ok", "ok") if s.ok else console.styled("problem", s.problem)])
         if not s.ok:
             problems.append(f"{s.binary} {s.version}: {s.problem} at {s.path}; run `kwokbench tools install`")
     console.table("kwokbench toolchain", ["component", "version", "path", "status"], rows)
@@ -251,7 +269,7 @@ def status() -> None:
             comp = ", ".join(f"{c}={s}" for c, s in comps.items())
             rows.append([name, n, comp, str(info.kubeconfig)])
         except KwokbenchError as e:
-            rows.append([name, "-", f"[red]{e}[/]", ""])
+            rows.append([name, "-", console.styled("problem", str(e)), ""])
     from kwokbench.cluster import attach
 
     for name in attach.names(k.home):
@@ -338,11 +356,15 @@ def run_cmd(
     scrape_interval: Annotated[float, typer.Option(min=0, help="Seconds between /metrics scrapes (0: off).")] = 1.0,
     repeat: Annotated[int, typer.Option(min=1, max=100, help="Runs per variant (fresh cluster each, "
                                         "variants interleaved).")] = 1,
+    profile: Annotated[list[str] | None, typer.Option(help="Save a pprof CPU profile of this component over the "
+                                                      "first phase: scheduler, apiserver, controller-manager "
+                                                      "(repeatable).")] = None,
 ) -> None:
     """Run a scenario: cluster up, submit at the target rate, record pod timelines, store, summarise."""
     import signal
 
     from kwokbench import console
+    from kwokbench.measure.profile import components
     from kwokbench.report.table import summary_rows
     from kwokbench.runner import RunOptions, run_scenario
     from kwokbench.scenario import load_scenario
@@ -357,7 +379,8 @@ def run_cmd(
     # handler: make Ctrl-C / kill -INT always end the run cleanly
     signal.signal(signal.SIGINT, signal.default_int_handler)
     opts = RunOptions(out=out, cluster=cluster, keep_cluster=keep_cluster, submit_workers=submit_workers,
-                      variants=variant or [], scrape_interval=scrape_interval, repeat=repeat)
+                      variants=variant or [], scrape_interval=scrape_interval, repeat=repeat,
+                      profile=components(profile or []))
     results = run_scenario(sc, file, opts, console.RichReporter())
     for r in results:
         columns, rows = summary_rows(r.summary or {})
@@ -429,6 +452,50 @@ def sweep(
         console.out.print(line)
     written = sweep_report.write(doc, path)
     console.out.print(f"stored in {path} ({', '.join(p.name for p in written)})")
+
+
+@app.command()
+@handled
+def ceiling(
+    nodes: Annotated[int | None, typer.Option(min=1, help="Cluster size to match.")] = None,
+    pods: Annotated[int | None, typer.Option(min=1, help="Pods to match (with --nodes).")] = None,
+    scenario: Annotated[Path | None, typer.Option(help="Match this scenario's node and pod counts.")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="With --scenario: override a field.")] = None,
+    runs: Annotated[int, typer.Option(min=1, max=20, help="Runs; their spread is reported.")] = 1,
+    timeout: Annotated[float, typer.Option(min=10, help="Seconds a run may take before it and its etcd "
+                                           "are stopped.")] = 900.0,
+) -> None:
+    """This host's ceiling: scheduler_perf (the same kube-scheduler with an in-process apiserver and etcd)
+    on its SchedulingBasic workload nearest the size; stored per host and Kubernetes version, and shown
+    next to every run's throughput."""
+    import signal
+
+    from kwokbench import console
+    from kwokbench.ceiling import measure_ceiling, result_rows, unstable
+    from kwokbench.scenario import load_scenario
+
+    if (scenario is None) == (nodes is None):
+        raise ScenarioError("give --nodes N [--pods M] or --scenario FILE")
+    if scenario is not None:
+        if pods is not None:
+            raise ScenarioError("--pods goes with --nodes, not with --scenario")
+        sc = load_scenario(scenario, set_ or [])
+        nodes, pods = sum(g.count for g in sc.cluster.node_groups), sum(w.count for w in sc.workloads)
+    elif set_:
+        raise ScenarioError("--set goes with --scenario")
+
+    def on_term(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    assert nodes is not None
+    path, doc = measure_ceiling(nodes, pods, runs, timeout, console.RichReporter())
+    console.table(f"this host's in-process ceiling for {nodes} nodes" + (f", {pods} pods" if pods else ""),
+                  ["", ""], result_rows(doc))
+    if warning := unstable(doc):
+        console.warn(warning)
+    console.out.print(f"stored in {path}")
 
 
 def _load(paths: list[Path]) -> list[Any]:
@@ -503,10 +570,9 @@ def gate_cmd(
     base, cand = _load(baseline), _load(candidate)
     result = gate(base, cand, metric or [], baseline_variant, candidate_variant)
     columns, rows = gate_rows(result)
-    colour = {"pass": "[green]pass[/]", "regression": "[red]regression[/]", "inconclusive": "[yellow]inconclusive[/]"}
-    console.table("kwokbench gate", columns, [[r[0], colour.get(r[1], r[1]), *r[2:]] for r in rows])
+    console.table("kwokbench gate", columns, [[r[0], console.styled(r[1], r[1]), *r[2:]] for r in rows])
     for n in result.notes:
-        console.out.print(f"[dim]{n}[/]")
+        console.dim(n)
     for w in result.warnings:
         console.warn(w)
     if junit:

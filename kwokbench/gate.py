@@ -242,8 +242,9 @@ FROM_VARIANT: dict[str, tuple[str, ...]] = {
     "scheduler_client_qps": ("client_qps", "client_burst"),
     "scheduler_client_burst": ("client_qps", "client_burst"),
     "extra_args": ("extra_args",),
+    "wasm_guest": ("wasm",),
 }
-UNDER_TEST = {"scheduler_binary_path"}
+UNDER_TEST = {"scheduler_binary_path", "wasm_guest_path"}
 """Fairness fields that identify the scheduler under test itself (a plugin's build differs between
 base and head by design)."""
 

@@ -43,6 +43,7 @@ from kwokbench.store import REQUESTS, RunDir, host_info, owner
 from kwokbench.templates import ManifestFactory, resolve_template
 from kwokbench.toolchain import Toolchain, versions
 from kwokbench.toolchain.plugin import build_scheduler, plugin_dir
+from kwokbench.toolchain.wasm import HOST_PLUGIN, build_guest, guest_dir
 
 AnyCluster = ClusterInfo | AttachedCluster
 WAIT_STATE = {"created": "created", "scheduled": "scheduled", "running": "running", "completed": "finished"}
@@ -59,6 +60,8 @@ class RunOptions:
     """Seconds between /metrics scrapes of every component (0 disables scraping)."""
     variants: list[str] = field(default_factory=list)
     """Only these scheduler variants (default: all)."""
+    profile: list[str] = field(default_factory=list)
+    """Components (``kube-scheduler``…) whose pprof CPU profile is saved from the first phase."""
     repeat: int = 1
     """Runs per variant, each on a fresh cluster; variants are interleaved (A B A B…) so drift of
     the machine over time does not favour one of them."""
@@ -166,10 +169,18 @@ def fairness_manifest(scenario: Scenario, variant: SchedulerSpec, opts: ClusterO
         "scheduler_config": variant.config,
         "scheduler_binary": variant.binary,
         "scheduler_binary_path": str(opts.scheduler_binary) if opts.scheduler_binary else "",
+        "wasm_guest": variant.wasm,
+        "wasm_guest_path": (opts.scheduler_plugin_args.get(HOST_PLUGIN) or {}).get("guestURL", ""),
         # the URL's port differs per run and is not a setting
         "extenders": [{k: v for k, v in e.items() if k != "urlPrefix"} for e in opts.scheduler_extenders],
         "crds": sorted({"podgroups.scheduling.x-k8s.io"} if any(w.gang for w in scenario.workloads) else set()),
     }
+
+
+def _wasm_dir(base: Path, variant: SchedulerSpec) -> Path:
+    assert variant.wasm is not None
+    path = Path(variant.wasm).expanduser()
+    return path if path.is_absolute() else base / path
 
 
 def check_scenario(scenario: Scenario, base: Path) -> None:
@@ -179,6 +190,8 @@ def check_scenario(scenario: Scenario, base: Path) -> None:
     for v in scenario.schedulers:
         _resolve(base, v.config)
         plugin_directory(v, base)
+        if v.wasm:
+            guest_dir(_wasm_dir(base, v))
     for g in scenario.cluster.node_groups:
         ManifestFactory(resolve_template(g.template, base), {**g.params, "group": g.name}, f"kb-{g.name}")
 
@@ -209,7 +222,7 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
     for i in range(opts.repeat):
         for v in variants:
             if opts.repeat > 1:
-                rep.info(f"[bold]repeat {i + 1}/{opts.repeat}, variant {v.name}[/]")
+                rep.heading(f"repeat {i + 1}/{opts.repeat}, variant {v.name}")
             results.append(run_variant(scenario, base, v, opts, rep, k, multi=len(variants) > 1,
                                        group={"id": group, "repeat": i, "of": opts.repeat},
                                        scheduler_binary=binaries[v.name]))
@@ -219,11 +232,13 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
 def cluster_options(scenario: Scenario, base: Path, variant: SchedulerSpec, name: str, tc: Toolchain,
                     scheduler_binary: Path | None = None, extender: ExtenderProcess | None = None) -> ClusterOptions:
     """How a variant's cluster is created (the same for a fresh cluster per run and for a sweep's cluster)."""
+    guest = build_guest(_wasm_dir(base, variant)) if variant.wasm else None  # cached: a no-op once built
     return ClusterOptions(
         name=name, qps_limits=scenario.cluster.qps_limits, scheduler_config=_resolve(base, variant.config),
         scheduler_binary=scheduler_binary, scheduler_client_qps=variant.client_qps,
         scheduler_client_burst=variant.client_burst,
         scheduler_extenders=[extender.config] if extender else [],
+        scheduler_plugin_args={HOST_PLUGIN: {"guestURL": guest.as_uri()}} if guest else {},
         # for every variant, so the default scheduler meets the same objects as Coscheduling
         crds=tc.scheduler_plugins_crds() if any(w.gang for w in scenario.workloads) else [],
         prometheus_port=free_port() if scenario.cluster.prometheus else None,
@@ -273,6 +288,7 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
             asyncio.run(apply_crds(info.credentials(), k.toolchain.scheduler_plugins_crds()))
         ctx = RunContext(rundir.path, scenario, run_label, info, k, rep, attached, created_cluster=not opts.cluster,
                          scrape_interval=opts.scrape_interval, prometheus_port=copts.prometheus_port,
+                         profile=opts.profile,
                          extras={"reused_cluster": bool(opts.cluster) and attached is None})
         for m in measure.for_run(ctx, extender.url if extender else None):
             started.append(m)

@@ -79,6 +79,11 @@ class SchedulerSpec(_Model):
     client_qps: float | None = Field(None, gt=0, description=(
         "Scheduler client QPS (default: unlimited, or kube-scheduler's 50 when cluster.qps_limits is true)."))
     client_burst: int | None = Field(None, gt=0, description="Scheduler client burst (default: as client_qps).")
+    wasm: str | None = Field(None, description=(
+        "A WebAssembly plugin guest: a Go module directory (relative to the scenario) built by `kwokbench tools "
+        "build-wasm` and handed to the `Wasm` host plugin as its pluginConfig `guestURL`. The variant's `binary` "
+        "is the host plugin's directory (plugins/wasm) and its `config` enables `Wasm`; a changed guest is "
+        "rebuilt in seconds, never the scheduler."))
 
 
 class QpsArrival(_Model):

@@ -103,9 +103,11 @@ def evaluate(summary: dict[str, Any] | None, qps: float, slo_p99: float, min_rat
     if not complete:
         reasons.append(f"{s.get('pods_scheduled', 0)}/{s.get('pods_expected', 0)} pods scheduled")
     procs = s.get("processes") or {}
+    limited = s.get("limited_by") or {}
     return {"qps": qps, "accepted": accepted, "throughput": throughput, "ratio": ratio, "p99": p99,
             "holds": not reasons,
             "why": "; ".join(reasons),
+            "limited_by": limited.get("verdict"), "limited_by_sentence": limited.get("sentence"),
             "cpu_seconds": {c: v.get("cpu_seconds") for c, v in procs.items()},
             "rss_peak_mib": {c: (v.get("rss_peak_bytes") or 0) / 2**20 for c, v in procs.items()}}
 
@@ -123,14 +125,25 @@ def knees(points: list[dict[str, Any]]) -> dict[int, float | None]:
     return out
 
 
-def sentence(nodes: int, knee: float | None, slo_p99: float, tested: list[float]) -> str:
+def first_failure(points: list[dict[str, Any]], nodes: int) -> dict[str, Any] | None:
+    """The lowest measured rate of a size that did not hold (what bounds its knee)."""
+    failed = sorted((p for p in points if p["nodes"] == nodes and not p.get("skipped") and not p["holds"]),
+                    key=lambda p: p["qps"])
+    return failed[0] if failed else None
+
+
+def sentence(nodes: int, knee: float | None, slo_p99: float, tested: list[float],
+             failure: dict[str, Any] | None = None) -> str:
+    """The size's knee in words; with its first failing point, what limited that point."""
     slo = f"{slo_p99 * 1000:.0f} ms" if slo_p99 < 1 else f"{slo_p99:g} s"
+    cause = (f"; at {failure['qps']:g}/s {failure['limited_by_sentence']}"
+             if failure and failure.get("limited_by_sentence") else "")
     if knee is None:
         return (f"with {nodes} nodes this control plane sustained none of the tested rates "
-                f"(lowest {min(tested):g} pods/s) within a {slo} p99")
+                f"(lowest {min(tested):g} pods/s) within a {slo} p99{cause}")
     above = [q for q in tested if q > knee]
     bound = f" (it failed at {min(above):g}/s)" if above else " (the highest rate tested: the knee is higher)"
-    return f"with {nodes} nodes this control plane sustains {knee:g} pods/s within a {slo} p99{bound}"
+    return f"with {nodes} nodes this control plane sustains {knee:g} pods/s within a {slo} p99{bound}{cause}"
 
 
 def trend(x: Sequence[float], y: Sequence[float]) -> tuple[float, float] | None:
@@ -185,7 +198,7 @@ def run_sweep(scenario: Scenario, scenario_path: Path, opts: SweepOptions, repor
                 copts = cluster_options(sized, base, variant, cluster, k.toolchain, binary)
                 groups = [NodeGroup(g.name, g.count, resolve_template(g.template, base), g.params)
                           for g in sized.cluster.node_groups]
-                rep.info(f"[bold]{n} nodes[/]: cluster {cluster}")
+                rep.heading(f"{n} nodes: cluster {cluster}")
                 # the watchdog exists before kwokctl starts anything, so a kill -9 during bring-up is covered
                 guard = watchdog.start(cluster, k.home, sweep_dir, opts.keep_clusters)
                 try:
@@ -225,7 +238,7 @@ def run_sweep(scenario: Scenario, scenario_path: Path, opts: SweepOptions, repor
     finally:
         ks = knees(doc["points"])
         doc["knees"] = {str(n): v for n, v in ks.items()}
-        doc["sentences"] = [sentence(n, ks[n], opts.slo_p99, rates) for n in ks]
+        doc["sentences"] = [sentence(n, ks[n], opts.slo_p99, rates, first_failure(doc["points"], n)) for n in ks]
         doc["ended_at"] = datetime.now(UTC).isoformat()
         save(sweep_dir, doc)
     return sweep_dir

@@ -48,6 +48,9 @@ class ClusterOptions:
     scheduler_client_burst: int | None = None
     scheduler_extenders: list[dict[str, Any]] = field(default_factory=list)
     """Entries appended to the configuration's ``extenders:`` (KubeSchedulerConfiguration v1 Extender)."""
+    scheduler_plugin_args: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Plugin name → args merged into that plugin's ``pluginConfig`` in every profile (e.g. the Wasm host
+    plugin's ``guestURL``, known only once the guest is built)."""
     crds: list[Path] = field(default_factory=list)
     """CRD manifests installed before nodes are created; the components are then restarted, because a
     scheduler plugin's informer does not pick up a kind that did not exist when it started."""
@@ -180,7 +183,21 @@ def with_client_limits(doc: dict[str, Any], opts: ClusterOptions) -> dict[str, A
         doc.pop("clientConnection", None)
     if opts.scheduler_extenders:
         doc["extenders"] = [*(doc.get("extenders") or []), *opts.scheduler_extenders]
+    if opts.scheduler_plugin_args:
+        doc["profiles"] = [_with_plugin_args(p, opts.scheduler_plugin_args)
+                           for p in doc.get("profiles") or [{"schedulerName": "default-scheduler"}]]
     return doc
+
+
+def _with_plugin_args(profile: dict[str, Any], args: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    configs = [dict(c) for c in profile.get("pluginConfig") or []]
+    for name, extra in args.items():
+        entry = next((c for c in configs if c.get("name") == name), None)
+        if entry is None:
+            configs.append({"name": name, "args": dict(extra)})
+        else:
+            entry["args"] = {**(entry.get("args") or {}), **extra}
+    return {**profile, "pluginConfig": configs}
 
 
 def scheduler_client_limits(doc: dict[str, Any]) -> tuple[float, int]:
@@ -398,9 +415,13 @@ def _default_extra_args() -> list[str]:
     # One controller-manager per cluster needs no leader election (and a restart would wait for the lease).
     # kwokctl's binary runtime makes the kwok controller manage *every* node; kwokbench's nodes carry
     # kwok's annotation, so select on it: a node without it (a chaos event, a real node) is left alone.
+    # The scheduler and controller-manager authenticate no client here (no delegated authn), so pprof is
+    # readable only as an always-allowed path, like /metrics (``run --profile``).
+    allow = "authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof,/debug/pprof/*"
     return ["etcd=unsafe-no-fsync=true", "kube-controller-manager=leader-elect=false",
             "kwok-controller=manage-all-nodes=false",
-            f"kwok-controller=manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake"]
+            f"kwok-controller=manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake",
+            f"kube-scheduler={allow}", f"kube-controller-manager={allow}"]
 
 
 def _kill_survivors(procs: Iterable[ComponentProcess], cluster_dir: Path, grace: float = 5.0) -> list[str]:

@@ -36,6 +36,8 @@ class RunContext:
     """kwokbench made this cluster for the run (not ``--cluster``, not attached)."""
     scrape_interval: float = 1.0
     prometheus_port: int | None = None
+    profile: list[str] = field(default_factory=list)
+    """Components whose CPU profile is taken over the first phase (``run --profile``)."""
     extras: dict[str, Any] = field(default_factory=dict)
 
 
@@ -58,6 +60,7 @@ def for_run(ctx: RunContext, extender_url: str | None = None) -> list[Measuremen
     from kwokbench.measure.cluster_state import ClusterState
     from kwokbench.measure.extender import ExtenderStats
     from kwokbench.measure.host import HostEvidence
+    from kwokbench.measure.profile import ComponentProfiles
     from kwokbench.measure.prometheus import PrometheusCrossCheck
     from kwokbench.measure.scrape import ComponentScrapes
     from kwokbench.measure.watch import PodTimeline
@@ -73,4 +76,6 @@ def for_run(ctx: RunContext, extender_url: str | None = None) -> list[Measuremen
     if ctx.scenario.chaos:
         out.append(ChaosEvents())
     out.append(HostEvidence())
+    if ctx.profile:
+        out.append(ComponentProfiles(ctx.profile))
     return out

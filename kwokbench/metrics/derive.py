@@ -201,7 +201,9 @@ def counter_increase(series: pd.DataFrame, component: str, name: str, by: str | 
 
 
 def process_usage(procs: pd.DataFrame, window: tuple[float, float] | None = None) -> dict[str, Any]:
-    """CPU seconds used and peak RSS of each control-plane process over the run."""
+    """CPU seconds used and peak RSS of each control-plane process over the run; with the pending
+    ``window`` (first pod created → last scheduled), also the CPU used inside it (interpolated between
+    samples) and ``cores_window``, the cores it kept busy there on average."""
     out: dict[str, Any] = {}
     if not len(procs):
         return out
@@ -212,6 +214,11 @@ def process_usage(procs: pd.DataFrame, window: tuple[float, float] | None = None
         used = float(increase(cpu).sum())
         out[str(comp)] = {"cpu_seconds": used, "cpu_cores_avg": used / span if span > 0 else None,
                           "rss_peak_bytes": int(g["rss_bytes"].max())}
+        if window is not None and window[1] > window[0] and len(g) >= 2:
+            cum = np.concatenate([[0.0], np.cumsum(increase(cpu.astype(np.float64)))])
+            lo, hi = np.interp(window, g["t"].to_numpy(dtype=np.float64), cum)
+            out[str(comp)].update(cpu_seconds_window=float(hi - lo),
+                                  cores_window=float(hi - lo) / (window[1] - window[0]))
     return out
 
 
@@ -298,7 +305,7 @@ def derive(run_dir: Path, pods: pd.DataFrame,
     }
     out["apiserver"]["throttled_429"] = out["apiserver"]["create_pod_responses"].get("429", 0.0)
     procs = pd.read_parquet(run_dir / PROCS) if (run_dir / PROCS).exists() else pd.DataFrame()
-    out["processes"] = process_usage(procs)
+    out["processes"] = process_usage(procs, window)
     sched_cpu = (out["processes"].get("kube-scheduler") or {}).get("cpu_seconds")
     # CPU time, unlike wall-clock figures, hardly moves when other work shares the host's cores: the
     # steadiest sign of a scheduler that does more work per pod

@@ -7,6 +7,7 @@ autoescapes every string that came from a scenario or a cluster.
 from __future__ import annotations
 
 import base64
+import os
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,6 +127,21 @@ created → scheduled. The per-run detail follows.</small></p>
 <h2>Per run</h2>
 <table><tr>{% for c in columns %}<th>{{ c }}</th>{% endfor %}</tr>
 {% for row in rows %}<tr>{% for c in row %}<td>{{ c }}</td>{% endfor %}</tr>{% endfor %}</table>
+{% if profiles %}<h2>CPU profiles</h2>
+<p><small>Where each profiled component spent its CPU during the first phase: the top functions by own
+(flat) time, with the time of what they called (cumulative). Open a file with <code>go tool pprof -http=:8080
+FILE</code> for the call graph.</small></p>
+{% for p in profiles %}<h3>{{ p.component }} · {{ p.run }}</h3>
+{% if p.error %}<p class="warn">no profile: {{ p.error }}</p>{% else %}
+<p><a href="{{ p.href }}">{{ p.file }}</a>: {{ "%.1f"|format(p.total) }} s of CPU in {{ p.seconds }} s,
+{{ p.samples }} samples</p>
+{% for title, rows in (("by own time (flat)", p.top), ("by cumulative time", p.top_cum)) %}
+<table class="profile"><caption>{{ title }}</caption>
+<tr><th>function</th><th>flat</th><th>flat %</th><th>cum</th><th>cum %</th></tr>
+{% for r in rows %}<tr><td>{{ r.function }}</td><td>{{ "%.2f s"|format(r.flat) }}</td>
+<td>{{ "%.1f%%"|format(r.flat_share * 100) }}</td><td>{{ "%.2f s"|format(r.cum) }}</td>
+<td>{{ "%.1f%%"|format(r.cum_share * 100) }}</td></tr>{% endfor %}</table>{% endfor %}{% endif %}
+{% endfor %}{% endif %}
 {% if gate %}<h2>Against the baseline</h2>
 <table><tr><th>metric</th><th>verdict</th><th>runs</th><th>candidate / baseline</th><th>95% CI</th>
 <th>min. detectable change</th><th>detail</th></tr>
@@ -164,12 +180,25 @@ def write_report(runs: list[StoredRun], out: Path, baseline: list[StoredRun] | N
     columns, rows = _row_values(runs)
     title = ", ".join(sorted({str(r.meta.get("scenario", {}).get("name")) for r in runs}))
     doc = _HTML.render(title=title, by_variant=variants.view(runs), runs=[_view(r) for r in runs], columns=columns,
-                       rows=rows, gate=result, charts=charts, warnings=warnings, version=__version__)
+                       rows=rows, profiles=profiles(runs, out), gate=result, charts=charts, warnings=warnings,
+                       version=__version__)
     html_path = out / "report.html"
     html_path.write_text(doc)
     md_path = out / "summary.md"
     md_path.write_text(markdown(runs, result))
     return Report(html_path, md_path, paths, warnings)
+
+
+def profiles(runs: list[StoredRun], out: Path) -> list[dict[str, Any]]:
+    """Every run's CPU profiles for the report: the top table and a link to the file, relative to ``out``."""
+    found = []
+    for r in runs:
+        for comp, p in ((r.summary or {}).get("profiles") or {}).items():
+            href = os.path.relpath((r.path / p["file"]).resolve(), out.resolve()) if p.get("file") else ""
+            found.append({"run": r.path.name, "component": comp, "href": href, "file": p.get("file"),
+                          "error": p.get("error"), "total": p.get("total") or 0.0, "seconds": p.get("seconds"),
+                          "samples": p.get("samples"), "top": p.get("top") or [], "top_cum": p.get("top_cum") or []})
+    return found
 
 
 class _Attr(dict[str, Any]):

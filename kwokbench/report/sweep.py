@@ -11,6 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
+from kwokbench.errors import KwokbenchError
 from kwokbench.report.charts import _png
 from kwokbench.sweep import trend
 
@@ -21,13 +22,32 @@ def rows(doc: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     out = []
     for p in sorted(doc["points"], key=lambda p: (p["nodes"], p["qps"])):
         if p.get("skipped"):
-            out.append([str(p["nodes"]), f"{p['qps']:g}", "-", "-", "-", "-", p["why"]])
+            out.append([str(p["nodes"]), f"{p['qps']:g}", "-", "-", "-", "-", "-", p["why"]])
             continue
         p99 = "-" if p.get("p99") is None else f"{p['p99'] * 1000:.0f} ms"
         acc = "-" if p.get("accepted") is None else f"{p['accepted']:.1f}"
         out.append([str(p["nodes"]), f"{p['qps']:g}", acc, f"{p['throughput']:.1f}", f"{p['ratio'] * 100:.0f}%", p99,
-                    "holds" if p["holds"] else p["why"]])
-    return ["nodes", "offered pods/s", "accepted pods/s", "bound pods/s", "of offered", "p99 latency", "verdict"], out
+                    p.get("limited_by") or "-", "holds" if p["holds"] else p["why"]])
+    columns = ["nodes", "offered pods/s", "accepted pods/s", "bound pods/s", "of offered", "p99 latency", "limited by",
+               "verdict"]
+    ordered = sorted(doc["points"], key=lambda p: (p["nodes"], p["qps"]))
+    ceilings = [None if p.get("skipped") else _ceiling(p) for p in ordered]
+    if any(ceilings):  # a column only when some point's host had a ceiling
+        columns.insert(5, "of host ceiling")
+        for row, p, c in zip(out, ordered, ceilings, strict=True):
+            row.insert(5, f"{p['throughput'] / c * 100:.0f}% of {c:.0f}" if c else "-")
+    return columns, out
+
+
+def _ceiling(point: dict[str, Any]) -> float | None:
+    """The in-process ceiling (pods/s) the point's run was analysed against, from its stored summary."""
+    from kwokbench.store import SUMMARY, read_doc
+
+    try:
+        c = (read_doc(Path(point["run"]), SUMMARY) or {}).get("ceiling") or {}
+    except (KeyError, TypeError, KwokbenchError):
+        return None
+    return float(c["pods_per_second"]) if c.get("pods_per_second") else None
 
 
 def _baseline(doc: dict[str, Any], key: str, component: str) -> dict[int, float]:

@@ -30,6 +30,9 @@ def summary_rows(s: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         ["scheduling latency p50 / p90 / p99",
          " / ".join(_ms(lat.get(k)) for k in ("p50", "p90", "p99"))],
     ]
+    if s.get("limited_by"):
+        rows.append(["limited by", s["limited_by"]["sentence"]])
+    rows += ceiling_rows(s)
     binding = s.get("binding_rate")
     if binding:
         rows.append(["binding rate (apiserver) avg / p99 / peak",
@@ -84,9 +87,49 @@ def summary_rows(s: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
                      f"{_f(_pct(steal), '%')}; {_f(_pct(busy), '%', 0)}; {_f(host.get('load1_max'))}"])
     for label in s.get("labels", []):
         rows.append(["label", label])
+    for comp, prof in (s.get("profiles") or {}).items():
+        top = (prof.get("top") or [None])[0]
+        rows.append([f"CPU profile {comp}",
+                     f"none: {prof['error']}" if prof.get("error")
+                     else f"{prof['file']}; top: {top['function']} ({top['flat_share'] * 100:.0f}% flat)" if top
+                     else f"{prof['file']}: no samples"])
     if s.get("watch_errors"):
         rows.append(["watch restarts", str(len(s["watch_errors"]))])
     return ["metric", "value"], rows
+
+
+def ceiling_rows(s: dict[str, Any]) -> list[list[str]]:
+    """The throughput against this host's in-process ceiling, and where the host's cores went meanwhile."""
+    rows = []
+    c, tp = s.get("ceiling"), (s.get("throughput") or {}).get("average")
+    if c and tp is not None:
+        rows.append(["throughput vs this host's ceiling (scheduler_perf)",
+                     f"{tp:.1f} pods/s = {c['ratio'] * 100:.0f}% of this host's in-process ceiling "
+                     f"({c['pods_per_second']:.1f} pods/s, {c['workload']}, measured {_age(c.get('age_seconds'))})"
+                     # below the ceiling because less was offered: the ratio is no limit then
+                     + ("; arrival-bound, not a limit" if (s.get("limited_by") or {}).get("verdict") == "arrival"
+                        else "")])
+    shares = {comp: p["cores_share"] for comp, p in (s.get("processes") or {}).items()
+              if p.get("cores_share") is not None}
+    own = s.get("kwokbench_cpu") or {}
+    if shares:
+        if own.get("cores_share") is not None:
+            shares["kwokbench"] = own["cores_share"]
+        rest = max(0.0, 1 - sum(shares.values()))
+        cores = f" ({own['cpus']} cores)" if own.get("cpus") else ""
+        rows.append([f"host CPU over the pending window{cores}",
+                     ", ".join(f"{k} {v * 100:.0f}%" for k, v in sorted(shares.items(), key=lambda kv: -kv[1]))
+                     + f"; other or idle {rest * 100:.0f}%"])
+    return rows
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "at an unknown time"
+    a = abs(seconds)
+    text = (f"{a:.0f} s" if a < 120 else f"{a / 60:.0f} min" if a < 7200 else f"{a / 3600:.0f} h" if a < 172800
+            else f"{a / 86400:.0f} days")
+    return f"{text} before the run" if seconds >= 0 else f"{text} after the run"
 
 
 def submit_rows(ph: dict[str, Any]) -> list[list[str]]:

@@ -2,6 +2,10 @@ package gpufilter
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -19,7 +23,10 @@ type nodeInfo struct {
 func (n nodeInfo) Node() *v1.Node { return n.node }
 
 func node(cpu string, gpus string) *v1.Node {
-	alloc := v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}
+	alloc := v1.ResourceList{}
+	if cpu != "" {
+		alloc[v1.ResourceCPU] = resource.MustParse(cpu)
+	}
 	if gpus != "" {
 		alloc[GPUResource] = resource.MustParse(gpus)
 	}
@@ -34,35 +41,61 @@ func pod(workloadType string) *v1.Pod {
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: labels}}
 }
 
-func TestFilter(t *testing.T) {
-	cases := []struct {
-		name string
-		pod  *v1.Pod
-		node *v1.Node
-		want fwk.Code
-	}{
-		{"gpu pod on gpu node", pod(GPUIntensive), node("32", "8"), fwk.Success},
-		{"gpu pod on cpu node", pod(GPUIntensive), node("32", ""), fwk.UnschedulableAndUnresolvable},
-		{"gpu pod on node with zero gpus", pod(GPUIntensive), node("32", "0"), fwk.UnschedulableAndUnresolvable},
-		{"cpu pod on big node", pod(CPUIntensive), node("2", ""), fwk.Success},
-		{"cpu pod on small node", pod(CPUIntensive), node("1500m", ""), fwk.UnschedulableAndUnresolvable},
-		{"cpu pod on big gpu node", pod(CPUIntensive), node("64", "8"), fwk.Success},
-		{"unlabelled pod anywhere", pod(""), node("100m", ""), fwk.Success},
-		{"other label value", pod("batch"), node("100m", ""), fwk.Success},
+// cases is the rule's test table, shared with the WASM guest's test (plugins/wasm/gpufilter_test.go).
+type cases struct {
+	Filter []struct {
+		Name, WorkloadType, CPU, GPUs, Want, Reason string
 	}
+	Score []struct {
+		Name, WorkloadType, CPU, GPUs string
+		Want                          int64
+	}
+}
+
+func loadCases(t *testing.T) cases {
+	var c cases
+	b, err := os.ReadFile("testdata/cases.json")
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err != nil || len(c.Filter) == 0 || len(c.Score) == 0 {
+		t.Fatalf("testdata/cases.json: %v", err)
+	}
+	return c
+}
+
+var codes = map[string]fwk.Code{"Success": fwk.Success, "UnschedulableAndUnresolvable": fwk.UnschedulableAndUnresolvable}
+
+func TestFilter(t *testing.T) {
 	p, err := New(context.Background(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := p.(fwk.FilterPlugin)
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got := f.Filter(context.Background(), nil, c.pod, nodeInfo{node: c.node})
-			if got.Code() != c.want {
-				t.Fatalf("Filter = %v (%q), want %v", got.Code(), got.Message(), c.want)
+	for _, c := range loadCases(t).Filter {
+		t.Run(c.Name, func(t *testing.T) {
+			want, ok := codes[c.Want]
+			if !ok {
+				t.Fatalf("unknown code %q", c.Want)
 			}
-			if c.want != fwk.Success && got.Message() == "" {
-				t.Fatal("a rejection must say why")
+			got := f.Filter(context.Background(), nil, pod(c.WorkloadType), nodeInfo{node: node(c.CPU, c.GPUs)})
+			if got.Code() != want {
+				t.Fatalf("Filter = %v (%q), want %v", got.Code(), got.Message(), want)
+			}
+			if got.Message() != c.Reason {
+				t.Fatalf("Filter says %q, want %q", got.Message(), c.Reason)
+			}
+		})
+	}
+}
+
+func TestScore(t *testing.T) {
+	s := GPUWorkloadFilter{}
+	for _, c := range loadCases(t).Score {
+		t.Run(c.Name, func(t *testing.T) {
+			v, st := s.Score(context.Background(), nil, pod(c.WorkloadType), nodeInfo{node: node(c.CPU, c.GPUs)})
+			if !st.IsSuccess() || v != c.Want {
+				t.Fatalf("Score = %d, %v; want %d", v, st, c.Want)
 			}
 		})
 	}
@@ -96,5 +129,82 @@ func TestScoreKeepsGPUNodesForGPUWork(t *testing.T) {
 	}
 	if s.Name() != Name || s.ScoreExtensions() != nil {
 		t.Fatal("unexpected Name or ScoreExtensions")
+	}
+}
+
+// The native side of plugins/wasm's benchmarks (benchmarks/bench_wasm_plugin.py prints them side by
+// side): one scheduling cycle's Filter or Score over 1 and 500 nodes, per call. benchNodes and
+// benchPod are the same as in plugins/wasm/bench_test.go.
+
+func benchNodes(n int) []fwk.NodeInfo {
+	out := make([]fwk.NodeInfo, n)
+	for i := range out {
+		name := fmt.Sprintf("kwok-node-%d", i)
+		labels := map[string]string{"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+			"kubernetes.io/arch": "amd64", "topology.kubernetes.io/zone": fmt.Sprintf("zone-%d", i%3),
+			"type": "kwok", "node.kubernetes.io/instance-type": "m5.8xlarge"}
+		alloc := v1.ResourceList{v1.ResourceCPU: resource.MustParse("32"), v1.ResourceMemory: resource.MustParse("64Gi"),
+			v1.ResourcePods: resource.MustParse("110")}
+		var taints []v1.Taint
+		if i%5 == 0 {
+			alloc[v1.ResourceCPU], alloc[GPUResource] = resource.MustParse("64"), resource.MustParse("8")
+			taints = []v1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: v1.TaintEffectNoSchedule}}
+		}
+		out[i] = nodeInfo{node: &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+			Spec: v1.NodeSpec{Taints: taints}, Status: v1.NodeStatus{Allocatable: alloc}}}
+	}
+	return out
+}
+
+func benchPod() *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", Labels: map[string]string{
+		"app": "trainer", WorkloadTypeLabel: GPUIntensive, "pod-template-hash": "5d8f7c9b6d"}},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{
+			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("250m"), v1.ResourceMemory: resource.MustParse("1Gi")}}}}}}
+}
+
+// perCall reports ns, allocations and bytes per extension-point call.
+func perCall(b *testing.B, calls int, cycle func()) {
+	cycle()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	for range b.N {
+		cycle()
+	}
+	b.StopTimer()
+	runtime.ReadMemStats(&after)
+	n := float64(b.N * calls)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/call")
+	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/n, "allocs/call")
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/n, "B/call")
+}
+
+func BenchmarkFilter(b *testing.B) {
+	ctx, pod, f := context.Background(), benchPod(), GPUWorkloadFilter{}
+	for _, n := range []int{1, 500} {
+		nodes := benchNodes(n)
+		b.Run(fmt.Sprintf("native/nodes=%d", n), func(b *testing.B) {
+			perCall(b, n, func() {
+				for _, ni := range nodes {
+					f.Filter(ctx, nil, pod, ni)
+				}
+			})
+		})
+	}
+}
+
+func BenchmarkScore(b *testing.B) {
+	ctx, pod, f := context.Background(), benchPod(), GPUWorkloadFilter{}
+	for _, n := range []int{1, 500} {
+		nodes := benchNodes(n)
+		b.Run(fmt.Sprintf("native/nodes=%d", n), func(b *testing.B) {
+			perCall(b, n, func() {
+				for _, ni := range nodes {
+					f.Score(ctx, nil, pod, ni)
+				}
+			})
+		})
 	}
 }

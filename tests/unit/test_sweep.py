@@ -87,7 +87,7 @@ def test_store_round_trip_and_report(tmp_path: Path) -> None:
     _columns, rows = report.rows(doc)
     assert rows[1][-1].startswith("throughput 60.0/s") and rows[3][2:6] == ["-", "-", "-", "-"]
     md = report.markdown(doc)
-    assert "| 100 | 50 | - | 50.0 | 100% | 100 ms | holds |" in md and "with 100 nodes" in md
+    assert "| 100 | 50 | - | 50.0 | 100% | 100 ms | - | holds |" in md and "with 100 nodes" in md
     assert [p.name for p in report.write(doc, tmp_path / "r")] == [
         "sweep.md", "throughput_vs_qps.png", "latency_vs_qps.png", "control_plane_vs_nodes.png"]
     (tmp_path / "sweep.json").write_text('{"format_version": 9}')

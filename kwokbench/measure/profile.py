@@ -1,0 +1,135 @@
+"""CPU profiles of control-plane components over the measured window (``kwokbench run --profile NAME``).
+
+Each named component's ``/debug/pprof/profile?seconds=N`` is fetched, from the first phase on, on the port
+and with the credentials its ``/metrics`` is scraped with (:func:`kwokbench.metrics.scrape.cluster_endpoints`):
+kube-scheduler, kube-controller-manager and kube-apiserver serve pprof with profiling on by default, the
+admin client certificate is authorised for it. N is the first phase's expected duration plus the lead before
+its first request, at most :data:`MAX_SECONDS`. The profile is stored as it came,
+``profiles/<component>.pb.gz`` (read it with ``go tool pprof``); ``profiles/profiles.json`` says what was
+asked and what failed. The analysis reads the top functions from it (:mod:`kwokbench.pprof`).
+
+The kwok controller serves ``/debug/pprof/`` only for named runtime profiles, not the CPU profile: it is
+not offered.
+"""
+
+from __future__ import annotations
+
+import http.client
+import math
+import threading
+import time
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+from kwokbench.errors import ScenarioError
+from kwokbench.load.pacer import schedule
+from kwokbench.measure import RunContext
+from kwokbench.metrics.scrape import Endpoint, cluster_endpoints
+from kwokbench.pprof import FORMAT_VERSION, INDEX, PROFILES
+from kwokbench.scenario import Scenario
+from kwokbench.store import RunDir, _atomic_write
+
+TARGETS = {"scheduler": "kube-scheduler", "apiserver": "kube-apiserver",
+           "controller-manager": "kube-controller-manager"}
+"""``--profile`` names → the component profiled."""
+MAX_SECONDS = 30
+MIN_SECONDS = 10
+LEAD_SECONDS = 2.0
+"""From the start of the measurements to the first request of the first phase (its worker's start and the
+pacer's 1.5 s lead)."""
+
+
+def components(names: list[str]) -> list[str]:
+    """Component names for ``--profile`` values (short or full names); ScenarioError for anything else."""
+    full = {v: v for v in TARGETS.values()} | TARGETS
+    unknown = [n for n in names if n not in full]
+    if unknown:
+        raise ScenarioError(f"--profile {unknown[0]}: not a profiled component (one of: {', '.join(TARGETS)})")
+    return list(dict.fromkeys(full[n] for n in names))
+
+
+def profile_seconds(scenario: Scenario) -> int:
+    """The first phase's expected duration plus the lead before it, within [MIN_SECONDS, MAX_SECONDS]."""
+    w = scenario.workloads[0]
+    offsets = schedule(w.arrival, w.count, scenario.seed)
+    duration = float(offsets[-1]) if len(offsets) else 0.0
+    return int(min(MAX_SECONDS, max(MIN_SECONDS, math.ceil(duration + LEAD_SECONDS))))
+
+
+def profile_path(run_dir: Path, component: str) -> Path:
+    return run_dir / PROFILES / f"{component}.pb.gz"
+
+
+def fetch(endpoint: Endpoint, seconds: int) -> bytes:
+    """``/debug/pprof/profile`` of the component whose ``/metrics`` is ``endpoint``; blocks ``seconds``."""
+    u = urllib.parse.urlsplit(endpoint.url.removesuffix("/metrics") + f"/debug/pprof/profile?seconds={seconds}")
+    timeout = seconds + 30.0
+    conn: http.client.HTTPConnection
+    if u.scheme == "https":
+        ctx = endpoint.creds.ssl_context() if endpoint.creds else None
+        conn = http.client.HTTPSConnection(u.hostname or "127.0.0.1", u.port, timeout=timeout, context=ctx)
+    else:
+        conn = http.client.HTTPConnection(u.hostname or "127.0.0.1", u.port, timeout=timeout)
+    try:
+        conn.request("GET", f"{u.path}?{u.query}", headers=endpoint.creds.headers() if endpoint.creds else {})
+        resp = conn.getresponse()
+        body = resp.read()
+        if resp.status != 200:
+            raise OSError(f"HTTP {resp.status}: {body[:200].decode(errors='replace').strip()}")
+        return body
+    finally:
+        conn.close()
+
+
+class ComponentProfiles:
+    name = "CPU profiles"
+
+    def __init__(self, components: list[str]) -> None:
+        self.components = components
+        self._threads: list[threading.Thread] = []
+        self._results: dict[str, dict[str, Any]] = {}
+        self._run_dir: Path | None = None
+        self._seconds = 0
+        self._started = 0.0
+
+    def start(self, ctx: RunContext) -> None:
+        self._run_dir = ctx.run_dir
+        self._seconds = profile_seconds(ctx.scenario)
+        endpoints = {e.component: e for e in cluster_endpoints(ctx.cluster)}
+        (ctx.run_dir / PROFILES).mkdir(exist_ok=True)
+        self._started = time.time()
+        for comp in self.components:
+            e = endpoints.get(comp)
+            if e is None:
+                self._results[comp] = {"error": "not reachable from a client on this cluster"}
+                continue
+            t = threading.Thread(target=self._one, args=(e,), name=f"kwokbench-profile-{comp}", daemon=True)
+            self._threads.append(t)
+            t.start()
+        ctx.reporter.info(f"profiling {', '.join(self.components)} for {self._seconds} s")
+
+    def _one(self, e: Endpoint) -> None:
+        assert self._run_dir is not None
+        try:
+            data = fetch(e, self._seconds)
+            _atomic_write(profile_path(self._run_dir, e.component), data)
+            self._results[e.component] = {"file": f"{PROFILES}/{e.component}.pb.gz", "bytes": len(data)}
+        except (OSError, http.client.HTTPException) as ex:
+            self._results[e.component] = {"error": f"{type(ex).__name__}: {ex}"}
+
+    def stop(self) -> None:
+        """Waits for the profiles still being taken (at most their length and the request timeout)."""
+        deadline = self._started + self._seconds + 35.0
+        for t in self._threads:
+            t.join(max(0.0, deadline - time.time()))
+        if self._run_dir is None:
+            return
+        results = {c: self._results.get(c, {"error": "still running when the run stopped"}) for c in self.components}
+        RunDir(self._run_dir).write_json(f"{PROFILES}/{INDEX}", {
+            "format_version": FORMAT_VERSION, "seconds": self._seconds, "started": self._started,
+            "profiles": results})
+
+    def collect(self, ctx: RunContext) -> None:
+        pass
+
