@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kwokbench.store import RunDir
+
 if TYPE_CHECKING:
     from kwokbench.cluster.attach import AttachedCluster
     from kwokbench.cluster.kwokctl import ClusterInfo, Kwokctl
@@ -52,6 +54,25 @@ class Measurement(Protocol):
 
     def collect(self, ctx: RunContext) -> None:
         """After every measurement stopped, before the cluster goes: read what only the cluster can tell."""
+
+
+class Recorder:
+    """A measurement's defaults: it keeps the run directory at ``start`` and does nothing else; a
+    measurement overrides the hooks it needs."""
+
+    name = "measurement"
+
+    def __init__(self) -> None:
+        self.run_dir: RunDir | None = None
+
+    def start(self, ctx: RunContext) -> None:
+        self.run_dir = RunDir(ctx.run_dir)
+
+    def stop(self) -> None:
+        pass
+
+    def collect(self, ctx: RunContext) -> None:
+        pass
 
 
 def for_run(ctx: RunContext, extender_url: str | None = None) -> list[Measurement]:

@@ -3,26 +3,23 @@
 from __future__ import annotations
 
 from kwokbench.chaos import Chaos
-from kwokbench.measure import RunContext
-from kwokbench.store import CHAOS, RunDir
+from kwokbench.measure import Recorder, RunContext
+from kwokbench.store import CHAOS
 
 
-class ChaosEvents:
+class ChaosEvents(Recorder):
     name = "chaos"
 
     def __init__(self) -> None:
         self._chaos: Chaos | None = None
-        self._run_dir: RunDir | None = None
+        super().__init__()
 
     def start(self, ctx: RunContext) -> None:
-        self._run_dir = RunDir(ctx.run_dir)
+        super().start(ctx)
         # component actions were refused for attached clusters before the run started
         self._chaos = Chaos(ctx.scenario.chaos, ctx.cluster, ctx.kwokctl, [])
         self._chaos.start()
 
     def stop(self) -> None:
-        if self._chaos is not None and self._run_dir is not None:
-            self._run_dir.write_doc(CHAOS, {"events": self._chaos.stop()})
-
-    def collect(self, ctx: RunContext) -> None:
-        pass
+        if self._chaos is not None and self.run_dir is not None:
+            self.run_dir.write_doc(CHAOS, {"events": self._chaos.stop()})

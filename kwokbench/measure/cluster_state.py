@@ -9,18 +9,12 @@ import pandas as pd
 
 from kwokbench.cluster.objects import cluster_state
 from kwokbench.errors import KwokbenchError
-from kwokbench.measure import RunContext
+from kwokbench.measure import Recorder, RunContext
 from kwokbench.store import FAILED_SCHEDULING, NODES, RunDir
 
 
-class ClusterState:
+class ClusterState(Recorder):
     name = "cluster state"
-
-    def start(self, ctx: RunContext) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
 
     def collect(self, ctx: RunContext) -> None:
         if not (ctx.created_cluster or ctx.extras.get("reused_cluster")):

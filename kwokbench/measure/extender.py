@@ -6,22 +6,22 @@ import json
 import urllib.request
 from typing import Any
 
-from kwokbench.measure import RunContext
-from kwokbench.store import EXTENDER, RunDir
+from kwokbench.measure import Recorder, RunContext
+from kwokbench.store import EXTENDER
 
 
-class ExtenderStats:
+class ExtenderStats(Recorder):
     name = "extender stats"
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self._run_dir: RunDir | None = None
+        super().__init__()
 
     def start(self, ctx: RunContext) -> None:
-        self._run_dir = RunDir(ctx.run_dir)
+        super().start(ctx)
 
     def stop(self) -> None:
-        if self._run_dir is None:
+        if self.run_dir is None:
             return
         stats: dict[str, Any] = {"url": self.url}
         try:
@@ -29,7 +29,4 @@ class ExtenderStats:
                 stats.update(json.loads(r.read()))
         except (OSError, ValueError) as e:
             stats["error"] = f"could not read the extender's stats: {e}"
-        self._run_dir.write_doc(EXTENDER, stats)
-
-    def collect(self, ctx: RunContext) -> None:
-        pass
+        self.run_dir.write_doc(EXTENDER, stats)

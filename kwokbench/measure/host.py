@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
-from kwokbench.measure import RunContext
+from kwokbench.measure import Recorder, RunContext
 from kwokbench.metrics.host import HostNoise
-from kwokbench.store import HOST, RunDir
+from kwokbench.store import HOST
 
 
-class HostEvidence:
+class HostEvidence(Recorder):
     name = "host noise"
 
     def __init__(self) -> None:
         self._noise: HostNoise | None = None
-        self._run_dir: RunDir | None = None
+        super().__init__()
 
     def start(self, ctx: RunContext) -> None:
-        self._run_dir = RunDir(ctx.run_dir)
+        super().start(ctx)
         self._noise = HostNoise().start()
 
     def stop(self) -> None:
-        if self._noise is not None and self._run_dir is not None:
-            self._run_dir.write_doc(HOST, self._noise.stop())
-
-    def collect(self, ctx: RunContext) -> None:
-        pass
+        if self._noise is not None and self.run_dir is not None:
+            self.run_dir.write_doc(HOST, self._noise.stop())

@@ -4,19 +4,13 @@ figure next to kwokbench's own (``prometheus.json``)."""
 from __future__ import annotations
 
 from kwokbench.cluster.kwokctl import ClusterInfo
-from kwokbench.measure import RunContext
+from kwokbench.measure import Recorder, RunContext
 from kwokbench.metrics.prometheus import query_run
 from kwokbench.store import PROMETHEUS, RunDir, load_run
 
 
-class PrometheusCrossCheck:
+class PrometheusCrossCheck(Recorder):
     name = "prometheus cross-check"
-
-    def start(self, ctx: RunContext) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
 
     def collect(self, ctx: RunContext) -> None:
         pods = load_run(ctx.run_dir).pods

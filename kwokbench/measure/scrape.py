@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 from kwokbench.errors import ClusterError
-from kwokbench.measure import RunContext
+from kwokbench.measure import Recorder, RunContext
 from kwokbench.metrics.scrape import Scraper, cluster_endpoints
-from kwokbench.store import SCRAPE_STATS, RunDir
+from kwokbench.store import SCRAPE_STATS
 
 
-class ComponentScrapes:
+class ComponentScrapes(Recorder):
     name = "component scrapes"
 
     def __init__(self) -> None:
         self._scraper: Scraper | None = None
-        self._run_dir: RunDir | None = None
+        super().__init__()
 
     def start(self, ctx: RunContext) -> None:
-        self._run_dir = RunDir(ctx.run_dir)
+        super().start(ctx)
         attached = ctx.attached
         pids = {"kwok-controller": attached.kwok_pid} if attached else ctx.kwokctl.pids(ctx.cluster.name)
         self._scraper = Scraper(cluster_endpoints(ctx.cluster), pids, ctx.run_dir, ctx.scrape_interval,
@@ -25,8 +25,5 @@ class ComponentScrapes:
             raise ClusterError("the metrics scraper did not start within 60s")
 
     def stop(self) -> None:
-        if self._scraper is not None and self._run_dir is not None:
-            self._run_dir.write_doc(SCRAPE_STATS, self._scraper.stop())
-
-    def collect(self, ctx: RunContext) -> None:
-        pass
+        if self._scraper is not None and self.run_dir is not None:
+            self.run_dir.write_doc(SCRAPE_STATS, self._scraper.stop())

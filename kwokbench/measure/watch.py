@@ -4,27 +4,24 @@ from __future__ import annotations
 
 from kwokbench.errors import ClusterError
 from kwokbench.load.watcher import Watcher
-from kwokbench.measure import RunContext
-from kwokbench.store import PODS, WATCH, RunDir
+from kwokbench.measure import Recorder, RunContext
+from kwokbench.store import PODS, WATCH
 
 
-class PodTimeline:
+class PodTimeline(Recorder):
     name = "pod timeline"
 
     def __init__(self) -> None:
         self.watcher: Watcher | None = None
-        self._run_dir: RunDir | None = None
+        super().__init__()
 
     def start(self, ctx: RunContext) -> None:
-        self._run_dir = RunDir(ctx.run_dir)
+        super().start(ctx)
         self.watcher = Watcher(ctx.cluster.credentials(), ctx.run_label, [w.name for w in ctx.scenario.workloads],
                                ctx.run_dir / PODS)
         if not self.watcher.wait_synced(60):
             raise ClusterError("the pod watch did not start within 60s")
 
     def stop(self) -> None:
-        if self.watcher is not None and self._run_dir is not None:
-            self._run_dir.write_doc(WATCH, {"errors": self.watcher.stop()})
-
-    def collect(self, ctx: RunContext) -> None:
-        pass
+        if self.watcher is not None and self.run_dir is not None:
+            self.run_dir.write_doc(WATCH, {"errors": self.watcher.stop()})
