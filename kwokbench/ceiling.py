@@ -444,13 +444,13 @@ def _stop_strays(tmp: Path) -> None:
                 p.kill()
 
 
-def stop_orphans() -> list[str]:
+def stop_orphans(tmp: Path | None = None) -> list[str]:
     """Leftovers of a ceiling run whose kwokbench was killed (``kill -9``: no ``finally`` ran): an etcd with
     its data in a ``kwokbench-ceiling-*`` temporary directory whose test binary is gone, and that
     directory. An etcd whose test binary still runs (another ceiling in progress) is left alone."""
     import psutil
 
-    root, stopped = Path(tempfile.gettempdir()), []
+    root, stopped, killed = tmp or Path(tempfile.gettempdir()), [], []
     for p in psutil.process_iter(["cmdline", "ppid"]):
         argv = p.info.get("cmdline") or []
         dirs = [a for a in argv if a.startswith(str(root / "kwokbench-ceiling-"))]
@@ -460,7 +460,9 @@ def stop_orphans() -> list[str]:
             parent = psutil.Process(p.info["ppid"]) if p.info.get("ppid", 1) > 1 else None
             if parent is None or not parent.exe().endswith(".test"):
                 p.kill()
+                killed.append(p)
                 stopped.append(f"etcd (pid {p.pid}, data in {dirs[0]})")
+    psutil.wait_procs(killed, timeout=5)  # gone before its directory is looked at
     for d in root.glob("kwokbench-ceiling-*"):  # not a fresh one: its run may be about to start its binary
         with contextlib.suppress(OSError):
             if time.time() - d.stat().st_mtime > 60 and not any(

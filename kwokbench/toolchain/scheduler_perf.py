@@ -123,7 +123,7 @@ def ensure_scheduler_perf(reporter: Reporter | None = None, cache: Path | None =
     version = versions.KUBERNETES
     perf = None if force else cached(cache, version)
     if perf is not None:
-        rep.info(f"[dim]scheduler_perf {version}: cached in {perf.dir}[/]")
+        rep.cached(f"scheduler_perf {version}", str(perf.dir))
         return perf
     try:
         check_go()

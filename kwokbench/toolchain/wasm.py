@@ -27,7 +27,7 @@ HOST_PLUGIN = "Wasm"
 
 def _sources(path: Path) -> list[Path]:
     return sorted(f for f in path.rglob("*") if f.is_file() and (f.suffix == ".go" or f.name in ("go.mod", "go.sum"))
-                  and "/testdata/" not in str(f) and not f.name.endswith("_test.go"))
+                  and "testdata" not in f.relative_to(path).parts and not f.name.endswith("_test.go"))
 
 
 def local_replaces(gomod: Path) -> list[Path]:
@@ -38,11 +38,19 @@ def local_replaces(gomod: Path) -> list[Path]:
     return out
 
 
+def module_root(path: Path) -> Path | None:
+    """The directory of the go.mod that ``path`` belongs to (itself or an ancestor)."""
+    for d in [path, *path.parents]:
+        if (d / "go.mod").is_file():
+            return d
+    return None
+
+
 def guest_dir(path: Path) -> Path:
-    """Check that ``path`` is a guest: a Go module with a main package; ScenarioError (one line) otherwise."""
+    """Check that ``path`` is a guest: a main package in a Go module; ScenarioError (one line) otherwise."""
     if not path.is_dir():
         raise ScenarioError(f"wasm guest {path}: no such directory")
-    if not (path / "go.mod").is_file():
+    if module_root(path.resolve()) is None:
         raise ScenarioError(f"wasm guest {path}: no go.mod (a guest is a Go module whose main package imports "
                             "the guest SDK, plugins/wasm/guest)")
     if not any(re.search(r"^package\s+main\b", f.read_text(errors="replace"), flags=re.M)
@@ -53,7 +61,8 @@ def guest_dir(path: Path) -> Path:
 
 def guest_key(path: Path) -> str:
     h = hashlib.sha256(_go_version().encode())
-    for root in [path, *local_replaces(path / "go.mod")]:
+    mod = module_root(path.resolve()) or path
+    for root in [path, *local_replaces(mod / "go.mod")]:
         for f in _sources(root):
             h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes())
     return h.hexdigest()[:12]

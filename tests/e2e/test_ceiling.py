@@ -32,7 +32,7 @@ def test_ceiling_then_quickstart_shows_the_ratio(cluster: ClusterInfo, cache: Pa
     res = kwokbench("ceiling", "--nodes", "500", "--pods", "1000", "--timeout", "600", env=env, timeout=1700,
                     check=True)
     assert "500Nodes" in res.stdout and "ceiling (median of the runs)" in res.stdout
-    stored = list((cache / "ceilings").rglob("500Nodes-*.json"))
+    stored = list((cache / "ceilings").glob("*/*/500Nodes-*.json"))
     assert len(stored) == 1, stored
     doc = json.loads(stored[0].read_text())
     assert doc["format_version"] == 1 and doc["workload"] == "500Nodes" and doc["kubernetes"].startswith("v1.36")

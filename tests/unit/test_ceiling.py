@@ -382,9 +382,11 @@ def test_sweep_table_shows_each_point_against_its_ceiling(tmp_path: Path) -> Non
     assert [r[at] for r in body] == ["-", "35% of 400"]
 
 
-def test_leftovers_of_a_killed_run_are_removed_by_the_next(fake: dict[str, Path]) -> None:
-    left = Path(tempfile.mkdtemp(prefix="kwokbench-ceiling-"))
-    fresh = Path(tempfile.mkdtemp(prefix="kwokbench-ceiling-"))
+def test_leftovers_of_a_killed_run_are_removed_by_the_next(fake: dict[str, Path], tmp_path: Path) -> None:
+    root = tmp_path / "tmp"  # a temporary root of its own: never another test's (or user's) run
+    root.mkdir()
+    left = Path(tempfile.mkdtemp(prefix="kwokbench-ceiling-", dir=root))
+    fresh = Path(tempfile.mkdtemp(prefix="kwokbench-ceiling-", dir=root))
     etcd = subprocess.Popen([str(fake["etcd_dir"] / "etcd"), "--data-dir", str(left / "etcd1")])
     try:
         os.utime(left, (time.time() - 600, time.time() - 600))
@@ -392,7 +394,7 @@ def test_leftovers_of_a_killed_run_are_removed_by_the_next(fake: dict[str, Path]
         (fresh / "keep").write_text("")  # touched now: a run about to start
         os.utime(fresh, None)
         time.sleep(0.5)
-        stopped = stop_orphans()
+        stopped = stop_orphans(root)
         assert any(f"pid {etcd.pid}" in s for s in stopped)
         assert etcd.wait(5) is not None
         assert not left.exists() and fresh.exists()
