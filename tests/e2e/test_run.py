@@ -22,7 +22,7 @@ def _only_run(out: Path, scenario: str) -> Path:
 
 def test_quickstart_sized_run_every_pod_seen_bound_and_counted(cluster: ClusterInfo, tmp_path: Path) -> None:
     res = kwokbench("run", str(REPO / "scenarios/quickstart.yaml"), "--cluster", cluster.name, "--out", str(tmp_path),
-                    "--set", "workloads.0.count=600", "--set", "workloads.0.arrival.qps=200",
+                    "--set", "workloads.0.count=600", "--set", "workloads.0.arrival.qps=100",
                     "--set", "workloads.0.wait_for=running", check=True)
     assert "pods scheduled" in res.stdout and "600 / 600" in res.stdout
     run = load_run(_only_run(tmp_path, "quickstart"))
@@ -45,17 +45,17 @@ def test_quickstart_sized_run_every_pod_seen_bound_and_counted(cluster: ClusterI
     assert sub["created"] == 600 and sub["errors"] == {}
     # a run that keeps up: the apiserver accepted what was offered (within 2%), seen the same from the
     # submitter's answers, the watch and the apiserver's own create counter
-    assert sub["offered_qps"] == 200.0 or abs(sub["offered_qps"] - 200) < 1e-6
+    assert abs(sub["offered_qps"] - 100) < 1e-3
     assert abs(sub["achieved_ratio"] - 1) < 0.02, sub["rates"]
     assert sub["not_accepted"] is None
     whole = sub["rates"]["whole"]
     for view in ("sent", "accepted", "apiserver_watch", "apiserver_counter"):
-        assert abs(whole[view] / 200 - 1) < 0.05, (view, whole)
+        assert abs(whole[view] / 100 - 1) < 0.05, (view, whole)
     assert sub["connections"]["cap"] == 64 and 1 <= sub["connections"]["peak"] <= 64
     assert s["host"]["calibration_seconds"]["before"] > 0 and s["host"]["cpu_busy_fraction"] is not None
-    # open loop: request i was due at t0 + i/200
+    # open loop: request i was due at t0 + i/100
     sched = req.sort_values("index")["scheduled"].to_numpy()
-    assert abs((sched[-1] - sched[0]) - 599 / 200) < 1e-6
+    assert abs((sched[-1] - sched[0]) - 599 / 100) < 1e-6
     # every answer's latency measured from its send; the submitter's own CPU recorded (bounds are loose:
     # its cost is measured by benchmarks/bench_submit.py, here only that it is kept and plausible)
     assert (req["latency"] > 0).all() and (req["dispatched"] >= req["scheduled"]).all()
