@@ -12,6 +12,7 @@ own go.mod (the same parse as cluster-autoscaler's ``hack/submodule-k8s.sh``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -20,7 +21,7 @@ import subprocess
 import tempfile
 import urllib.request
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -441,6 +442,26 @@ class Toolchain:
                 "etcdutlBinary": str(self.path("etcdutl")),
             })
         return opts
+
+
+@contextlib.contextmanager
+def staged(final: Path, name: str) -> Iterator[tuple[Path, Path]]:
+    """A build of the cache entry ``final``: a temporary work directory beside the cache (removed
+    afterwards, whatever happens) and the build's log path. The caller moves its output into place with
+    :func:`put_in_place` only once it is complete, so the cache never holds a half-built file."""
+    root = final.parent.parent
+    root.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".build-{name}-", dir=root))
+    try:
+        yield work, root / f"{final.parent.name}.log"
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def put_in_place(built: Path, final: Path) -> Path:
+    final.parent.mkdir(parents=True, exist_ok=True)
+    built.replace(final)
+    return final
 
 
 def run_logged(cmd: Sequence[str], cwd: Path, env: dict[str, str], logf: object,

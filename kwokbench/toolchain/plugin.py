@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +28,9 @@ from kwokbench.toolchain.install import (
     check_go,
     kubernetes_ldflags,
     kubernetes_wrapper,
+    put_in_place,
     run_logged,
+    staged,
 )
 
 MAIN_GO = """\
@@ -102,12 +102,8 @@ def build_scheduler(path: Path, reporter: Reporter | None = None, force: bool = 
         rep.cached(f"scheduler with {plugin.path.name}", str(final.parent))
         return final
     check_go()
-    root = final.parent.parent
-    root.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".build-{plugin.path.name}-", dir=root))
-    log = root / f"{final.parent.name}.log"
     env = _go_env()
-    try:
+    with staged(final, plugin.path.name) as (work, log):
         cmds = kubernetes_wrapper("kwokbench.local/schedulerbuild", versions.KUBERNETES)
         cmds += [["go", "mod", "edit", f"-replace={plugin.module}={plugin.path}",
                   f"-require={plugin.module}@v0.0.0"],
@@ -122,10 +118,7 @@ def build_scheduler(path: Path, reporter: Reporter | None = None, force: bool = 
                 run_logged(cmd, work, env, logf, update)
         if not _answers(work / "out" / "kube-scheduler"):
             raise ToolchainError(f"the scheduler built from {plugin.path} does not answer --version")
-        final.parent.mkdir(parents=True, exist_ok=True)
-        (work / "out" / "kube-scheduler").replace(final)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        put_in_place(work / "out" / "kube-scheduler", final)
     return final
 
 

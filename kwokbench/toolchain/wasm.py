@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 from kwokbench.errors import ScenarioError, ToolchainError
 from kwokbench.progress import Reporter, Silent
-from kwokbench.toolchain.install import _go_env, cache_dir, check_go, run_logged
+from kwokbench.toolchain.install import _go_env, cache_dir, check_go, put_in_place, run_logged, staged
 
 WASM_MAGIC = b"\0asm"
 HOST_PLUGIN = "Wasm"
@@ -90,20 +88,13 @@ def build_guest(path: Path, reporter: Reporter | None = None, force: bool = Fals
     if final.exists() and not force and final.read_bytes()[:4] == WASM_MAGIC:
         rep.cached(f"wasm guest {path.name}", str(final.parent))
         return final
-    root = final.parent.parent
-    root.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".build-{path.name}-", dir=root))
-    log = root / f"{final.parent.name}.log"
     env = {**_go_env(), "GOOS": "wasip1", "GOARCH": "wasm", "CGO_ENABLED": "0"}
-    try:
+    with staged(final, path.name) as (work, log):
         with rep.status(f"building wasm guest {path} (log: {log})") as update, log.open("w") as logf:
             run_logged(["go", "build", "-trimpath", "-buildmode=c-shared", "-o", str(work / "guest.wasm"), "."],
                        path, env, logf, update)
         out = work / "guest.wasm"
         if not out.exists() or out.read_bytes()[:4] != WASM_MAGIC:
             raise ToolchainError(f"go build of {path} wrote no WebAssembly module (see {log})")
-        final.parent.mkdir(parents=True, exist_ok=True)
-        out.replace(final)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        put_in_place(out, final)
     return final
