@@ -1,24 +1,17 @@
 """Chaos: timed disruptions of a run's cluster, and how the scheduling recovered (pure analysis).
 
-Components run as local processes (kwokctl ``--runtime binary``), and kwokctl v0.8.0 cannot stop or
-start one component, so a restart reads the process's command line, working directory and
-environment, stops it (SIGTERM, then SIGKILL), waits ``down_seconds``, starts the same command again
-with its output appended to kwokctl's log file, and writes the new pid into kwokctl's pid file (so
-``down`` still finds it). Node actions go through the API: ``nodes-not-ready`` takes the nodes away
-from the kwok controller (removes the ``kwok.x-k8s.io/node`` annotation it selects on) and sets their
-Ready condition False, so the node-lifecycle controller taints them and the scheduler avoids them;
-``delete-nodes`` deletes them.
+Component restarts are :meth:`Kwokctl.restart_component` (the same command line, environment and log
+file, the new pid in kwokctl's pid file), with ``down_seconds`` between stop and start. Node actions
+go through the API: ``nodes-not-ready`` takes the nodes away from the kwok controller (removes the
+``kwok.x-k8s.io/node`` annotation it selects on) and sets their Ready condition False, so the
+node-lifecycle controller taints them and the scheduler avoids them; ``delete-nodes`` deletes them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ssl
-import subprocess
 import threading
 import time
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +23,6 @@ import psutil
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.attach import AttachedCluster
 from kwokbench.cluster.kwokctl import ClusterInfo, Kwokctl
-from kwokbench.cluster.processes import from_pid_file
 from kwokbench.errors import ClusterError, KwokbenchError
 from kwokbench.scenario import ChaosEvent
 from kwokbench.summary import per_second
@@ -77,62 +69,13 @@ class Chaos:
                 if e.action in COMPONENT:
                     if not isinstance(self.info, ClusterInfo):
                         raise ClusterError(f"{e.action}: not possible on an attached cluster")
-                    rec.update(restart_component(self.kwokctl, self.info, COMPONENT[e.action], e.down_seconds))
+                    rec.update(self.kwokctl.restart_component(self.info, COMPONENT[e.action], e.down_seconds))
                 else:
                     rec.update(asyncio.run(_nodes_action(self.info, e)))
             except (KwokbenchError, OSError, psutil.Error) as err:
                 rec["error"] = str(err)
             rec["ended"] = time.time()
             self.log.append(rec)
-
-
-def restart_component(k: Kwokctl, info: ClusterInfo, component: str, down_seconds: float,
-                      ready_timeout: float = 120) -> dict[str, Any]:
-    cluster_dir = k.cluster_dir(info.name)
-    pid_file = cluster_dir / "pids" / f"{component}.pid"
-    known, why = from_pid_file(cluster_dir, component)  # never signal a pid that is no longer the component
-    old = known.process(cluster_dir)[0] if known else None
-    if old is None:
-        raise ClusterError(f"cannot restart {component}: {why or 'its process is not running'}")
-    try:
-        cmd, cwd, env = old.cmdline(), old.cwd(), old.environ()
-    except psutil.Error as e:
-        raise ClusterError(f"cannot restart {component}: its process is not running ({e})") from e
-    old.terminate()
-    try:
-        old.wait(15)
-    except psutil.TimeoutExpired:
-        old.kill()
-        old.wait(10)
-    stopped = time.time()
-    time.sleep(down_seconds)
-    log = k.cluster_dir(info.name) / "logs" / f"{component}.log"
-    with log.open("ab") as out:
-        new = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                               start_new_session=True)
-    tmp = pid_file.with_suffix(".tmp")
-    tmp.write_text(str(new.pid))
-    tmp.replace(pid_file)
-    started = time.time()
-    port = {"kube-scheduler": info.scheduler_port, "kube-apiserver": info.apiserver_port,
-            "kube-controller-manager": info.controller_manager_port}[component]
-    ready = _wait_healthy(port, info, ready_timeout)
-    return {"component": component, "old_pid": old.pid, "new_pid": new.pid, "stopped": stopped,
-            "started": started, "ready": ready}
-
-
-def _wait_healthy(port: int, info: ClusterInfo, timeout: float) -> float | None:
-    """When the component's /healthz answered ok (epoch seconds), or None after the timeout."""
-    ctx = info.credentials().ssl_context()
-    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        with contextlib.suppress(OSError), \
-                urllib.request.urlopen(f"https://127.0.0.1:{port}/healthz", timeout=2, context=ctx) as r:
-            if r.status == 200:
-                return time.time()
-        time.sleep(0.2)
-    return None
 
 
 def pick_nodes(names: list[str], share: float) -> list[str]:

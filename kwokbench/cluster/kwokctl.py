@@ -13,12 +13,16 @@ import os
 import re
 import shutil
 import socket
+import ssl
 import subprocess
+import time
+import urllib.request
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
 import yaml
 
 from kwokbench.cluster import processes
@@ -304,19 +308,45 @@ class Kwokctl:
                 self.delete(name, missing_ok=True)
             raise
 
-    def restart(self, name: str, reporter: Reporter | None = None, wait_seconds: int = 120) -> None:
-        """Stop and start every component (etcd keeps its data), e.g. so that a scheduler that started
-        before its CRDs existed sees them. kwokctl v0.8.0 cannot restart a single component."""
-        rep = reporter or Silent()
-        d = self.cluster_dir(name)
-        with rep.status(f"restarting cluster {name}"):
-            known, notes = processes.from_pid_files(d)
-            self._run(["--name", name, "stop", "cluster"], timeout=120, what=f"stopping cluster {name}")
-            notes += _kill_survivors(known.values(), d)
-            self._run(["--name", name, "start", "cluster", "--wait", f"{wait_seconds}s"], timeout=wait_seconds + 60,
-                      what=f"starting cluster {name}")
-        for note in notes:
-            rep.warn(note)
+    def restart_component(self, info: ClusterInfo, component: str, down_seconds: float = 0.0,
+                          ready_timeout: float = 120) -> dict[str, Any]:
+        """Stop one component and start it again; kwokctl v0.8.0 can only stop and start a whole cluster.
+
+        The process's own command line, working directory and environment are reused, its output is
+        appended to kwokctl's log file and the new pid goes into kwokctl's pid file (so ``down`` still
+        finds it). The old process is checked to still be that component before it is signalled
+        (SIGTERM, SIGKILL after 15 s). Waits ``down_seconds`` in between, then until ``/healthz``
+        answers; returns when each step happened (epoch seconds; ``ready`` None if it never did)."""
+        cluster_dir = self.cluster_dir(info.name)
+        pid_file = cluster_dir / "pids" / f"{component}.pid"
+        known, why = processes.from_pid_file(cluster_dir, component)
+        old = known.process(cluster_dir)[0] if known else None
+        if old is None:
+            raise ClusterError(f"cannot restart {component}: {why or 'its process is not running'}")
+        try:
+            cmd, cwd, env = old.cmdline(), old.cwd(), old.environ()
+        except psutil.Error as e:
+            raise ClusterError(f"cannot restart {component}: its process is not running ({e})") from e
+        old.terminate()
+        try:
+            old.wait(15)
+        except psutil.TimeoutExpired:
+            old.kill()
+            old.wait(10)
+        stopped = time.time()
+        time.sleep(down_seconds)
+        with (cluster_dir / "logs" / f"{component}.log").open("ab") as out:
+            new = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
+        tmp = pid_file.with_suffix(".tmp")
+        tmp.write_text(str(new.pid))
+        tmp.replace(pid_file)
+        started = time.time()
+        port = {"kube-scheduler": info.scheduler_port, "kube-apiserver": info.apiserver_port,
+                "kube-controller-manager": info.controller_manager_port}[component]
+        ready = _wait_healthy(port, info, ready_timeout)
+        return {"component": component, "old_pid": old.pid, "new_pid": new.pid, "stopped": stopped,
+                "started": started, "ready": ready}
 
     def delete(self, name: str, reporter: Reporter | None = None, missing_ok: bool = False) -> list[int]:
         """Delete the cluster and make sure none of its processes survive; returns the pids it had.
@@ -435,3 +465,17 @@ def _last_error(text: str) -> str:
     errs = [ln for ln in lines if "ERROR" in ln or "error" in ln.lower()]
     line = (errs or lines or ["(no output)"])[-1]
     return re.sub(r"\x1b\[[0-9;]*m", "", line)[:400]
+
+
+def _wait_healthy(port: int, info: ClusterInfo, timeout: float) -> float | None:
+    """When the component's /healthz answered ok (epoch seconds), or None after the timeout."""
+    ctx = info.credentials().ssl_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with contextlib.suppress(OSError), \
+                urllib.request.urlopen(f"https://127.0.0.1:{port}/healthz", timeout=2, context=ctx) as r:
+            if r.status == 200:
+                return time.time()
+        time.sleep(0.2)
+    return None

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions, Kwokctl
 from kwokbench.cluster.nodes import NodeGroup, NodesResult, create_nodes, wait_service_account
 from kwokbench.cluster.objects import apply_crds
+from kwokbench.errors import ClusterError
 from kwokbench.progress import Reporter, Silent
 from kwokbench.templates import ManifestFactory
 
@@ -42,8 +43,12 @@ def bring_up(kwokctl: Kwokctl, opts: ClusterOptions, groups: list[NodeGroup],
         if opts.crds:
             with rep.status("installing CRDs: " + ", ".join(p.stem for p in opts.crds)):
                 asyncio.run(apply_crds(info.credentials(), opts.crds))
-            kwokctl.restart(opts.name, rep)
-            asyncio.run(wait_service_account(info.credentials()))
+            # a scheduler whose plugins watch these CRDs started before they existed: restart it alone
+            with rep.status("restarting kube-scheduler (it now sees the CRDs)"):
+                restarted = kwokctl.restart_component(info, "kube-scheduler")
+            if restarted["ready"] is None:
+                raise ClusterError(f"kube-scheduler of {opts.name} did not answer /healthz within 120s after "
+                                   f"its restart (see {kwokctl.cluster_dir(opts.name) / 'logs/kube-scheduler.log'})")
     except BaseException:
         kwokctl.delete(opts.name)
         raise
