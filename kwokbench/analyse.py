@@ -40,9 +40,22 @@ from kwokbench.store import (
 from kwokbench.summary import POD_COLUMNS, summarize, with_columns
 
 PLACEMENT_COLUMNS: dict[str, type] = {**POD_COLUMNS, "namespace": str, "name": str, "workload": str, "node": str,
-                                      "cpu_m": float, "gpus": float, "deleted": bool}
+                                      "cpu_m": float, "gpus": float, "deleted": bool, "scheduler": str}
 METRICS_NOT_FROM_CLIENTS = ("kube-scheduler", "kube-controller-manager", "etcd")
 """Components whose /metrics an attached cluster does not expose to a client."""
+
+
+def served_scheduler_names(meta: dict[str, Any]) -> set[str] | None:
+    """The schedulerNames a scheduler of the run served (None when kwokbench cannot know: an attached
+    cluster, or a run stored before schedulers had names)."""
+    if (meta.get("cluster") or {}).get("attached"):
+        return None
+    fair = meta.get("fairness") or {}
+    together = fair.get("concurrent_schedulers")
+    if together:
+        return {str(v["scheduler_name"]) for v in together}
+    name = fair.get("scheduler_name")
+    return {str(name)} if name else None
 
 
 def analyse(run_dir: Path, write: bool = True) -> dict[str, Any]:
@@ -58,7 +71,7 @@ def analyse(run_dir: Path, write: bool = True) -> dict[str, Any]:
     nodes_file, failed = run_dir / NODES, read_doc(run_dir, FAILED_SCHEDULING)
     if nodes_file.exists() and failed is not None:
         summary["placement"] = placement(with_columns(pods, PLACEMENT_COLUMNS), pd.read_parquet(nodes_file), phases,
-                                         failed["messages"])
+                                         failed["messages"], served_scheduler_names(meta))
     extender = read_doc(run_dir, EXTENDER)
     if extender:
         summary["extender"] = {k: v for k, v in extender.items() if k not in ("format_version", "migrated_from")}

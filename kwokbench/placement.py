@@ -5,7 +5,12 @@
 * gang completeness: gangs fully placed, partly placed (the failure Coscheduling exists to prevent),
   or not placed at all;
 * the GPU rule of plugins/gpufilter (also the rule of kwokbench's extender): pods placed against it;
-* pods left pending and why (FailedScheduling reasons, counted per pod).
+* pods left pending and why (FailedScheduling reasons, counted per pod; a schedulerName no scheduler of
+  the run serves is named as such);
+* overcommitted nodes: bound pods requesting more CPU, GPUs or pod slots than the node's allocatable
+  (kwok accepts every binding, so conflicting schedulers show), the scheduler whose binding pushed each
+  node over, and how their number grows as the cluster fills;
+* per scheduler (pods carry several schedulerNames): pods owned, bound, and their latency.
 """
 
 from __future__ import annotations
@@ -151,20 +156,105 @@ def failed_scheduling_reasons(message: str) -> dict[str, int]:
     return {_normalise(tail): 1} if tail else {}
 
 
-def pending(pods: pd.DataFrame, messages: dict[str, str]) -> dict[str, Any]:
+def pending(pods: pd.DataFrame, messages: dict[str, str], served: set[str] | None = None) -> dict[str, Any]:
+    """Pods never scheduled and why. ``served``: the schedulerNames some scheduler of the run serves
+    (None: unknown, e.g. an attached cluster); a pod asking for another one waits for nobody."""
     left = pods[pods["scheduled"].isna()] if len(pods) else pods
+    wanted = left["scheduler"] if "scheduler" in left else pd.Series([""] * len(left), index=left.index)
     reasons: dict[str, int] = {}
-    for ns, name in zip(left.get("namespace", []), left.get("name", []), strict=True):
-        for r in failed_scheduling_reasons(messages.get(f"{ns}/{name}", "")) or {"no FailedScheduling event": 1}:
+    for ns, name, sched in zip(left.get("namespace", []), left.get("name", []), wanted, strict=True):
+        sched = "" if pd.isna(sched) else str(sched)
+        if served is not None and sched and sched not in served:
+            found = {f"no scheduler of this run serves schedulerName {sched!r}": 1}
+        else:
+            found = failed_scheduling_reasons(messages.get(f"{ns}/{name}", "")) or {"no FailedScheduling event": 1}
+        for r in found:
             reasons[r] = reasons.get(r, 0) + 1
     return {"pods": len(left), "reasons": dict(sorted(reasons.items(), key=lambda kv: -kv[1]))}
 
 
+FILL_MARKS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+def overcommit(pods: pd.DataFrame, nodes: pd.DataFrame) -> dict[str, Any] | None:
+    """Nodes whose bound pods request more than they can hold (CPU, GPUs, pod slots), replayed in binding
+    order: the pod whose binding first pushed a node over names the culprit scheduler. ``fill_curve``:
+    overcommitted nodes once the bound pods request each tenth of the cluster's allocatable CPU, and at
+    the end (requests above 100% exist only where nodes are overcommitted)."""
+    if not len(pods) or not len(nodes):
+        return None
+    placed = pods[(pods["node"].fillna("") != "") & pods["scheduled"].notna()]
+    placed = placed[placed["node"].isin(set(nodes["name"]))].sort_values("scheduled", kind="stable")
+    sched = placed["scheduler"].astype("string").fillna("") if "scheduler" in placed \
+        else pd.Series("", index=placed.index, dtype="string")
+    alloc = nodes.set_index("name")
+    by_node = placed.groupby("node", sort=False)
+    cpu, gpus, count = by_node["cpu_m"].cumsum(), by_node["gpus"].cumsum(), by_node.cumcount() + 1
+    a = alloc.reindex(placed["node"])
+    over_cpu = cpu.to_numpy() > a["cpu_m"].to_numpy() + 0.5
+    over_gpu = gpus.to_numpy() > a["gpus"].to_numpy() + 1e-9
+    over_pods = count.to_numpy() > a["pods"].to_numpy()
+    over = over_cpu | over_gpu | over_pods
+    firsts_mask = _first_per_node(placed["node"].to_numpy(), over)
+    total_cpu = float(alloc["cpu_m"].sum())
+    fill = placed["cpu_m"].cumsum().to_numpy() / total_cpu if total_cpu else np.zeros(len(placed))
+    n_over = np.cumsum(firsts_mask)
+    end = float(fill[-1]) if len(fill) else 0.0
+    curve = []
+    for mark in FILL_MARKS:
+        if mark >= end:
+            break
+        i = int(np.searchsorted(fill, mark, side="right"))
+        curve.append({"fill": mark, "overcommitted_nodes": int(n_over[i - 1]) if i else 0})
+    curve.append({"fill": round(end, 4), "overcommitted_nodes": int(n_over[-1]) if len(n_over) else 0})
+    over_nodes = list(placed["node"].to_numpy()[firsts_mask])
+    owners_per_node = sched.groupby(placed["node"]).nunique()
+    mixed = int((owners_per_node.reindex(over_nodes) > 1).sum()) if over_nodes else 0
+    examples: list[dict[str, Any]] = []
+    for node in over_nodes[:5]:
+        here = placed["node"] == node
+        examples.append({"node": node, "cpu_requested_m": float(placed.loc[here, "cpu_m"].sum()),
+                         "cpu_allocatable_m": float(alloc.loc[node, "cpu_m"]), "pods": int(here.sum()),
+                         "pods_allocatable": float(alloc.loc[node, "pods"]),
+                         "schedulers": {str(k) or "?": int(v) for k, v in sched[here].value_counts().items()}})
+    return {"nodes": len(over_nodes), "share_of_nodes": len(over_nodes) / len(nodes),
+            "by_resource": {"cpu": int(over_cpu[firsts_mask].sum()), "gpus": int(over_gpu[firsts_mask].sum()),
+                            "pods": int(over_pods[firsts_mask].sum())},
+            "pushed_over_by": {str(k) or "?": int(v) for k, v in sched[firsts_mask].value_counts().items()},
+            "nodes_shared_by_schedulers": mixed, "fill_curve": curve, "examples": examples}
+
+
+def _first_per_node(node: np.ndarray, over: np.ndarray) -> np.ndarray:
+    """Mask of the first overcommitting binding of each node (rows in binding order)."""
+    seen: set[Any] = set()
+    out = np.zeros(len(node), dtype=bool)
+    for i in np.flatnonzero(over):
+        if node[i] not in seen:
+            seen.add(node[i])
+            out[i] = True
+    return out
+
+
+def per_scheduler(pods: pd.DataFrame) -> dict[str, Any] | None:
+    """Pods, bindings and latency per schedulerName, when the run's pods carry more than one."""
+    if not len(pods) or "scheduler" not in pods or pods["scheduler"].nunique(dropna=True) < 2:
+        return None
+    out = {}
+    for name, p in pods.groupby(pods["scheduler"].astype("string").fillna(""), sort=True):
+        lat = (p["scheduled"] - p["created"]).dropna().to_numpy()
+        out[str(name) or "?"] = {"pods": len(p), "scheduled": int(p["scheduled"].notna().sum()),
+                                 "latency_p50": float(np.percentile(lat, 50)) if len(lat) else None,
+                                 "latency_p99": float(np.percentile(lat, 99)) if len(lat) else None}
+    return out
+
+
 def placement(pods: pd.DataFrame, nodes: pd.DataFrame, phases: list[dict[str, Any]],
-              messages: dict[str, str]) -> dict[str, Any]:
+              messages: dict[str, str], served: set[str] | None = None) -> dict[str, Any]:
     """The ``placement`` section of a run's summary."""
     usage = node_usage(pods, nodes)
     out: dict[str, Any] = {"utilisation": utilisation(usage), "gpu_fragmentation": gpu_fragmentation(pods, usage),
                            "gangs": gangs(pods, phases), "rule_violations": rule_violations(pods, usage, phases),
-                           "pending": pending(pods, messages)}
+                           "pending": pending(pods, messages, served), "overcommit": overcommit(pods, nodes)}
+    if (schedulers := per_scheduler(pods)) is not None:
+        out["schedulers"] = schedulers
     return out

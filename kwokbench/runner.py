@@ -25,6 +25,7 @@ from kwokbench import measure
 from kwokbench.analyse import analyse
 from kwokbench.chaos import COMPONENT
 from kwokbench.cluster import ClusterInfo, ClusterOptions, Kwokctl, NodeGroup, attach, bring_up, watchdog
+from kwokbench.cluster import schedulers as own_schedulers
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.attach import AttachedCluster
 from kwokbench.cluster.extender import ExtenderProcess
@@ -38,7 +39,7 @@ from kwokbench.load.watcher import RUN_LABEL, STATES, WORKLOAD_LABEL, Watcher
 from kwokbench.measure import Measurement, RunContext
 from kwokbench.measure.watch import PodTimeline
 from kwokbench.progress import Reporter, Silent
-from kwokbench.scenario import PLUGINS_BINARY, STOCK_BINARY, Scenario, SchedulerSpec, WorkloadSpec
+from kwokbench.scenario import EXTERNAL_BINARY, PLUGINS_BINARY, STOCK_BINARY, Scenario, SchedulerSpec, WorkloadSpec
 from kwokbench.store import REQUESTS, RunDir, host_info, owner
 from kwokbench.templates import ManifestFactory, resolve_template
 from kwokbench.toolchain import Toolchain, versions
@@ -84,12 +85,25 @@ def _resolve(base: Path, p: str | None) -> Path | None:
     return path
 
 
-def _factories(scenario: Scenario, base: Path, run_label: str,
-               attached: AttachedCluster | None = None) -> list[ManifestFactory]:
+TOGETHER = "together"
+"""Variant name of a run whose scheduler variants all run at once (``concurrent_schedulers``)."""
+
+
+def pod_scheduler_names(scenario: Scenario, w: WorkloadSpec, variant: SchedulerSpec | None) -> list[str]:
+    """The schedulerNames the pods of phase ``w`` are dealt (empty: the template's own is kept)."""
+    if scenario.concurrent_schedulers:
+        owners = [v for v in scenario.schedulers if w.scheduler in (None, v.name)]
+        return [v.effective_scheduler_name for v in owners]
+    return [variant.effective_scheduler_name] if variant is not None and variant.scheduler_name else []
+
+
+def _factories(scenario: Scenario, base: Path, run_label: str, attached: AttachedCluster | None = None,
+               variant: SchedulerSpec | None = None) -> list[ManifestFactory]:
     """Render every workload template once before any cluster exists: bad templates fail fast.
 
     On an attached cluster every object also carries the attachment's label (``down`` deletes by it)
-    and its pods are pinned to the attachment's fake nodes."""
+    and its pods are pinned to the attachment's fake nodes. Pods get the schedulerName of the variant
+    owning them (:func:`pod_scheduler_names`)."""
     out = []
     for w in scenario.workloads:
         # the run label in every name: a reused cluster may still hold the objects of earlier runs
@@ -97,7 +111,8 @@ def _factories(scenario: Scenario, base: Path, run_label: str,
                             labels={RUN_LABEL: run_label, WORKLOAD_LABEL: w.name,
                                     **(attached.labels if attached else {})},
                             gang_size=w.gang.size if w.gang else 0,
-                            node_selector=attached.labels if attached else {})
+                            node_selector=attached.labels if attached else {},
+                            scheduler_names=pod_scheduler_names(scenario, w, variant))
         if f.pods_per_object() == 0:
             raise ScenarioError(f"workload {w.name}: template {w.template} makes a {f.kind}, not a Pod or Job")
         if w.gang and f.kind != "Pod":
@@ -122,7 +137,7 @@ def _gang_factory(w: WorkloadSpec, members: ManifestFactory, base: Path) -> Mani
 
 def plugin_directory(variant: SchedulerSpec, base: Path) -> Path | None:
     """The plugin directory of a variant whose ``binary`` is one (checked), else None."""
-    if variant.binary in (STOCK_BINARY, PLUGINS_BINARY):
+    if variant.binary in (STOCK_BINARY, PLUGINS_BINARY, EXTERNAL_BINARY):
         return None
     path = Path(variant.binary).expanduser()
     path = path if path.is_absolute() else base / path
@@ -174,7 +189,27 @@ def fairness_manifest(scenario: Scenario, variant: SchedulerSpec, opts: ClusterO
         # the URL's port differs per run and is not a setting
         "extenders": [{k: v for k, v in e.items() if k != "urlPrefix"} for e in opts.scheduler_extenders],
         "crds": sorted({"podgroups.scheduling.x-k8s.io"} if any(w.gang for w in scenario.workloads) else set()),
+        "scheduler_name": variant.effective_scheduler_name,
+        "scheduler_command": variant.command,
+        "concurrent_schedulers": [_variant_brief(v) for v in scenario.schedulers]
+        if scenario.concurrent_schedulers else None,
     }
+
+
+def _variant_brief(v: SchedulerSpec) -> dict[str, Any]:
+    return {"name": v.name, "binary": v.binary, "config": v.config, "scheduler_name": v.effective_scheduler_name,
+            "command": v.command, "extra_args": v.extra_args, "wasm": v.wasm}
+
+
+def own_processes(scenario: Scenario, variant: SchedulerSpec, attached: AttachedCluster | None) -> list[SchedulerSpec]:
+    """The variants whose schedulers kwokbench starts itself on this run's cluster (kwokctl's
+    kube-scheduler is then not started): all of them when they run concurrently, an external one
+    with a command; none on an attached cluster."""
+    if attached is not None:
+        return []
+    if scenario.concurrent_schedulers:
+        return list(scenario.schedulers)
+    return [variant] if variant.binary == EXTERNAL_BINARY else []
 
 
 def _wasm_dir(base: Path, variant: SchedulerSpec) -> Path:
@@ -190,10 +225,16 @@ def check_scenario(scenario: Scenario, base: Path) -> None:
     for v in scenario.schedulers:
         _resolve(base, v.config)
         plugin_directory(v, base)
+        own_schedulers.check_command(v)
+        own_schedulers.manifest_files(v, base)
         if v.wasm:
             guest_dir(_wasm_dir(base, v))
     for g in scenario.cluster.node_groups:
         ManifestFactory(resolve_template(g.template, base), {**g.params, "group": g.name}, f"kb-{g.name}")
+    restarts = [e.action for e in scenario.chaos if e.action == "restart-scheduler"]
+    if restarts and (scenario.concurrent_schedulers or any(v.binary == EXTERNAL_BINARY for v in scenario.schedulers)):
+        raise ScenarioError("chaos restart-scheduler restarts kwokctl's kube-scheduler; it is not available with "
+                            "external or concurrent schedulers")
 
 
 def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
@@ -205,7 +246,12 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
     if unknown:
         known = ", ".join(v.name for v in scenario.schedulers)
         raise ScenarioError(f"unknown scheduler variant(s) {', '.join(sorted(unknown))} (scenario has: {known})")
-    if opts.cluster and len(variants) > 1:
+    if scenario.concurrent_schedulers:
+        if opts.variants:
+            raise ScenarioError("--variant does not apply: concurrent_schedulers runs every variant at once")
+        if opts.cluster:
+            raise ScenarioError("concurrent_schedulers starts its schedulers on a fresh cluster; drop --cluster")
+    elif opts.cluster and len(variants) > 1:
         raise ScenarioError("--cluster reuses one cluster, so it needs exactly one variant (use --variant)")
     base = scenario_path.parent
     check_scenario(scenario, base)
@@ -219,13 +265,20 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
     binaries = scheduler_binaries(variants, base, k.toolchain, rep)
     group = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     results = []
+    if scenario.concurrent_schedulers:
+        together = SchedulerSpec(name=TOGETHER)
+        for i in range(opts.repeat):
+            results.append(run_variant(scenario, base, together, opts, rep, k, group={"id": group, "repeat": i,
+                                                                                       "of": opts.repeat},
+                                       binaries=binaries))
+        return results
     for i in range(opts.repeat):
         for v in variants:
             if opts.repeat > 1:
                 rep.heading(f"repeat {i + 1}/{opts.repeat}, variant {v.name}")
             results.append(run_variant(scenario, base, v, opts, rep, k, multi=len(variants) > 1,
                                        group={"id": group, "repeat": i, "of": opts.repeat},
-                                       scheduler_binary=binaries[v.name]))
+                                       scheduler_binary=binaries[v.name], binaries=binaries))
     return results
 
 
@@ -247,7 +300,7 @@ def cluster_options(scenario: Scenario, base: Path, variant: SchedulerSpec, name
 
 def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: RunOptions, rep: Reporter,
                 k: Kwokctl, multi: bool = False, group: dict[str, Any] | None = None,
-                scheduler_binary: Path | None = None) -> VariantRun:
+                scheduler_binary: Path | None = None, binaries: dict[str, Path | None] | None = None) -> VariantRun:
     """One run, as a lifecycle: record → start the cluster → measure while the phases run → stop the
     measurements → delete the cluster → analyse the stored run. Teardown never depends on analysis, and
     the watchdog exists before the first process of the run."""
@@ -255,10 +308,13 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
     _check_attached(attached, scenario, opts)
     rundir = RunDir.create(opts.out, scenario.name, variant.name if multi else None)
     run_label = rundir.run_id.split("-")[1]
-    factories = _factories(scenario, base, run_label, attached)
+    factories = _factories(scenario, base, run_label, attached, None if scenario.concurrent_schedulers else variant)
     cluster_name = opts.cluster or f"kb-{run_label}"
     extender = ExtenderProcess(variant) if variant.extender and not opts.cluster else None
     copts = cluster_options(scenario, base, variant, cluster_name, k.toolchain, scheduler_binary, extender)
+    own = own_processes(scenario, variant, attached)
+    if own:
+        copts.disable = [*copts.disable, "kube-scheduler"]
     phases = _phase_records(scenario, factories)
     rundir.write_meta({
         "status": "running", "run_id": rundir.run_id, "run_label": run_label, "group": group or {},
@@ -286,9 +342,15 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
         _ensure_namespaces(info, {w.namespace for w in scenario.workloads}, attached.labels if attached else {})
         if any(w.gang for w in scenario.workloads) and opts.cluster:
             asyncio.run(apply_crds(info.credentials(), k.toolchain.scheduler_plugins_crds()))
+        started_schedulers = _start_own(own, info, scenario, base, k, binaries or {}, rep)
+        if started_schedulers:
+            rundir.update_meta(schedulers=started_schedulers,
+                               fairness={**fairness_manifest(scenario, variant, copts),
+                                         "scheduler_version": {s["variant"]: s["version"]
+                                                               for s in started_schedulers}})
         ctx = RunContext(rundir.path, scenario, run_label, info, k, rep, attached, created_cluster=not opts.cluster,
                          scrape_interval=opts.scrape_interval, prometheus_port=copts.prometheus_port,
-                         profile=opts.profile,
+                         profile=opts.profile, schedulers=started_schedulers,
                          extras={"reused_cluster": bool(opts.cluster) and attached is None})
         for m in measure.for_run(ctx, extender.url if extender else None):
             started.append(m)
@@ -320,9 +382,34 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
     return VariantRun(rundir.path, status, summary)
 
 
+def _start_own(own: list[SchedulerSpec], info: AnyCluster, scenario: Scenario, base: Path, k: Kwokctl,
+               binaries: dict[str, Path | None], rep: Reporter) -> list[dict[str, Any]]:
+    """Start the schedulers kwokbench runs itself (:func:`own_processes`) and wait until each is ready."""
+    if not own:
+        return []
+    assert isinstance(info, ClusterInfo)
+    launches = []
+    for v in own:
+        if v.binary == EXTERNAL_BINARY and not v.command:
+            raise ScenarioError(f"scheduler {v.name}: binary external without command selects a scheduler already "
+                                "running on an attached cluster (up --kubeconfig); give it a command to start here")
+        # one variant alone is the run's scheduler: measured as kube-scheduler, like kwokctl's
+        component = own_schedulers.component_name(v.name) if scenario.concurrent_schedulers else "kube-scheduler"
+        copts = cluster_options(scenario, base, v, info.name, k.toolchain, binaries.get(v.name))
+        launches.append(own_schedulers.plan(v, info, copts, component, k.toolchain.path("kube-scheduler"),
+                                            binaries.get(v.name), base))
+    manifests = [f for v in own for f in own_schedulers.manifest_files(v, base)]
+    names = ", ".join(f"{launch.variant} ({launch.scheduler_name})" for launch in launches)
+    with rep.status(f"starting scheduler{'s' if len(launches) > 1 else ''} {names}"):
+        return own_schedulers.start_all(launches, info, manifests)
+
+
 def _check_attached(attached: AttachedCluster | None, scenario: Scenario, opts: RunOptions) -> None:
     if attached is None:
         return
+    if any(v.command for v in scenario.schedulers if not opts.variants or v.name in opts.variants):
+        raise ScenarioError(f"--cluster {opts.cluster} is an attached cluster: kwokbench does not start schedulers "
+                            "there; drop command and keep scheduler_name to select one already running")
     if any(e.action in COMPONENT for e in scenario.chaos):
         raise ScenarioError(f"--cluster {opts.cluster} is an attached cluster: kwokbench cannot restart its "
                             "components (node chaos actions work)")

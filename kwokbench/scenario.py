@@ -52,7 +52,9 @@ class ClusterSpec(_Model):
         return v
 
 
-STOCK_BINARY, PLUGINS_BINARY = "kube-scheduler", "scheduler-plugins"
+STOCK_BINARY, PLUGINS_BINARY, EXTERNAL_BINARY = "kube-scheduler", "scheduler-plugins", "external"
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+_EXTERNAL_ONLY = ("command", "metrics_path", "metrics_port", "ready_path", "version_command", "manifests")
 
 
 class ExtenderSpec(_Model):
@@ -84,6 +86,54 @@ class SchedulerSpec(_Model):
         "build-wasm` and handed to the `Wasm` host plugin as its pluginConfig `guestURL`. The variant's `binary` "
         "is the host plugin's directory (plugins/wasm) and its `config` enables `Wasm`; a changed guest is "
         "rebuilt in seconds, never the scheduler."))
+    scheduler_name: str | None = Field(None, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=63,
+                                       description=(
+        "spec.schedulerName written into every pod this variant owns (default: default-scheduler). A "
+        "kube-scheduler variant's profile gets this name; an external scheduler must serve it."))
+    command: list[str] | None = Field(None, min_length=1, description=(
+        "`binary: external`: the scheduler's argv. Placeholders filled by kwokbench: {kubeconfig} (admin "
+        "kubeconfig of the cluster), {server} (apiserver URL), {metrics_port} (a free port, or metrics_port), "
+        "{scheduler_name}, {kube_scheduler} (the toolchain's kube-scheduler), {config} (a "
+        "KubeSchedulerConfiguration rendered from `config` with the kubeconfig, scheduler_name and client "
+        "limits filled in), {workdir} (a directory of its own), {scenario_dir}. Without `command`, an attached "
+        "cluster's running scheduler is selected by scheduler_name alone."))
+    metrics_path: str | None = Field(None, pattern=r"^/", description=(
+        "External scheduler: path of its Prometheus metrics on metrics_port (scraped each second like "
+        "kube-scheduler's). Absent: its metrics are listed as missing."))
+    metrics_port: int | None = Field(None, ge=1, le=65535, description=(
+        "External scheduler: a fixed metrics port, when the scheduler cannot be told {metrics_port}."))
+    metrics_scheme: Literal["http", "https"] = Field("http", description=(
+        "External scheduler: scheme of metrics and readiness (https: certificate not verified, the admin "
+        "client certificate presented)."))
+    ready_path: str | None = Field(None, pattern=r"^/", description=(
+        "External scheduler: readiness path on the metrics port (e.g. /healthz) that must answer 200; "
+        "absent: ready once the process has stayed up for 3 s."))
+    ready_timeout_seconds: float = Field(60, gt=0, le=3600, description=(
+        "External scheduler: how long it may take to become ready."))
+    version_command: list[str] | None = Field(None, min_length=1, description=(
+        "External scheduler: argv printing its version for the fairness manifest (default: command[0] "
+        "--version; placeholders as in command)."))
+    manifests: list[str] = Field(default_factory=list, description=(
+        "External scheduler: YAML files (relative to the scenario) applied before it starts: its CRDs "
+        "(waited for until established) and objects such as a ConfigMap it reads."))
+
+    @model_validator(mode="after")
+    def _external(self) -> SchedulerSpec:
+        if self.binary == EXTERNAL_BINARY:
+            if not self.scheduler_name:
+                raise ValueError(f"scheduler {self.name}: binary external needs scheduler_name (the schedulerName "
+                                 "its pods carry)")
+            return self
+        given = [f for f in _EXTERNAL_ONLY if getattr(self, f)]
+        if given:
+            raise ValueError(f"scheduler {self.name}: {', '.join(given)} only apply to binary: external")
+        if self.metrics_scheme != "http":
+            raise ValueError(f"scheduler {self.name}: metrics_scheme only applies to binary: external")
+        return self
+
+    @property
+    def effective_scheduler_name(self) -> str:
+        return self.scheduler_name or DEFAULT_SCHEDULER_NAME
 
 
 class QpsArrival(_Model):
@@ -135,6 +185,9 @@ class WorkloadSpec(_Model):
     wait_for: WaitFor = Field("scheduled", description=(
         "What every pod of this phase must reach before the next phase starts."))
     timeout_seconds: float = Field(300, gt=0, description="How long to wait for wait_for after the last create.")
+    scheduler: str | None = Field(None, description=(
+        "With concurrent_schedulers: the variant owning every pod of this phase (default: pods are dealt to the "
+        "variants in turn, pod i to variant i mod n)."))
     connections: int | None = Field(None, ge=1, le=4096, description=(
         "Most keep-alive connections the submitter opens to the apiserver (one request in flight each). Default: "
         "enough for 100 ms on the wire at the peak offered rate (rate / 10), at least 64, at most 1024. When every "
@@ -164,6 +217,10 @@ class Scenario(_Model):
     cluster: ClusterSpec = Field(description="The simulated cluster.")
     schedulers: list[SchedulerSpec] = Field(default_factory=lambda: [SchedulerSpec()], min_length=1,
                                             description="Scheduler variants; each runs on a fresh identical cluster.")
+    concurrent_schedulers: bool = Field(False, description=(
+        "Run every scheduler variant at once on one cluster (the multiple-schedulers deployment), each owning "
+        "its pods by schedulerName, instead of one fresh cluster per variant. Placement then counts "
+        "overcommitted nodes and which scheduler pushed each over."))
     workloads: list[WorkloadSpec] = Field(min_length=1, description="Workload phases, submitted in order.")
     chaos: list[ChaosEvent] = Field(default_factory=list, description=(
         "Timed disruptions during the workload; the report marks them and measures recovery."))
@@ -185,6 +242,29 @@ class Scenario(_Model):
         for w in self.workloads:
             if w.gang and w.count % w.gang.size:
                 raise ValueError(f"workload {w.name}: count {w.count} is not a multiple of gang.size {w.gang.size}")
+        return self
+
+    @model_validator(mode="after")
+    def _concurrent(self) -> Scenario:
+        names = {s.name for s in self.schedulers}
+        for i, w in enumerate(self.workloads):
+            if w.scheduler is not None and not self.concurrent_schedulers:
+                raise ValueError(f"workloads.{i}.scheduler: only with concurrent_schedulers: true")
+            if w.scheduler is not None and w.scheduler not in names:
+                raise ValueError(f"workloads.{i}.scheduler: no scheduler variant {w.scheduler!r} "
+                                 f"(have: {', '.join(sorted(names))})")
+        if self.concurrent_schedulers:
+            if len(self.schedulers) < 2:
+                raise ValueError("concurrent_schedulers needs at least two scheduler variants")
+            served = [s.effective_scheduler_name for s in self.schedulers]
+            dup = sorted({n for n in served if served.count(n) > 1})
+            if dup:
+                raise ValueError(f"concurrent_schedulers: variants share schedulerName {', '.join(dup)}; give each "
+                                 "its own scheduler_name")
+            ext = [s.name for s in self.schedulers if s.extender]
+            if ext:
+                raise ValueError(f"concurrent_schedulers: variant(s) {', '.join(ext)} use an extender, which only "
+                                 "runs one variant per cluster")
         return self
 
     @model_validator(mode="after")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ BUILTIN_DIR = Path(__file__).parent / "builtin_templates"
 """The repository's templates/ (a symlink, copied into wheels so an installed kwokbench has them)."""
 _SENTINELS = ("kb-sentinel-a0", "kb-sentinel-b1")
 _GROUP_SENTINEL = "kb-group-sentinel-c2"
+_SCHEDULER_SENTINEL = "kb-scheduler-sentinel-d3"
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 _WORKLOAD_LABEL = "kwokbench.io/workload"  # kwokbench.load.watcher.WORKLOAD_LABEL; not imported: load needs us
 MAX_OBJECT_BYTES = 3 * 2**19
@@ -148,6 +149,9 @@ class ManifestFactory:
     """Merged into the pod's (or pod template's) nodeSelector."""
     gang_size: int = 0
     """When > 0, object i also gets the label ``scheduling.x-k8s.io/pod-group: <prefix>-gang-<i // gang_size>``."""
+    scheduler_names: Sequence[str] = ()
+    """When given, object i's pods get ``spec.schedulerName`` ``scheduler_names[i % len]`` (the variant owning
+    them when several schedulers share the cluster)."""
     what: str = ""
     """What the objects are, for error messages (``node group cpu``, ``workload pods``); by default the
     node group (the ``group`` param of a Node), the workload (its kwokbench.io/workload label) or the template."""
@@ -158,7 +162,7 @@ class ManifestFactory:
     def __post_init__(self) -> None:
         parts: list[list[bytes]] = []
         for i, sentinel in enumerate(_SENTINELS):
-            doc = self._render(sentinel, i, _GROUP_SENTINEL)
+            doc = self._render(sentinel, i, _GROUP_SENTINEL, _SCHEDULER_SENTINEL if self.scheduler_names else None)
             if i == 0:
                 self.sample = doc
                 self.kind, self.api_version = str(doc["kind"]), str(doc["apiVersion"])
@@ -205,10 +209,19 @@ class ManifestFactory:
         name = self.name(i)
         if self._fast is not None:
             out = name.encode().join(self._fast)
-            return out.replace(_GROUP_SENTINEL.encode(), self.group(i).encode()) if self.gang_size else out
-        return orjson.dumps(self._render(name, i, self.group(i) if self.gang_size else None))
+            if self.gang_size:
+                out = out.replace(_GROUP_SENTINEL.encode(), self.group(i).encode())
+            if self.scheduler_names:
+                out = out.replace(_SCHEDULER_SENTINEL.encode(), self.scheduler_name(i).encode())
+            return out
+        return orjson.dumps(self._render(name, i, self.group(i) if self.gang_size else None,
+                                         self.scheduler_name(i) or None))
 
-    def _render(self, name: str, i: int, group: str | None = None) -> dict[str, Any]:
+    def scheduler_name(self, i: int) -> str:
+        """The schedulerName of object i's pods ("" when the template's own is kept)."""
+        return self.scheduler_names[i % len(self.scheduler_names)] if self.scheduler_names else ""
+
+    def _render(self, name: str, i: int, group: str | None = None, scheduler: str | None = None) -> dict[str, Any]:
         doc = render_manifest(self.path, self._vars(name, i))
         labels = {**self.labels, **({POD_GROUP_LABEL: group} if self.gang_size and group else {})}
         if labels:
@@ -220,6 +233,11 @@ class ManifestFactory:
             pod_spec = (spec.get("template") or {}).get("spec") if doc.get("kind") != "Pod" else spec
             if isinstance(pod_spec, dict):
                 pod_spec["nodeSelector"] = {**(pod_spec.get("nodeSelector") or {}), **self.node_selector}
+        if scheduler:
+            spec = doc.get("spec") or {}
+            pod_spec = (spec.get("template") or {}).get("spec") if doc.get("kind") != "Pod" else spec
+            if isinstance(pod_spec, dict):
+                pod_spec["schedulerName"] = scheduler
         return doc
 
     def labels_of_pods(self) -> dict[str, str]:

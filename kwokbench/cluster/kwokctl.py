@@ -299,7 +299,9 @@ class Kwokctl:
         for extra in [*_default_extra_args(), *opts.extra_args]:
             args += ["--extra-args", extra]
         try:
-            with rep.status(f"starting cluster {name} (etcd, kube-apiserver, controller-manager, scheduler, kwok)"):
+            parts = [c for c in ("etcd", "kube-apiserver", "controller-manager", "scheduler", "kwok")
+                     if not ({c, f"kube-{c}"} & set(opts.disable))]
+            with rep.status(f"starting cluster {name} ({', '.join(parts)})"):
                 self._run(args, timeout=opts.wait_seconds + 120, what=f"creating cluster {name}")
             return self.info(name)
         except BaseException:
@@ -318,7 +320,6 @@ class Kwokctl:
         (SIGTERM, SIGKILL after 15 s). Waits ``down_seconds`` in between, then until ``/healthz``
         answers; returns when each step happened (epoch seconds; ``ready`` None if it never did)."""
         cluster_dir = self.cluster_dir(info.name)
-        pid_file = cluster_dir / "pids" / f"{component}.pid"
         known, why = processes.from_pid_file(cluster_dir, component)
         old = known.process(cluster_dir)[0] if known else None
         if old is None:
@@ -338,9 +339,7 @@ class Kwokctl:
         with (cluster_dir / "logs" / f"{component}.log").open("ab") as out:
             new = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, start_new_session=True)
-        tmp = pid_file.with_suffix(".tmp")
-        tmp.write_text(str(new.pid))
-        tmp.replace(pid_file)
+        processes.record(cluster_dir, component, new.pid)
         started = time.time()
         port = {"kube-scheduler": info.scheduler_port, "kube-apiserver": info.apiserver_port,
                 "kube-controller-manager": info.controller_manager_port}[component]

@@ -44,11 +44,12 @@ def bring_up(kwokctl: Kwokctl, opts: ClusterOptions, groups: list[NodeGroup],
             with rep.status("installing CRDs: " + ", ".join(p.stem for p in opts.crds)):
                 asyncio.run(apply_crds(info.credentials(), opts.crds))
             # a scheduler whose plugins watch these CRDs started before they existed: restart it alone
-            with rep.status("restarting kube-scheduler (it now sees the CRDs)"):
-                restarted = kwokctl.restart_component(info, "kube-scheduler")
-            if restarted["ready"] is None:
-                raise ClusterError(f"kube-scheduler of {opts.name} did not answer /healthz within 120s after "
-                                   f"its restart (see {kwokctl.cluster_dir(opts.name) / 'logs/kube-scheduler.log'})")
+            if "kube-scheduler" not in opts.disable:
+                with rep.status("restarting kube-scheduler (it now sees the CRDs)"):
+                    restarted = kwokctl.restart_component(info, "kube-scheduler")
+                if restarted["ready"] is None:
+                    raise ClusterError(f"kube-scheduler of {opts.name} did not answer /healthz within 120s after its "
+                                       f"restart (see {kwokctl.cluster_dir(opts.name) / 'logs/kube-scheduler.log'})")
     except BaseException:
         kwokctl.delete(opts.name)
         raise

@@ -28,6 +28,7 @@ BINARIES: dict[str, tuple[str, ...]] = {
     "kube-scheduler": ("kube-scheduler",),
     "kwok-controller": ("kwok-controller", "kwok"),
     "prometheus": ("prometheus",),
+    "kueue": ("kueue",),
 }
 """Names a component's executable may have: kwokctl links each as ``bin/<component>``; ``kwok`` is the
 kwok controller's own name."""
@@ -100,13 +101,17 @@ def describe(p: psutil.Process) -> str:
 
 def from_pid_file(cluster_dir: Path, component: str) -> tuple[ComponentProcess | None, str]:
     """The running ``component`` named by its kwokctl pid file, checked to be that component (start time
-    recorded now); else None and why ("" when there is no pid file or the process is gone)."""
+    recorded now); else None and why ("" when there is no pid file or the process is gone). A process
+    kwokbench started itself has ``<component>.start`` beside the pid file: its start time identifies it."""
     f = cluster_dir / "pids" / f"{component}.pid"
     try:
         pid = int(f.read_text().strip())
     except (OSError, ValueError):
         return None, ""
-    proc, why = ComponentProcess(component, pid).process(cluster_dir)
+    started = None  # kwokbench's own processes (external schedulers) also record their start time
+    with contextlib.suppress(OSError, ValueError):
+        started = float(f.with_suffix(".start").read_text().strip())
+    proc, why = ComponentProcess(component, pid, started).process(cluster_dir)
     if proc is None:
         return None, why and f"{why} (from {f})"
     try:
@@ -193,3 +198,15 @@ def stop(procs: Iterable[ComponentProcess], cluster_dir: Path, grace: float = 5.
     _, alive = psutil.wait_procs(live, timeout=grace)
     kill_now(alive, timeout=5)
     return notes
+
+
+def record(cluster_dir: Path, component: str, pid: int) -> None:
+    """Write ``pids/<component>.pid`` and ``.start`` for a process kwokbench started in the cluster (an
+    external scheduler): ``down``, the watchdog and the scraper then find it like kwokctl's own."""
+    d = cluster_dir / "pids"
+    d.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(psutil.Error):
+        (d / f"{component}.start").write_text(repr(psutil.Process(pid).create_time()))
+    tmp = d / f"{component}.tmp"
+    tmp.write_text(str(pid))
+    tmp.replace(d / f"{component}.pid")

@@ -46,6 +46,8 @@ class PodRecord:
     cpu_m: float = 0.0
     """Requested CPU in millicores (sum over containers), for allocation charts."""
     gpus: float = 0.0
+    scheduler: str = ""
+    """spec.schedulerName: which scheduler owns the pod (several may share a cluster)."""
     from_list: bool = False
     deleted: bool = False
 
@@ -96,6 +98,7 @@ class Timeline:
                 return
             rec = self.pods[key] = PodRecord(key[0], key[1], w, from_list=(typ == "SYNC"))
             rec.cpu_m, rec.gpus = pod_requests(pod)
+            rec.scheduler = str((pod.get("spec") or {}).get("schedulerName") or "")
             rec.creation_timestamp = creation_time(meta.get("creationTimestamp"))
             self._mark(rec, "created", t)
         spec, status = pod.get("spec") or {}, pod.get("status") or {}
@@ -131,6 +134,7 @@ class Timeline:
             "phase": [r.phase for r in rows],
             "cpu_m": np.array([r.cpu_m for r in rows], dtype=np.float64),
             "gpus": np.array([r.gpus for r in rows], dtype=np.float64),
+            "scheduler": pd.Series([r.scheduler for r in rows], dtype="string"),
             "from_list": np.array([r.from_list for r in rows], dtype=bool),
             "deleted": np.array([r.deleted for r in rows], dtype=bool),
         })

@@ -40,6 +40,8 @@ class RunContext:
     prometheus_port: int | None = None
     profile: list[str] = field(default_factory=list)
     """Components whose CPU profile is taken over the first phase (``run --profile``)."""
+    schedulers: list[dict[str, Any]] = field(default_factory=list)
+    """Schedulers kwokbench started itself (external or concurrent): component, metrics_url, … each."""
     extras: dict[str, Any] = field(default_factory=dict)
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.errors import ClusterError
 from kwokbench.measure import Recorder, RunContext
-from kwokbench.metrics.scrape import Scraper, cluster_endpoints
+from kwokbench.metrics.scrape import Endpoint, Scraper, cluster_endpoints
 from kwokbench.store import SCRAPE_STATS
 
 
@@ -19,7 +20,7 @@ class ComponentScrapes(Recorder):
         super().start(ctx)
         attached = ctx.attached
         pids = {"kwok-controller": attached.kwok_pid} if attached else ctx.kwokctl.pids(ctx.cluster.name)
-        self._scraper = Scraper(cluster_endpoints(ctx.cluster), pids, ctx.run_dir, ctx.scrape_interval,
+        self._scraper = Scraper(endpoints(ctx), pids, ctx.run_dir, ctx.scrape_interval,
                                 pid_dir=None if attached else ctx.kwokctl.cluster_dir(ctx.cluster.name) / "pids")
         if not self._scraper.wait_started(60):
             raise ClusterError("the metrics scraper did not start within 60s")
@@ -27,3 +28,15 @@ class ComponentScrapes(Recorder):
     def stop(self) -> None:
         if self._scraper is not None and self.run_dir is not None:
             self.run_dir.write_doc(SCRAPE_STATS, self._scraper.stop())
+
+
+def endpoints(ctx: RunContext) -> list[Endpoint]:
+    """The cluster's components; when kwokbench started the schedulers itself (kwokctl's kube-scheduler
+    then does not run), each of those that has a metrics endpoint instead."""
+    if not ctx.schedulers:
+        return cluster_endpoints(ctx.cluster)
+    creds = ctx.cluster.credentials()
+    insecure = Credentials("", None, creds.cert_file, creds.key_file, insecure=True)
+    own = [Endpoint(s["component"], s["metrics_url"], insecure if s["metrics_url"].startswith("https") else None)
+           for s in ctx.schedulers if s.get("metrics_url")]
+    return [*(e for e in cluster_endpoints(ctx.cluster) if e.component != "kube-scheduler"), *own]

@@ -42,6 +42,9 @@ KEEP: dict[str, dict[str, Any]] = {
     },
     "kwok-controller": {},
 }
+OWN_PREFIX = "scheduler-"
+"""Components named so are schedulers kwokbench started itself when several share a cluster: their
+metrics are kept like kube-scheduler's and summarised per scheduler."""
 REQUEST_TOTAL = "apiserver_request_total"
 SCRAPED = "__scraped__"
 
@@ -65,7 +68,9 @@ def parse_payload(text: str, keep: dict[str, Any]) -> list[tuple[str, dict[str, 
 def load_series(run_dir: Path) -> pd.DataFrame:
     """Long frame (t, component, name, labels, value) of every kept sample of every snapshot."""
     rows: list[tuple[float, str, str, str, float]] = []
-    for comp, keep in KEEP.items():
+    own = sorted(f.name.removesuffix(".prom.zst") for f in (run_dir / SCRAPES).glob(f"{OWN_PREFIX}*.prom.zst"))
+    for comp in [*KEEP, *own]:
+        keep = KEEP.get(comp) or (KEEP["kube-scheduler"] if comp.startswith(OWN_PREFIX) else {})
         f = run_dir / SCRAPES / f"{comp}.prom.zst"
         if not f.exists() or not keep:
             continue
@@ -310,6 +315,16 @@ def derive(run_dir: Path, pods: pd.DataFrame,
     # CPU time, unlike wall-clock figures, hardly moves when other work shares the host's cores: the
     # steadiest sign of a scheduler that does more work per pod
     out["scheduler"]["cpu_seconds_per_pod"] = sched_cpu / scheduled if sched_cpu is not None and scheduled else None
+    own = sorted({str(c) for c in series["component"].unique() if str(c).startswith(OWN_PREFIX)}) if len(series) \
+        else []
+    own += sorted(c for c in out["processes"] if c.startswith(OWN_PREFIX) and c not in own)
+    if own:
+        out["schedulers"] = {c.removeprefix(OWN_PREFIX): {
+            "schedule_attempts": counter_increase(series, c, "scheduler_schedule_attempts_total", by="result"),
+            "scheduling_attempt_duration_seconds": histogram_quantiles(
+                series, c, "scheduler_scheduling_attempt_duration_seconds", result="scheduled"),
+            "cpu_seconds": (out["processes"].get(c) or {}).get("cpu_seconds"),
+            "metrics": bool(len(series)) and bool((series["component"] == c).any())} for c in own}
     win_s = (window[1] - window[0]) if window else 0.0
     out["labels"] = client_bound(series, rate, client_qps, win_s)
     rate_frame = pd.DataFrame(rate.get("series", {"t": [], "rate": []}))

@@ -190,7 +190,16 @@ def placement_rows(pl: dict[str, Any]) -> list[list[str]]:
     if pend.get("pods"):
         top = next(iter((pend.get("reasons") or {}).items()), None)
         rows.append(["pods left pending (top reason)",
-                     f"{pend['pods']}" + (f" ({top[0][:60]}: {top[1]})" if top else "")])
+                     f"{pend['pods']}" + (f" ({top[0][:70]}: {top[1]})" if top else "")])
+    over = pl.get("overcommit")
+    if over and (over.get("nodes") or pl.get("schedulers")):
+        by = ", ".join(f"{k} {v}" for k, v in (over.get("pushed_over_by") or {}).items())
+        rows.append(["nodes overcommitted (pushed over by)",
+                     f"{over['nodes']} of {pl.get('utilisation', {}).get('nodes', '?')}" + (f" ({by})" if by else "")])
+    for name, st in (pl.get("schedulers") or {}).items():
+        rows.append([f"scheduler {name}: bound / pods, latency p50 / p99",
+                     f"{st['scheduled']} / {st['pods']}, {_f(st.get('latency_p50'), ' s', 3)} / "
+                     f"{_f(st.get('latency_p99'), ' s', 3)}"])
     return rows
 
 

@@ -1,0 +1,116 @@
+"""Schedulers kwokbench starts itself, on real clusters: an external scheduler binary (a second
+kube-scheduler started through ``command:`` stands in for YuniKorn or Volcano), two schedulers sharing
+one cluster (overcommit measured), and the bad inputs: a command that exits at once, a scheduler that
+never becomes ready, a schedulerName no scheduler serves."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import psutil
+
+from kwokbench.store import load_run
+from tests.conftest import REPO, kwokbench
+
+
+def _only_run(root: Path):  # type: ignore[no-untyped-def]
+    [path] = sorted(p for p in root.iterdir() if p.is_dir())
+    return load_run(path)
+
+
+def _gone(pids: list[int], timeout: float = 10.0) -> list[int]:
+    """The pids still alive as the processes recorded (start time checked) after ``timeout``."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        alive = [p for p in pids if psutil.pid_exists(p)]
+        if not alive:
+            return []
+        time.sleep(0.2)
+    return alive
+
+
+def test_external_scheduler_binds_every_pod_it_owns(tmp_path: Path) -> None:
+    kwokbench("run", str(REPO / "scenarios/external-scheduler.yaml"), "--variant", "stand-in", "--out", str(tmp_path),
+              "--set", "cluster.node_groups.0.count=20", "--set", "workloads.0.count=300", check=True)
+    run = _only_run(tmp_path / "external-scheduler")
+    assert run.meta["status"] == "complete"
+    [sched] = run.meta["schedulers"]
+    assert sched["component"] == "kube-scheduler" and sched["scheduler_name"] == "stand-in-scheduler"
+    assert sched["version"].startswith("Kubernetes v")  # from `{kube_scheduler} --version`
+    assert run.meta["fairness"]["scheduler_version"] == {"stand-in": sched["version"]}
+    assert run.meta["fairness"]["scheduler_command"][0] == "{kube_scheduler}"  # placeholders, not paths
+    assert set(run.pods["scheduler"]) == {"stand-in-scheduler"}
+    s = run.summary
+    assert s is not None and s["pods_scheduled"] == 300
+    # its own /metrics were scraped as the run's scheduler: it scheduled exactly the pods it owns
+    assert s["scheduler"]["schedule_attempts"].get("scheduled") == 300
+    assert (s["processes"].get("kube-scheduler") or {}).get("cpu_seconds")
+    assert not _gone([sched["pid"]])  # stopped with the cluster
+
+
+def test_two_schedulers_on_one_cluster_overcommit_nodes(tmp_path: Path) -> None:
+    """200 one-CPU pods on 200 CPUs, dealt to two schedulers: each places pods on CPU the other just
+    took. The same pods under one scheduler never overcommit a node."""
+    kwokbench("run", str(REPO / "scenarios/two-schedulers.yaml"), "--out", str(tmp_path / "two"), check=True)
+    run = _only_run(tmp_path / "two" / "two-schedulers")
+    assert run.meta["status"] == "complete" and run.meta["variant"]["name"] == "together"
+    s = run.summary
+    assert s is not None and s["pods_scheduled"] == 200
+    # each scheduler bound its own 100 pods and none of the other's (its own metrics say so)
+    assert {k: v["schedule_attempts"].get("scheduled") for k, v in s["schedulers"].items()} == \
+        {"first": 100, "second": 100}
+    assert {k: v["pods"] for k, v in s["placement"]["schedulers"].items()} == \
+        {"default-scheduler": 100, "second-scheduler": 100}
+    over = s["placement"]["overcommit"]
+    assert over["nodes"] > 0, over
+    assert sum(over["pushed_over_by"].values()) == over["nodes"]
+    assert over["fill_curve"][-1]["overcommitted_nodes"] == over["nodes"]
+    assert not _gone([p["pid"] for p in run.meta["schedulers"]])
+
+    kwokbench("run", str(REPO / "scenarios/two-schedulers.yaml"), "--out", str(tmp_path / "one"),
+              "--set", "concurrent_schedulers=false", "--variant", "first", check=True)
+    single = _only_run(tmp_path / "one" / "two-schedulers")
+    assert single.summary is not None and single.summary["pods_scheduled"] == 200
+    assert single.summary["placement"]["overcommit"]["nodes"] == 0
+
+
+def _external(tmp_path: Path, *sets: str):  # type: ignore[no-untyped-def]
+    return kwokbench("run", str(REPO / "scenarios/external-scheduler.yaml"), "--variant", "stand-in",
+                     "--out", str(tmp_path), "--set", "cluster.node_groups.0.count=5",
+                     "--set", "workloads.0.count=20", *sets)
+
+
+def test_external_command_that_exits_at_once(tmp_path: Path) -> None:
+    res = _external(tmp_path, "--set", 'schedulers.1.command=["sh", "-c", "echo no such scheduler; exit 3"]')
+    assert res.returncode == 2, res.stdout + res.stderr
+    err = res.stderr.strip().splitlines()[-1]
+    assert "scheduler stand-in: its command exited with code 3" in err and "no such scheduler" in err, err
+    assert "Traceback" not in res.stderr
+    run = _only_run(tmp_path / "external-scheduler")
+    assert run.meta["status"] == "failed" and "exited with code 3" in run.meta["error"]
+
+
+def test_external_scheduler_that_never_becomes_ready(tmp_path: Path) -> None:
+    t0 = time.monotonic()
+    res = _external(tmp_path, "--set", 'schedulers.1.command=["sleep", "600"]',
+                    "--set", "schedulers.1.ready_timeout_seconds=4")
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "scheduler stand-in was not ready within 4s" in res.stderr and "Traceback" not in res.stderr
+    assert time.monotonic() - t0 < 120
+    left = [p.pid for p in psutil.process_iter(["cmdline"]) if (p.info["cmdline"] or [])[:2] == ["sleep", "600"]]
+    assert not left, f"sleep 600 left running: {left}"
+
+
+def test_scheduler_name_no_scheduler_serves(tmp_path: Path) -> None:
+    t0 = time.monotonic()
+    res = kwokbench("run", str(REPO / "scenarios/quickstart.yaml"), "--out", str(tmp_path),
+                    "--set", "cluster.node_groups.0.count=5", "--set", "workloads.0.count=20",
+                    "--set", "workloads.0.params.scheduler_name=nobody", "--set", "workloads.0.timeout_seconds=5")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert time.monotonic() - t0 < 120  # the phase timeout, not a hang
+    assert "only 0/20 pods scheduled" in res.stdout + res.stderr
+    run = _only_run(tmp_path / "quickstart")
+    s = run.summary
+    assert s is not None and s["pods_scheduled"] == 0 and s["phases_timed_out"] == ["pods"]
+    assert s["placement"]["pending"]["reasons"] == {"no scheduler of this run serves schedulerName 'nobody'": 20}

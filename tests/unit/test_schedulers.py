@@ -1,0 +1,133 @@
+"""Pure parts of schedulers kwokbench starts itself: scenario rules, placeholders, the stand-in
+configuration, schedulerName dealing, overcommit and per-scheduler analysis."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kwokbench.cluster.kwokctl import ClusterOptions
+from kwokbench.cluster.schedulers import check_command, fill, stand_in_config, version
+from kwokbench.errors import ScenarioError
+from kwokbench.placement import overcommit, pending, per_scheduler
+from kwokbench.scenario import SchedulerSpec, parse_scenario
+from kwokbench.templates import ManifestFactory, resolve_template
+
+BASE = """
+schema_version: 1
+name: s
+cluster: {node_groups: [{name: a, count: 1}]}
+workloads: [{name: w, count: 4}]
+"""
+
+
+def _scenario(extra: str) -> None:
+    parse_scenario(BASE + extra)
+
+
+def test_external_needs_a_scheduler_name_and_external_fields_need_external() -> None:
+    with pytest.raises(ScenarioError, match="binary external needs scheduler_name"):
+        _scenario("schedulers: [{name: x, binary: external, command: [x]}]")
+    with pytest.raises(ScenarioError, match="command, ready_path only apply to binary: external"):
+        _scenario("schedulers: [{name: x, command: [x], ready_path: /healthz}]")
+    _scenario("schedulers: [{name: x, binary: external, scheduler_name: y, command: ['{kube_scheduler}']}]")
+
+
+def test_concurrent_schedulers_rules() -> None:
+    with pytest.raises(ScenarioError, match="at least two scheduler variants"):
+        _scenario("concurrent_schedulers: true\nschedulers: [{name: a}]")
+    with pytest.raises(ScenarioError, match="share schedulerName default-scheduler"):
+        _scenario("concurrent_schedulers: true\nschedulers: [{name: a}, {name: b}]")
+    with pytest.raises(ScenarioError, match="only with concurrent_schedulers"):
+        parse_scenario(BASE.replace("count: 4}", "count: 4, scheduler: a}") + "schedulers: [{name: a}]")
+    with pytest.raises(ScenarioError, match="no scheduler variant 'c'"):
+        parse_scenario(BASE.replace("count: 4}", "count: 4, scheduler: c}")
+                       + "concurrent_schedulers: true\nschedulers: [{name: a}, {name: b, scheduler_name: b}]")
+
+
+def test_placeholders_are_checked_and_filled() -> None:
+    v = SchedulerSpec(name="x", binary="external", scheduler_name="y", command=["{kube_scheduler}", "--p={nope}"])
+    with pytest.raises(ScenarioError, match=r"unknown placeholder\(s\) \{nope\}"):
+        check_command(v)
+    with pytest.raises(ScenarioError, match="literal brace"):
+        check_command(SchedulerSpec(name="x", binary="external", scheduler_name="y", command=["{oops"]))
+    assert fill(["{kubeconfig}", "--port={metrics_port}", "{{literal}}"], {"kubeconfig": "/k", "metrics_port": "9"}) \
+        == ["/k", "--port=9", "{literal}"]
+
+
+def test_stand_in_config_names_its_profile_and_runs_without_leader_election(tmp_path: Path) -> None:
+    doc = stand_in_config(ClusterOptions(), tmp_path / "kubeconfig", "second")
+    assert doc["profiles"] == [{"schedulerName": "second"}]
+    assert doc["leaderElection"] == {"leaderElect": False}
+    assert doc["clientConnection"]["kubeconfig"] == str(tmp_path / "kubeconfig")
+    assert doc["clientConnection"]["qps"] == 5000  # client limits as for kwokctl's scheduler
+    cfg = tmp_path / "two.yaml"
+    cfg.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+                   "profiles: [{schedulerName: a}, {schedulerName: b}]\n")
+    assert len(stand_in_config(ClusterOptions(scheduler_config=cfg), tmp_path / "k", "b")["profiles"]) == 2
+    with pytest.raises(ScenarioError, match="none is named 'c'"):
+        stand_in_config(ClusterOptions(scheduler_config=cfg), tmp_path / "k", "c")
+
+
+def test_version_never_fails() -> None:
+    assert version(["sh", "-c", "echo v1.2.3"], Path("/")) == "v1.2.3"
+    assert version(["sh", "-c", "echo bad >&2; exit 4"], Path("/")).startswith("unknown (exit 4: bad")
+    assert version(["/no/such/binary"], Path("/")).startswith("unknown (FileNotFoundError")
+
+
+def test_pods_are_dealt_scheduler_names_in_turn() -> None:
+    f = ManifestFactory(resolve_template("pod"), {}, "w", scheduler_names=["a", "b"])
+    import orjson
+    assert [orjson.loads(f.body(i))["spec"]["schedulerName"] for i in range(4)] == ["a", "b", "a", "b"]
+    job = ManifestFactory(resolve_template("job"), {}, "j", scheduler_names=["c"])
+    assert orjson.loads(job.body(0))["spec"]["template"]["spec"]["schedulerName"] == "c"
+    kept = ManifestFactory(resolve_template("pod"), {"scheduler_name": "own"}, "w")
+    assert orjson.loads(kept.body(0))["spec"]["schedulerName"] == "own"
+
+
+def _pods(rows: list[tuple[str, float, float, str]]) -> pd.DataFrame:
+    return pd.DataFrame({"node": [r[0] for r in rows], "scheduled": [r[1] for r in rows],
+                         "cpu_m": [r[2] for r in rows], "gpus": 0.0, "scheduler": [r[3] for r in rows],
+                         "created": [r[1] - 0.5 for r in rows], "namespace": "default",
+                         "name": [f"p-{i}" for i in range(len(rows))]})
+
+
+NODES = pd.DataFrame({"name": ["n1", "n2"], "group": "a", "cpu_m": [2000.0, 2000.0], "gpus": 0.0,
+                      "pods": [110.0, 110.0]})
+
+
+def test_overcommit_names_the_scheduler_whose_binding_pushed_a_node_over() -> None:
+    pods = _pods([("n1", 1.0, 1000, "a"), ("n1", 2.0, 1000, "b"), ("n1", 3.0, 1000, "b"),  # n1: 3000 of 2000
+                  ("n2", 1.5, 1000, "a"), ("n2", 2.5, 1000, "a"),                          # n2: full, not over
+                  ("", np.nan, 1000, "a")])                                                # pending: not counted
+    o = overcommit(pods, NODES)
+    assert o is not None
+    assert o["nodes"] == 1 and o["pushed_over_by"] == {"b": 1} and o["by_resource"]["cpu"] == 1
+    assert o["nodes_shared_by_schedulers"] == 1
+    assert o["examples"][0] == {"node": "n1", "cpu_requested_m": 3000.0, "cpu_allocatable_m": 2000.0, "pods": 3,
+                                "pods_allocatable": 110.0, "schedulers": {"b": 2, "a": 1}}
+    # 5000 of 4000 m requested at the end: the node went over only past 100% fill
+    curve = {c["fill"]: c["overcommitted_nodes"] for c in o["fill_curve"]}
+    assert curve == {0.1: 0, 0.2: 0, 0.3: 0, 0.4: 0, 0.5: 0, 0.6: 0, 0.7: 0, 0.8: 0, 0.9: 0, 1.0: 0, 1.25: 1}
+    assert overcommit(_pods([("n1", 1.0, 1000, "a"), ("n1", 2.0, 1000, "a")]), NODES)["nodes"] == 0  # type: ignore[index]
+
+
+def test_pods_slots_overcommit_and_per_scheduler() -> None:
+    nodes = NODES.assign(pods=[1.0, 1.0])
+    pods = _pods([("n1", 1.0, 10, "a"), ("n1", 1.1, 10, "b")])
+    o = overcommit(pods, nodes)
+    assert o is not None and o["by_resource"] == {"cpu": 0, "gpus": 0, "pods": 1}
+    per = per_scheduler(pods)
+    assert per is not None and per["a"]["pods"] == 1 and per["b"]["latency_p50"] == pytest.approx(0.5)
+    assert per_scheduler(pods.assign(scheduler="a")) is None  # one scheduler: nothing to split
+
+
+def test_pending_names_a_scheduler_name_nobody_serves() -> None:
+    pods = _pods([("", np.nan, 100, "nobody"), ("", np.nan, 100, "default-scheduler")])
+    msg = {"default/p-1": "0/2 nodes are available: 2 Insufficient cpu."}
+    out = pending(pods, msg, served={"default-scheduler"})
+    assert out["reasons"] == {"no scheduler of this run serves schedulerName 'nobody'": 1, "Insufficient cpu": 1}
+    assert "no FailedScheduling event" in pending(pods, {}, served=None)["reasons"]
