@@ -66,9 +66,25 @@ def test_attach_run_and_down_touch_only_labelled_objects(existing: ClusterInfo, 
     assert run.summary["binding_rate"]["available"]  # the apiserver's /metrics through the kubeconfig
     assert "kubeconfig" not in {p.name for p in run_dir.iterdir()}  # key material never copied
 
+    # binary: external without a command selects the scheduler already running there by its name
+    sc = tmp_path / "theirs.yaml"
+    sc.write_text((REPO / "scenarios/quickstart.yaml").read_text().replace(
+        "  - name: default\n", "  - {name: theirs, binary: external, scheduler_name: default-scheduler}\n"))
+    kwokbench("run", str(sc), "--cluster", "byo", "--out", str(tmp_path / "t"), "--set", "workloads.0.count=20",
+              "--set", "workloads.0.arrival.qps=20", "--set", "workloads.0.namespace=kb-load", env=env, check=True)
+    [theirs] = (tmp_path / "t" / "quickstart").iterdir()
+    t = load_run(theirs)
+    assert t.summary is not None and t.summary["pods_scheduled"] == 20 and "schedulers" not in t.meta
+    assert set(t.pods["scheduler"]) == {"default-scheduler"}
+    # ... and a command is refused there (kwokbench does not start schedulers on someone's cluster)
+    sc.write_text(sc.read_text().replace("scheduler_name: default-scheduler}",
+                                         "scheduler_name: x, command: [sleep, '60']}"))
+    assert_one_line_error(kwokbench("run", str(sc), "--cluster", "byo", "--out", str(tmp_path / "t2"), env=env),
+                          "kwokbench does not start schedulers there")
+
     pid = int(json.loads((tmp_path / "kb-home/attached/byo/attach.json").read_text())["kwok_pid"])
     res = kwokbench("down", "byo", env=env, check=True)
-    assert "detached byo: deleted 50 pods, 0 jobs, 5 nodes, 1 namespaces" in res.stderr
+    assert "detached byo: deleted 70 pods, 0 jobs, 5 nodes, 1 namespaces" in res.stderr
     assert asyncio.run(_names(existing, "/api/v1/nodes")) == {"real-node-1"}
     assert asyncio.run(_names(existing, "/api/v1/pods")) == {"real-pod"}
     assert asyncio.run(_names(existing, "/api/v1/namespaces/team-a/configmaps")) >= {"keep-me"}
