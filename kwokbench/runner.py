@@ -10,6 +10,7 @@ run ended.
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import time
 from collections.abc import Callable
@@ -24,7 +25,7 @@ import pandas as pd
 from kwokbench import measure
 from kwokbench.analyse import analyse
 from kwokbench.chaos import COMPONENT
-from kwokbench.cluster import ClusterInfo, ClusterOptions, Kwokctl, NodeGroup, attach, bring_up, watchdog
+from kwokbench.cluster import ClusterInfo, ClusterOptions, Kwokctl, NodeGroup, attach, bring_up, processes, watchdog
 from kwokbench.cluster import schedulers as own_schedulers
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.attach import AttachedCluster
@@ -115,6 +116,9 @@ def _factories(scenario: Scenario, base: Path, run_label: str, attached: Attache
                             scheduler_names=pod_scheduler_names(scenario, w, variant))
         if f.pods_per_object() == 0:
             raise ScenarioError(f"workload {w.name}: template {w.template} makes a {f.kind}, not a Pod or Job")
+        if f.kind != "Pod" and not scenario.cluster.controller_manager:
+            raise ScenarioError(f"workload {w.name}: a {f.kind}'s pods are made by kube-controller-manager, which "
+                                "cluster.controller_manager: false turns off")
         if w.gang and f.kind != "Pod":
             raise ScenarioError(f"workload {w.name}: gang members must be Pods, template {w.template} makes a {f.kind}")
         if w.gang:
@@ -180,6 +184,10 @@ def fairness_manifest(scenario: Scenario, variant: SchedulerSpec, opts: ClusterO
         "etcd_unsafe_no_fsync": True,
         "gogc_apiserver_etcd": opts.gogc,
         "kwok_parallelism": opts.kwok_parallelism,
+        "controller_manager": "kube-controller-manager" not in opts.disable,
+        "pod_lifecycle": scenario.cluster.pod_lifecycle,
+        "node_lease_seconds": opts.node_lease_seconds,
+        "pin_scheduler": opts.pin_scheduler,
         "extra_args": [*scenario.cluster.extra_args, *[f"kube-scheduler={a}" for a in variant.extra_args]],
         "scheduler_config": variant.config,
         "scheduler_binary": variant.binary,
@@ -295,7 +303,27 @@ def cluster_options(scenario: Scenario, base: Path, variant: SchedulerSpec, name
         # for every variant, so the default scheduler meets the same objects as Coscheduling
         crds=tc.scheduler_plugins_crds() if any(w.gang for w in scenario.workloads) else [],
         prometheus_port=free_port() if scenario.cluster.prometheus else None,
-        extra_args=[*scenario.cluster.extra_args, *[f"kube-scheduler={a}" for a in variant.extra_args]])
+        extra_args=[*scenario.cluster.extra_args, *[f"kube-scheduler={a}" for a in variant.extra_args],
+                    # the apiserver taints every new node not-ready; only controller-manager lifts it
+                    *([] if scenario.cluster.controller_manager
+                      else ["kube-apiserver=disable-admission-plugins=TaintNodesByCondition"])],
+        disable=[] if scenario.cluster.controller_manager else ["kube-controller-manager"],
+        kwok_stages=kwok_stages(tc, scenario.cluster.pod_lifecycle),
+        node_lease_seconds=scenario.cluster.node_lease_seconds, pin_scheduler=scenario.cluster.pin_scheduler)
+
+
+POD_STAGES_OFF = {"pod-ready", "pod-complete"}
+"""kwok stages left out with ``pod_lifecycle: none`` (pod-delete stays: deleting a bound pod needs it)."""
+
+
+def kwok_stages(tc: Toolchain, pod_lifecycle: str) -> list[dict[str, Any]]:
+    """kwok's stages for the cluster: kwokctl's defaults (none given), or them without the pod stages."""
+    if pod_lifecycle == "running":
+        return []
+    import yaml
+
+    docs = [d for d in yaml.safe_load_all(tc.path("stages.yaml").read_text()) if d]
+    return [d for d in docs if (d.get("metadata") or {}).get("name") not in POD_STAGES_OFF]
 
 
 def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: RunOptions, rep: Reporter,
@@ -329,6 +357,9 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
     status, error = "failed", ""
     # kwokbench creates the cluster: a watchdog outlives a kill -9 from now on (before kwokctl starts anything)
     guard = None if opts.cluster else watchdog.start(cluster_name, k.home, rundir.path, opts.keep_cluster)
+    cpus = processes.usable_cpus()
+    if copts.pin_scheduler and len(cpus) >= 2:
+        os.sched_setaffinity(0, cpus[1:])  # kwokbench and every component it starts: off the scheduler's CPU
     started: list[Measurement] = []
     logs: list[pd.DataFrame] = []
     ctx: RunContext | None = None
@@ -343,6 +374,12 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
         if any(w.gang for w in scenario.workloads) and opts.cluster:
             asyncio.run(apply_crds(info.credentials(), k.toolchain.scheduler_plugins_crds()))
         started_schedulers = _start_own(own, info, scenario, base, k, binaries or {}, rep)
+        if copts.pin_scheduler and isinstance(info, ClusterInfo):
+            owners = {"kube-scheduler", *(s["component"] for s in started_schedulers)}
+            pinned = processes.pin_components(info.dir, owners, cpus)
+            rundir.update_meta(pinning=pinned)
+            if not pinned:
+                rep.warn("pin_scheduler: fewer than two CPUs usable; nothing pinned")
         if started_schedulers:
             rundir.update_meta(schedulers=started_schedulers,
                                fairness={**fairness_manifest(scenario, variant, copts),
@@ -377,6 +414,8 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
                            else _log_frame(RequestLog.empty(0), ""))
         _teardown(k, cluster_name, created=not opts.cluster and info is not None, keep=opts.keep_cluster,
                   extender=extender, guard=guard, rep=rep)
+        if copts.pin_scheduler:
+            os.sched_setaffinity(0, cpus)
         rundir.update_meta(status=status, error=error, ended_at=datetime.now(UTC).isoformat(), phases=phases)
         summary = _analysed(rundir.path, rep)
     return VariantRun(rundir.path, status, summary)

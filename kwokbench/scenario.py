@@ -43,6 +43,20 @@ class ClusterSpec(_Model):
     prometheus: bool = Field(False, description="Also run Prometheus through kwokctl --prometheus-port.")
     extra_args: list[str] = Field(default_factory=list, description=(
         "kwokctl --extra-args entries, component=key=value (e.g. kube-apiserver=v=2)."))
+    controller_manager: bool = Field(True, description=(
+        "Run kube-controller-manager. A scenario of bare pods needs none of it (kwokbench creates each "
+        "namespace's default ServiceAccount itself), and off it spends no CPU on every pod event; Jobs and "
+        "chaos node actions need it."))
+    pod_lifecycle: Literal["running", "none"] = Field("running", description=(
+        "What kwok does with a bound pod: `running` (kwok's pod stages: Running, a Job's pods complete) or "
+        "`none` (it stays Pending on its node: one status write per pod less for apiserver, etcd and kwok; "
+        "wait_for running/completed is then impossible)."))
+    node_lease_seconds: int | None = Field(None, ge=10, le=86400, description=(
+        "kwok's node lease duration (renewed every quarter of it, for every node); default kwokctl's. With "
+        "controller_manager off nothing reads leases, so a long one only saves apiserver and etcd writes."))
+    pin_scheduler: bool = Field(False, description=(
+        "Pin the scheduler(s) to CPU 0 and every other component to the remaining CPUs (Linux affinity), so "
+        "the scheduler does not share a core with the apiserver."))
 
     @field_validator("kubernetes_version")
     @classmethod
@@ -235,6 +249,20 @@ class Scenario(_Model):
         for i, e in enumerate(self.chaos):
             if e.group is not None and e.group not in groups:
                 raise ValueError(f"chaos.{i}.group: no node group {e.group!r} (have: {', '.join(sorted(groups))})")
+        return self
+
+    @model_validator(mode="after")
+    def _simulation(self) -> Scenario:
+        c = self.cluster
+        if c.pod_lifecycle == "none":
+            for i, w in enumerate(self.workloads):
+                if w.wait_for in ("running", "completed"):
+                    raise ValueError(f"workloads.{i}.wait_for: {w.wait_for} never happens with cluster.pod_lifecycle "
+                                     "none (pods stay Pending on their nodes)")
+        if not c.controller_manager:
+            nodes = [e.action for e in self.chaos if e.action in ("nodes-not-ready", "restart-controller-manager")]
+            if nodes:
+                raise ValueError(f"chaos {nodes[0]} needs kube-controller-manager (cluster.controller_manager: false)")
         return self
 
     @model_validator(mode="after")

@@ -69,6 +69,12 @@ class ClusterOptions:
     """GOGC of apiserver and etcd: memory is plentiful here, CPU (2 cores) is not; None keeps Go's 100."""
     kwok_parallelism: int = 64
     """Workers of the kwok controller per stage kind (its default, 4, makes 5000 nodes take >1 min)."""
+    kwok_stages: list[dict[str, Any]] = field(default_factory=list)
+    """kwok Stage objects replacing kwokctl's defaults (e.g. without the pod stages); empty: its defaults."""
+    node_lease_seconds: int | None = None
+    """kwok's node lease duration (kwokctl ``nodeLeaseDurationSeconds``); None: kwokctl's default."""
+    pin_scheduler: bool = False
+    """After start: kube-scheduler on CPU 0, the other components on the remaining CPUs."""
 
 
 @dataclass(frozen=True)
@@ -425,8 +431,10 @@ def kwokctl_documents(toolchain_options: dict[str, object], opts: ClusterOptions
     options = {**toolchain_options, **ports, "disableQPSLimits": not opts.qps_limits}
     if opts.prometheus_port:
         options["prometheusPort"] = opts.prometheus_port
+    if opts.node_lease_seconds:
+        options["nodeLeaseDurationSeconds"] = opts.node_lease_seconds
     par = opts.kwok_parallelism
-    return [
+    return [*opts.kwok_stages,
         {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokctlConfiguration", "options": options,
          "componentsPatches": [{"name": c, "extraEnvs": [{"name": "GOGC", "value": str(opts.gogc)}]}
                                for c in ("kube-apiserver", "etcd")] if opts.gogc else []},

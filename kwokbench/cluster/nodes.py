@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from kwokbench.cluster.api import Api, gather_limited
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.errors import ApiError, ClusterError
@@ -92,17 +94,20 @@ async def create_nodes(creds: Credentials, groups: list[NodeGroup], timeout: flo
 
 
 async def wait_service_account(creds: Credentials, namespace: str = "default", timeout: float = 60.0) -> None:
-    """Pods are refused (403) until the controller-manager has created the namespace's default
-    ServiceAccount, a few seconds after the components report Ready."""
+    """Pods are refused (403) until the namespace's default ServiceAccount exists. The controller-manager
+    creates it a few seconds after the components report Ready; kwokbench creates it itself (kept if it
+    is there), so a cluster without controller-manager takes pods too."""
     deadline = time.monotonic() + timeout
+    body = orjson.dumps({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})
+    status = 0
     async with Api(creds) as api:
         while time.monotonic() < deadline:
-            status, _ = await api.raw("GET", f"/api/v1/namespaces/{namespace}/serviceaccounts/default")
-            if status == 200:
+            status, _ = await api.raw("POST", f"/api/v1/namespaces/{namespace}/serviceaccounts", body)
+            if status in (201, 409):
                 return
             await asyncio.sleep(0.2)
-    raise ClusterError(f"the default ServiceAccount of namespace {namespace!r} did not appear within {timeout:.0f}s "
-                       "(is kube-controller-manager running?)")
+    raise ClusterError(f"the default ServiceAccount of namespace {namespace!r} could not be created within "
+                       f"{timeout:.0f}s (HTTP {status})")
 
 
 def _post_job(api: Api, path: str, body: bytes, name: str) -> Callable[[], Any]:

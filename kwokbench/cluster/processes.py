@@ -210,3 +210,32 @@ def record(cluster_dir: Path, component: str, pid: int) -> None:
     tmp = d / f"{component}.tmp"
     tmp.write_text(str(pid))
     tmp.replace(d / f"{component}.pid")
+
+
+def usable_cpus() -> list[int]:
+    return sorted(os.sched_getaffinity(0))
+
+
+def pin(proc: psutil.Process, cpus: list[int]) -> None:
+    """Set the CPU affinity of every thread of ``proc`` (Linux affinity is per thread; threads created
+    later inherit their creator's)."""
+    for t in proc.threads():
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(t.id, cpus)
+
+
+def pin_components(cluster_dir: Path, scheduler: set[str], cpus: list[int]) -> dict[str, list[int]]:
+    """Pin the components named in ``scheduler`` to ``cpus[:1]`` and every other component of the
+    cluster to ``cpus[1:]``; returns component → CPUs (empty with fewer than two CPUs)."""
+    if len(cpus) < 2:
+        return {}
+    out = {}
+    for comp, known in from_pid_files(cluster_dir)[0].items():
+        p, _ = known.process(cluster_dir)
+        if p is None:
+            continue
+        target = cpus[:1] if comp in scheduler else cpus[1:]
+        with contextlib.suppress(psutil.Error):
+            pin(p, target)
+            out[comp] = target
+    return out
