@@ -17,6 +17,7 @@ from kwokbench.acceptance import add_counter_rates
 from kwokbench.bottleneck import limited_by
 from kwokbench.ceiling import ceiling_section, cpu_shares
 from kwokbench.chaos import pods_lost, rate_from_pods, recovery, rescheduling
+from kwokbench.jobs import jobs
 from kwokbench.metrics.derive import create_rates, derive
 from kwokbench.metrics.scrape import PROCS, SCRAPES
 from kwokbench.placement import placement
@@ -27,6 +28,7 @@ from kwokbench.store import (
     EXTENDER,
     FAILED_SCHEDULING,
     HOST,
+    KUEUE_WORKLOADS,
     METRICS,
     NODES,
     PROMETHEUS,
@@ -72,6 +74,10 @@ def analyse(run_dir: Path, write: bool = True) -> dict[str, Any]:
     if nodes_file.exists() and failed is not None:
         summary["placement"] = placement(with_columns(pods, PLACEMENT_COLUMNS), pd.read_parquet(nodes_file), phases,
                                          failed["messages"], served_scheduler_names(meta))
+    if any(p.get("kind") == "Job" for p in phases):
+        wl = pd.read_parquet(run_dir / KUEUE_WORKLOADS) if (run_dir / KUEUE_WORKLOADS).exists() else None
+        summary["jobs"] = jobs(with_columns(pods, PLACEMENT_COLUMNS), requests, phases, str(meta.get("run_label", "")),
+                               wl)
     extender = read_doc(run_dir, EXTENDER)
     if extender:
         summary["extender"] = {k: v for k, v in extender.items() if k not in ("format_version", "migrated_from")}

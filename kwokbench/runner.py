@@ -25,12 +25,22 @@ import pandas as pd
 from kwokbench import measure
 from kwokbench.analyse import analyse
 from kwokbench.chaos import COMPONENT
-from kwokbench.cluster import ClusterInfo, ClusterOptions, Kwokctl, NodeGroup, attach, bring_up, processes, watchdog
+from kwokbench.cluster import (
+    ClusterInfo,
+    ClusterOptions,
+    Kwokctl,
+    NodeGroup,
+    attach,
+    bring_up,
+    kueue,
+    processes,
+    watchdog,
+)
 from kwokbench.cluster import schedulers as own_schedulers
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.attach import AttachedCluster
 from kwokbench.cluster.extender import ExtenderProcess
-from kwokbench.cluster.kwokctl import free_port, scheduler_client_limits, scheduler_config_document
+from kwokbench.cluster.kwokctl import free_port, home_dir, scheduler_client_limits, scheduler_config_document
 from kwokbench.cluster.nodes import wait_service_account
 from kwokbench.cluster.objects import apply_crds, create_all
 from kwokbench.errors import ClusterError, KwokbenchError, ScenarioError
@@ -106,16 +116,25 @@ def _factories(scenario: Scenario, base: Path, run_label: str, attached: Attache
     and its pods are pinned to the attachment's fake nodes. Pods get the schedulerName of the variant
     owning them (:func:`pod_scheduler_names`)."""
     out = []
+    queued = scenario.cluster.kueue is not None and (variant is None or variant.kueue)
     for w in scenario.workloads:
+        to_queue = queued and w.queue is not None
         # the run label in every name: a reused cluster may still hold the objects of earlier runs
         f = ManifestFactory(resolve_template(w.template, base), w.params, f"{w.name}-{run_label}",
                             labels={RUN_LABEL: run_label, WORKLOAD_LABEL: w.name,
+                                    **({kueue.QUEUE_LABEL: w.queue} if to_queue and w.queue else {}),
                                     **(attached.labels if attached else {})},
+                            suspend=to_queue,
+                            pod_annotations={kueue.COMPLETE_DELAY_ANNOTATION: w.complete_after}
+                            if w.complete_after else {},
                             gang_size=w.gang.size if w.gang else 0,
                             node_selector=attached.labels if attached else {},
                             scheduler_names=pod_scheduler_names(scenario, w, variant))
         if f.pods_per_object() == 0:
             raise ScenarioError(f"workload {w.name}: template {w.template} makes a {f.kind}, not a Pod or Job")
+        if (w.queue or w.complete_after) and f.kind != "Job":
+            raise ScenarioError(f"workload {w.name}: queue and complete_after apply to Jobs, template {w.template} "
+                                f"makes a {f.kind}")
         if f.kind != "Pod" and not scenario.cluster.controller_manager:
             raise ScenarioError(f"workload {w.name}: a {f.kind}'s pods are made by kube-controller-manager, which "
                                 "cluster.controller_manager: false turns off")
@@ -188,6 +207,7 @@ def fairness_manifest(scenario: Scenario, variant: SchedulerSpec, opts: ClusterO
         "pod_lifecycle": scenario.cluster.pod_lifecycle,
         "node_lease_seconds": opts.node_lease_seconds,
         "pin_scheduler": opts.pin_scheduler,
+        "kueue": scenario.cluster.kueue.model_dump(mode="json") if scenario.cluster.kueue and variant.kueue else None,
         "extra_args": [*scenario.cluster.extra_args, *[f"kube-scheduler={a}" for a in variant.extra_args]],
         "scheduler_config": variant.config,
         "scheduler_binary": variant.binary,
@@ -308,6 +328,8 @@ def cluster_options(scenario: Scenario, base: Path, variant: SchedulerSpec, name
                     *([] if scenario.cluster.controller_manager
                       else ["kube-apiserver=disable-admission-plugins=TaintNodesByCondition"])],
         disable=[] if scenario.cluster.controller_manager else ["kube-controller-manager"],
+        kwok_configs=[kueue.write_stage_config(home_dir() / "configs" / "kwok-complete-after.yaml")]
+        if any(w.complete_after for w in scenario.workloads) else [],
         kwok_stages=kwok_stages(tc, scenario.cluster.pod_lifecycle),
         node_lease_seconds=scenario.cluster.node_lease_seconds, pin_scheduler=scenario.cluster.pin_scheduler)
 
@@ -374,6 +396,10 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
         if any(w.gang for w in scenario.workloads) and opts.cluster:
             asyncio.run(apply_crds(info.credentials(), k.toolchain.scheduler_plugins_crds()))
         started_schedulers = _start_own(own, info, scenario, base, k, binaries or {}, rep)
+        kueue_run = None
+        if scenario.cluster.kueue is not None and variant.kueue and not scenario.concurrent_schedulers:
+            kueue_run = _start_kueue(info, scenario, rep)
+            rundir.update_meta(kueue=kueue_run)
         if copts.pin_scheduler and isinstance(info, ClusterInfo):
             owners = {"kube-scheduler", *(s["component"] for s in started_schedulers)}
             pinned = processes.pin_components(info.dir, owners, cpus)
@@ -388,7 +414,8 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
         ctx = RunContext(rundir.path, scenario, run_label, info, k, rep, attached, created_cluster=not opts.cluster,
                          scrape_interval=opts.scrape_interval, prometheus_port=copts.prometheus_port,
                          profile=opts.profile, schedulers=started_schedulers,
-                         extras={"reused_cluster": bool(opts.cluster) and attached is None})
+                         extras={"reused_cluster": bool(opts.cluster) and attached is None,
+                                 "kueue": kueue_run is not None})
         for m in measure.for_run(ctx, extender.url if extender else None):
             started.append(m)
             m.start(ctx)
@@ -443,9 +470,35 @@ def _start_own(own: list[SchedulerSpec], info: AnyCluster, scenario: Scenario, b
         return own_schedulers.start_all(launches, info, manifests)
 
 
+def _start_kueue(info: AnyCluster, scenario: Scenario, rep: Reporter) -> dict[str, Any]:
+    """Kueue for the run: built on first use, CRDs installed, process started (a component of the cluster,
+    stopped with it), the scenario's flavors and queues created and Active."""
+    from kwokbench.toolchain import kueue as kueue_toolchain
+
+    if not isinstance(info, ClusterInfo):
+        raise ScenarioError("cluster.kueue: kwokbench starts Kueue only on clusters it creates")
+    spec = scenario.cluster.kueue
+    assert spec is not None
+    binary = kueue_toolchain.build_kueue(rep)
+    with rep.status(f"starting Kueue {kueue_toolchain.KUEUE_VERSION}"):
+        asyncio.run(kueue.install(info.credentials(), kueue_toolchain.kueue_crds()))
+        proc = kueue.start_kueue(info.dir, info.kubeconfig, binary, free_port())
+        ready = kueue.wait_ready(proc)
+        objs = [kueue.resource_flavor(f) for f in sorted({c.flavor for c in spec.cluster_queues})]
+        objs += [kueue.cluster_queue(c.name, c.flavor, dict(c.quota), queueing_strategy=c.queueing_strategy)
+                 for c in spec.cluster_queues]
+        objs += [kueue.local_queue(q.name, q.cluster_queue, q.namespace) for q in spec.local_queues]
+        asyncio.run(kueue.create_objects(info.credentials(), objs))
+        asyncio.run(kueue.wait_active(info.credentials(), [c.name for c in spec.cluster_queues]))
+    return {"version": kueue_toolchain.KUEUE_VERSION, "pid": proc.pid, "ready_seconds": ready - proc.started,
+            "log": str(proc.log)}
+
+
 def _check_attached(attached: AttachedCluster | None, scenario: Scenario, opts: RunOptions) -> None:
     if attached is None:
         return
+    if scenario.cluster.kueue is not None:
+        raise ScenarioError(f"--cluster {opts.cluster} is an attached cluster: kwokbench does not start Kueue there")
     if any(v.command for v in scenario.schedulers if not opts.variants or v.name in opts.variants):
         raise ScenarioError(f"--cluster {opts.cluster} is an attached cluster: kwokbench does not start schedulers "
                             "there; drop command and keep scheduler_name to select one already running")

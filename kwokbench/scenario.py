@@ -33,6 +33,35 @@ class NodeGroupSpec(_Model):
         "Template variables, e.g. cpu, memory, pods, gpus, labels, taints for the builtin node template."))
 
 
+class ClusterQueueSpec(_Model):
+    name: str = Field(pattern=DNS_LABEL, max_length=60, description="ClusterQueue name.")
+    quota: dict[str, str | int] = Field(min_length=1, description=(
+        "Nominal quota per resource of the queue's flavor, e.g. {cpu: 100, memory: 400Gi}."))
+    flavor: str = Field("default-flavor", pattern=DNS_LABEL, description="Its ResourceFlavor (created if missing).")
+    queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = Field("BestEffortFIFO", description=(
+        "Kueue's queueing strategy."))
+
+
+class LocalQueueSpec(_Model):
+    name: str = Field(pattern=DNS_LABEL, max_length=60, description="LocalQueue name (a workload's `queue`).")
+    namespace: str = Field("default", pattern=DNS_LABEL, description="Its namespace (the workloads' namespace).")
+    cluster_queue: str = Field(description="The ClusterQueue it feeds.")
+
+
+class KueueSpec(_Model):
+    cluster_queues: list[ClusterQueueSpec] = Field(min_length=1, description="ClusterQueues (with their quota).")
+    local_queues: list[LocalQueueSpec] = Field(min_length=1, description="LocalQueues workloads submit to.")
+
+    @model_validator(mode="after")
+    def _refs(self) -> KueueSpec:
+        cqs = {c.name for c in self.cluster_queues}
+        for lq in self.local_queues:
+            if lq.cluster_queue not in cqs:
+                raise ValueError(f"local queue {lq.name}: no cluster queue {lq.cluster_queue!r} "
+                                 f"(have: {', '.join(sorted(cqs))})")
+        return self
+
+
 class ClusterSpec(_Model):
     node_groups: list[NodeGroupSpec] = Field(min_length=1, description="Fake node groups to create.")
     qps_limits: bool = Field(False, description=(
@@ -54,6 +83,10 @@ class ClusterSpec(_Model):
     node_lease_seconds: int | None = Field(None, ge=10, le=86400, description=(
         "kwok's node lease duration (renewed every quarter of it, for every node); default kwokctl's. With "
         "controller_manager off nothing reads leases, so a long one only saves apiserver and etcd writes."))
+    kueue: KueueSpec | None = Field(None, description=(
+        "Run Kueue (sigs.k8s.io/kueue, built from Go modules on first use) with these queues; workloads with a "
+        "`queue` are submitted to it as suspended Jobs labelled kueue.x-k8s.io/queue-name. Runs without "
+        "webhooks (kwokctl clusters have no Service networking): what they would default is set on the Job."))
     pin_scheduler: bool = Field(False, description=(
         "Pin the scheduler(s) to CPU 0 and every other component to the remaining CPUs (Linux affinity), so "
         "the scheduler does not share a core with the apiserver."))
@@ -100,6 +133,9 @@ class SchedulerSpec(_Model):
         "build-wasm` and handed to the `Wasm` host plugin as its pluginConfig `guestURL`. The variant's `binary` "
         "is the host plugin's directory (plugins/wasm) and its `config` enables `Wasm`; a changed guest is "
         "rebuilt in seconds, never the scheduler."))
+    kueue: bool = Field(True, description=(
+        "With cluster.kueue: run this variant's Jobs through Kueue (default), or false to submit the very same "
+        "Jobs straight to the scheduler (no Kueue, not suspended) — the kueue-vs-direct baseline."))
     scheduler_name: str | None = Field(None, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=63,
                                        description=(
         "spec.schedulerName written into every pod this variant owns (default: default-scheduler). A "
@@ -199,6 +235,12 @@ class WorkloadSpec(_Model):
     wait_for: WaitFor = Field("scheduled", description=(
         "What every pod of this phase must reach before the next phase starts."))
     timeout_seconds: float = Field(300, gt=0, description="How long to wait for wait_for after the last create.")
+    queue: str | None = Field(None, description=(
+        "A Kueue LocalQueue (cluster.kueue) in this phase's namespace: its Jobs are created suspended with the "
+        "queue-name label, and Kueue admits them within quota. Job templates only."))
+    complete_after: str | None = Field(None, pattern=r"^\d+(\.\d+)?(ms|s|m|h)$", description=(
+        "Job pods run this long once Running (a Go duration, e.g. 30s) before kwok completes them (by default "
+        "kwok completes a Job's pods at once); sets annotation kwokbench.io/complete-after."))
     scheduler: str | None = Field(None, description=(
         "With concurrent_schedulers: the variant owning every pod of this phase (default: pods are dealt to the "
         "variants in turn, pod i to variant i mod n)."))
@@ -263,6 +305,25 @@ class Scenario(_Model):
             nodes = [e.action for e in self.chaos if e.action in ("nodes-not-ready", "restart-controller-manager")]
             if nodes:
                 raise ValueError(f"chaos {nodes[0]} needs kube-controller-manager (cluster.controller_manager: false)")
+        return self
+
+    @model_validator(mode="after")
+    def _queues(self) -> Scenario:
+        kueue = self.cluster.kueue
+        for i, w in enumerate(self.workloads):
+            if w.queue is None:
+                continue
+            if kueue is None:
+                raise ValueError(f"workloads.{i}.queue: needs cluster.kueue")
+            have = {(q.name, q.namespace) for q in kueue.local_queues}
+            if (w.queue, w.namespace) not in have:
+                raise ValueError(f"workloads.{i}.queue: no local queue {w.queue!r} in namespace {w.namespace!r} "
+                                 f"(have: {', '.join(f'{n} in {ns}' for n, ns in sorted(have))})")
+        if kueue is not None and not self.cluster.controller_manager:
+            raise ValueError("cluster.kueue admits Jobs, whose pods kube-controller-manager makes: "
+                             "cluster.controller_manager must be on")
+        if kueue is not None and self.concurrent_schedulers:
+            raise ValueError("cluster.kueue and concurrent_schedulers cannot be combined")
         return self
 
     @model_validator(mode="after")

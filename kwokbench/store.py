@@ -31,6 +31,8 @@ META, SUMMARY, PODS, REQUESTS = "meta.json", "summary.json", "pods.parquet", "re
 BINDING_RATE = "binding_rate.parquet"
 METRICS = "metrics.parquet"
 NODES = "nodes.parquet"
+KUEUE_WORKLOADS = "kueue_workloads.parquet"
+"""Kueue Workloads of the run: when each was seen, got quota, was admitted and finished."""
 """Nodes at the end of the run (allocatable CPU/GPUs/pods), for placement quality."""
 WATCH, SCRAPE_STATS, HOST, CHAOS = "watch.json", "scrape_stats.json", "host.json", "chaos.json"
 EXTENDER, FAILED_SCHEDULING, PROMETHEUS = "extender.json", "failed_scheduling.json", "prometheus.json"

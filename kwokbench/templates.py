@@ -152,6 +152,10 @@ class ManifestFactory:
     scheduler_names: Sequence[str] = ()
     """When given, object i's pods get ``spec.schedulerName`` ``scheduler_names[i % len]`` (the variant owning
     them when several schedulers share the cluster)."""
+    suspend: bool = False
+    """A Job is created suspended (Kueue unsuspends it on admission)."""
+    pod_annotations: Mapping[str, str] = field(default_factory=dict)
+    """Added to the pod's (or pod template's) annotations."""
     what: str = ""
     """What the objects are, for error messages (``node group cpu``, ``workload pods``); by default the
     node group (the ``group`` param of a Node), the workload (its kwokbench.io/workload label) or the template."""
@@ -233,6 +237,13 @@ class ManifestFactory:
             pod_spec = (spec.get("template") or {}).get("spec") if doc.get("kind") != "Pod" else spec
             if isinstance(pod_spec, dict):
                 pod_spec["nodeSelector"] = {**(pod_spec.get("nodeSelector") or {}), **self.node_selector}
+        if self.suspend and doc.get("kind") == "Job" and isinstance(doc.get("spec"), dict):
+            doc["spec"]["suspend"] = True
+        if self.pod_annotations:
+            spec = doc.get("spec") or {}
+            meta = (spec.get("template") or {}).get("metadata") if doc.get("kind") != "Pod" else doc.get("metadata")
+            if isinstance(meta, dict):
+                meta["annotations"] = {**(meta.get("annotations") or {}), **self.pod_annotations}
         if scheduler:
             spec = doc.get("spec") or {}
             pod_spec = (spec.get("template") or {}).get("spec") if doc.get("kind") != "Pod" else spec

@@ -75,6 +75,8 @@ class ClusterOptions:
     """kwok's node lease duration (kwokctl ``nodeLeaseDurationSeconds``); None: kwokctl's default."""
     pin_scheduler: bool = False
     """After start: kube-scheduler on CPU 0, the other components on the remaining CPUs."""
+    kwok_configs: list[Path] = field(default_factory=list)
+    """More kwok configuration files (e.g. a Stage completing Job pods after a delay), given with ``--config``."""
 
 
 @dataclass(frozen=True)
@@ -302,7 +304,8 @@ class Kwokctl:
             args += ["--extra-args", f"prometheus=storage.tsdb.path={self.cluster_dir(name) / 'prometheus-data'}"]
         for comp in opts.disable:
             args += ["--disable", comp]
-        for extra in [*_default_extra_args(), *opts.extra_args]:
+        kwok_configs = [f"kwok-controller=config={p}" for p in opts.kwok_configs]
+        for extra in [*_default_extra_args(), *opts.extra_args, *kwok_configs]:
             args += ["--extra-args", extra]
         try:
             parts = [c for c in ("etcd", "kube-apiserver", "controller-manager", "scheduler", "kwok")

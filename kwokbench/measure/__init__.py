@@ -83,6 +83,7 @@ def for_run(ctx: RunContext, extender_url: str | None = None) -> list[Measuremen
     from kwokbench.measure.cluster_state import ClusterState
     from kwokbench.measure.extender import ExtenderStats
     from kwokbench.measure.host import HostEvidence
+    from kwokbench.measure.kueue import KueueWorkloads
     from kwokbench.measure.profile import ComponentProfiles
     from kwokbench.measure.prometheus import PrometheusCrossCheck
     from kwokbench.measure.scrape import ComponentScrapes
@@ -94,6 +95,8 @@ def for_run(ctx: RunContext, extender_url: str | None = None) -> list[Measuremen
     if extender_url:
         out.append(ExtenderStats(extender_url))
     out.append(ClusterState())
+    if ctx.extras.get("kueue"):
+        out.append(KueueWorkloads())
     if ctx.prometheus_port and ctx.created_cluster:
         out.append(PrometheusCrossCheck())
     if ctx.scenario.chaos:

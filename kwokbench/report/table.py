@@ -63,6 +63,7 @@ def summary_rows(s: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
                      f"{ext['calls'].get('filter', 0)} / {ext['calls'].get('prioritize', 0)}, "
                      f"{secs / calls * 1000:.2f} ms" if calls else "0"])
     rows += placement_rows(s.get("placement") or {})
+    rows += job_rows(s.get("jobs"))
     chaos = s.get("chaos")
     if chaos:
         for e in chaos.get("events") or []:
@@ -163,6 +164,26 @@ def submit_rows(ph: dict[str, Any]) -> list[list[str]]:
     errors = ph.get("errors") or {}
     if errors:
         rows.append([f"submit {name}: errors", ", ".join(f"{k}: {v}" for k, v in errors.items())])
+    return rows
+
+
+def job_rows(js: list[dict[str, Any]] | None) -> list[list[str]]:
+    rows = []
+    for j in js or []:
+        rows.append([f"jobs {j['phase']}: all pods scheduled / finished; makespan",
+                     f"{j['jobs_all_pods_scheduled']} / {j['jobs_finished']} of {j['jobs']}; "
+                     f"{_f(j.get('makespan_seconds'), ' s')} (until {j.get('makespan_until')})"])
+        if "submit_to_admitted_seconds" in j:
+            a, b = j["submit_to_admitted_seconds"], j["admitted_to_all_scheduled_seconds"]
+            rows.append([f"jobs {j['phase']}: submit → admitted p50 / p99; admitted → pods scheduled p50 / p99",
+                         f"{_f(a.get('p50'), ' s', 2)} / {_f(a.get('p99'), ' s', 2)}; "
+                         f"{_f(b.get('p50'), ' s', 2)} / {_f(b.get('p99'), ' s', 2)}"])
+            rows.append([f"jobs {j['phase']}: Kueue queue depth max / mean",
+                         f"{j.get('queue_depth_max')} / {_f(j.get('queue_depth_mean'), '', 1)} workloads"])
+        elif "created_to_all_scheduled_seconds" in j:
+            c = j["created_to_all_scheduled_seconds"]
+            rows.append([f"jobs {j['phase']}: created → all pods scheduled p50 / p99",
+                         f"{_f(c.get('p50'), ' s', 2)} / {_f(c.get('p99'), ' s', 2)}"])
     return rows
 
 

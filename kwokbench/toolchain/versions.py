@@ -24,3 +24,6 @@ SCHEDULER_PLUGINS_KUBERNETES = "v1.35.4"
 
 MIN_GO = (1, 26)
 """kwok v0.8.0 and Kubernetes 1.36 declare ``go 1.26.0``."""
+
+KUEUE = "v0.19.2"
+"""sigs.k8s.io/kueue: the job-queueing controller (newest release; built on k8s.io/* v0.36, no replaces)."""
