@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,6 +65,7 @@ func benchVariants() []benchVariant {
 		{"wasm-fetch", bench("fetch"), nil},
 		{"wasm-gpufilter-nogc", gpufilterGuest, off},
 		{"wasm-gpufilter", gpufilterGuest, nil},
+		{"wasm-gpufilter-trusted", gpufilterGuest, nil},
 		{"wasm-alloc-nogc", bench("alloc"), off},
 		{"wasm-alloc", bench("alloc"), nil},
 	}
@@ -73,6 +75,7 @@ func benchPlugin(b *testing.B, v benchVariant) *Plugin {
 	a := testArgs(v.guest(b))
 	a.Env = v.env
 	a.CallTimeout = metav1.Duration{Duration: time.Second}
+	a.Trusted = strings.HasSuffix(v.name, "-trusted") // no per-call deadline (args.go)
 	return newTestPlugin(b, a)
 }
 
@@ -181,6 +184,13 @@ func BenchmarkBoundary(b *testing.B) {
 	b.Run("wazero-call/go-guest", func(b *testing.B) { direct(b, testGuest(b, "bench", "mode=empty")) })
 	b.Run("plugin-filter/go-guest", func(b *testing.B) {
 		p := newTestPlugin(b, testArgs(testGuest(b, "bench", "mode=empty")))
+		state := newState()
+		perCall(b, 1, func() { p.Filter(ctx, state, pod, ni) })
+	})
+	b.Run("plugin-filter/go-guest-trusted", func(b *testing.B) {
+		a := testArgs(testGuest(b, "bench", "mode=empty"))
+		a.Trusted = true
+		p := newTestPlugin(b, a)
 		state := newState()
 		perCall(b, 1, func() { p.Filter(ctx, state, pod, ni) })
 	})

@@ -3,6 +3,7 @@ package wasm
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -69,9 +70,20 @@ func gpuPod(workloadType string) *v1.Pod {
 var codes = map[string]fwk.Code{"Success": fwk.Success, "UnschedulableAndUnresolvable": fwk.UnschedulableAndUnresolvable}
 
 func TestGPUFilterGuestFilter(t *testing.T) {
-	p := newTestPlugin(t, testArgs(gpufilterGuest(t)))
+	for _, trusted := range []bool{false, true} { // a trusted guest (no deadline) answers the same
+		t.Run(fmt.Sprintf("trusted=%v", trusted), func(t *testing.T) { testGPUFilter(t, trusted) })
+	}
+}
+
+func testGPUFilter(t *testing.T, trusted bool) {
+	a := testArgs(gpufilterGuest(t))
+	a.Trusted = trusted
+	p := newTestPlugin(t, a)
 	if p.caps != capFilter|capScore || p.ScoreExtensions() != nil {
 		t.Fatalf("capabilities %b", p.caps)
+	}
+	if trusted && p.timeout != 0 {
+		t.Fatalf("a trusted guest has no call deadline, got %v", p.timeout)
 	}
 	for _, c := range loadGPUCases(t).Filter {
 		t.Run(c.Name, func(t *testing.T) {

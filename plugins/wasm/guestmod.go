@@ -71,6 +71,10 @@ var closeOnContextDone = true
 // tests, benchmarks) is compiled to machine code once.
 var compilationCache = wazero.NewCompilationCache()
 
+// trustedCompilationCache holds guests compiled without termination checks: wazero keys its in-memory
+// cache by module alone, so the two kinds of machine code must not share one.
+var trustedCompilationCache = wazero.NewCompilationCache()
+
 // guestModule is a compiled, validated guest and the runtime its instances live in.
 type guestModule struct {
 	rt       wazero.Runtime
@@ -83,10 +87,14 @@ type guestModule struct {
 // compileGuest compiles the module once and checks it against the ABI before any instance exists,
 // so a wrong guest fails the scheduler's start with one clear error.
 func compileGuest(ctx context.Context, wasm []byte, a Args) (*guestModule, error) {
+	cache := compilationCache
+	if a.Trusted || !closeOnContextDone {
+		cache = trustedCompilationCache
+	}
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
-		WithCloseOnContextDone(closeOnContextDone). // the per-call deadline stops a running guest
+		WithCloseOnContextDone(closeOnContextDone && !a.Trusted). // the per-call deadline stops a running guest
 		WithMemoryLimitPages(a.MemoryLimitPages).
-		WithCompilationCache(compilationCache))
+		WithCompilationCache(cache))
 	g := &guestModule{rt: rt, size: len(wasm)}
 	if err := g.setup(ctx, wasm, a); err != nil {
 		_ = rt.Close(ctx)

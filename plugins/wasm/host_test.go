@@ -154,9 +154,9 @@ func TestArgs(t *testing.T) {
 	}
 	a, err = decodeArgs(&runtime.Unknown{ContentType: runtime.ContentTypeYAML, Raw: []byte(
 		"apiVersion: kubescheduler.config.k8s.io/v1\nkind: WasmArgs\nguestURL: /g.wasm\nmemoryLimitPages: 256\n" +
-			"callTimeout: 20ms\npoolSize: 2\nenv: {GOGC: \"off\"}\n")})
+			"callTimeout: 20ms\npoolSize: 2\nenv: {GOGC: \"off\"}\ntrusted: true\n")})
 	if err != nil || a.MemoryLimitPages != 256 || a.CallTimeout.Duration != 20*time.Millisecond || a.PoolSize != 2 ||
-		a.Env["GOGC"] != "off" {
+		a.Env["GOGC"] != "off" || !a.Trusted {
 		t.Fatalf("yaml: %+v %v", a, err)
 	}
 	for raw, want := range map[string]string{

@@ -123,6 +123,11 @@ func (in *instance) call(e export, arg uint64, timeout time.Duration) (result ui
 	in.point, in.reason = e, ""
 	in.stderr.reset()
 	in.stack[0] = arg
+	if timeout <= 0 { // a trusted guest: no deadline
+		err = in.fns[e].CallWithStack(&in.ctx, in.stack[:])
+		in.cd, in.node, in.scores = nil, nil, nil
+		return in.stack[0], false, err
+	}
 	in.timer.Reset(timeout)
 	err = in.fns[e].CallWithStack(&in.ctx, in.stack[:])
 	fired = !in.timer.Stop()
