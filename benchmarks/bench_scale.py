@@ -10,7 +10,7 @@ completes with kwokbench's peak RSS < 1 GiB and `report` < 60 s.
 
     python benchmarks/bench_scale.py                       # 1k, 5k (10k pods each) and 10k nodes (100k pods)
     python benchmarks/bench_scale.py --points 1000:10000    # one point: nodes:pods
-    python benchmarks/bench_scale.py --skip-kwokctl        # no `kwokctl scale` comparison (211 s at 10k)
+    python benchmarks/bench_scale.py --skip-kwokctl        # no `kwokctl scale` comparison (default: up to 5k)
 """
 
 from __future__ import annotations
@@ -92,6 +92,8 @@ def main() -> None:
     ap.add_argument("--nodes", default="1000,5000,10000", help="node counts for the Ready-time part")
     ap.add_argument("--points", default="1000:10000,5000:10000,10000:100000", help="nodes:pods of the runs")
     ap.add_argument("--skip-kwokctl", action="store_true", help="skip the `kwokctl scale node` comparison")
+    ap.add_argument("--kwokctl-max", type=int, default=5000,
+                    help="compare with `kwokctl scale node` up to this many nodes (211 s at 10k here)")
     ap.add_argument("--skip-ready", action="store_true", help="skip the node-Ready part")
     args = ap.parse_args()
     tc = Toolchain()
@@ -104,7 +106,7 @@ def main() -> None:
             k = Kwokctl(tc, Path(home))
             for n in [int(x) for x in args.nodes.split(",")]:
                 kb = kwokbench_up(k, n)
-                kc = None if args.skip_kwokctl else kwokctl_scale(k, n)
+                kc = None if args.skip_kwokctl or n > args.kwokctl_max else kwokctl_scale(k, n)
                 ratio = f"{kc['ready'] / kb['ready']:.2f}x" if kc else "-"
                 kc_s = f"{kc['ready']:.1f}" if kc else "-"
                 print(f"{n:>6} {kb['ready']:>18.1f} {kc_s:>22} {ratio:>6}", flush=True)
