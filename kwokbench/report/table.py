@@ -217,6 +217,10 @@ def placement_rows(pl: dict[str, Any]) -> list[list[str]]:
         by = ", ".join(f"{k} {v}" for k, v in (over.get("pushed_over_by") or {}).items())
         rows.append(["nodes overcommitted (pushed over by)",
                      f"{over['nodes']} of {pl.get('utilisation', {}).get('nodes', '?')}" + (f" ({by})" if by else "")])
+        curve = over.get("fill_curve") or []
+        if over.get("nodes") and curve:
+            rows.append(["nodes overcommitted as the cluster filled (share of its CPU requested)",
+                         ", ".join(f"{c['fill']:.0%}: {c['overcommitted_nodes']}" for c in curve)])
     for name, st in (pl.get("schedulers") or {}).items():
         rows.append([f"scheduler {name}: bound / pods, latency p50 / p99",
                      f"{st['scheduled']} / {st['pods']}, {_f(st.get('latency_p50'), ' s', 3)} / "

@@ -131,3 +131,14 @@ def test_pending_names_a_scheduler_name_nobody_serves() -> None:
     out = pending(pods, msg, served={"default-scheduler"})
     assert out["reasons"] == {"no scheduler of this run serves schedulerName 'nobody'": 1, "Insufficient cpu": 1}
     assert "no FailedScheduling event" in pending(pods, {}, served=None)["reasons"]
+
+
+def test_console_rows_show_overcommit_and_its_growth() -> None:
+    from kwokbench.report.table import placement_rows
+
+    pods = _pods([("n1", 1.0, 1000, "a"), ("n1", 2.0, 1000, "b"), ("n1", 3.0, 1000, "b"), ("n2", 1.5, 1000, "a")])
+    pl = {"utilisation": {"nodes": 2}, "overcommit": overcommit(pods, NODES), "schedulers": per_scheduler(pods)}
+    rows = {r[0]: r[1] for r in placement_rows(pl)}
+    assert rows["nodes overcommitted (pushed over by)"] == "1 of 2 (b 1)"
+    assert rows["nodes overcommitted as the cluster filled (share of its CPU requested)"].endswith("100%: 1")
+    assert rows["scheduler a: bound / pods, latency p50 / p99"].startswith("2 / 2")
