@@ -204,6 +204,7 @@ def fairness_manifest(scenario: Scenario, variant: SchedulerSpec, opts: ClusterO
         "gogc_apiserver_etcd": opts.gogc,
         "kwok_parallelism": opts.kwok_parallelism,
         "controller_manager": "kube-controller-manager" not in opts.disable,
+        "new_nodes_tainted_not_ready": False,  # TaintNodesByCondition admission off (cluster/kwokctl.py)
         "pod_lifecycle": scenario.cluster.pod_lifecycle,
         "node_lease_seconds": opts.node_lease_seconds,
         "pin_scheduler": opts.pin_scheduler,
@@ -323,10 +324,7 @@ def cluster_options(scenario: Scenario, base: Path, variant: SchedulerSpec, name
         # for every variant, so the default scheduler meets the same objects as Coscheduling
         crds=tc.scheduler_plugins_crds() if any(w.gang for w in scenario.workloads) else [],
         prometheus_port=free_port() if scenario.cluster.prometheus else None,
-        extra_args=[*scenario.cluster.extra_args, *[f"kube-scheduler={a}" for a in variant.extra_args],
-                    # the apiserver taints every new node not-ready; only controller-manager lifts it
-                    *([] if scenario.cluster.controller_manager
-                      else ["kube-apiserver=disable-admission-plugins=TaintNodesByCondition"])],
+        extra_args=[*scenario.cluster.extra_args, *[f"kube-scheduler={a}" for a in variant.extra_args]],
         disable=[] if scenario.cluster.controller_manager else ["kube-controller-manager"],
         kwok_configs=[kueue.write_stage_config(home_dir() / "configs" / "kwok-complete-after.yaml")]
         if any(w.complete_after for w in scenario.workloads) else [],

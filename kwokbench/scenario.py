@@ -74,8 +74,8 @@ class ClusterSpec(_Model):
         "kwokctl --extra-args entries, component=key=value (e.g. kube-apiserver=v=2)."))
     controller_manager: bool = Field(True, description=(
         "Run kube-controller-manager. A scenario of bare pods needs none of it (kwokbench creates each "
-        "namespace's default ServiceAccount itself), and off it spends no CPU on every pod event; Jobs and "
-        "chaos node actions need it."))
+        "namespace's default ServiceAccount itself), and off it spends no CPU on pod and node events; Jobs, "
+        "Kueue and chaos node actions need it."))
     pod_lifecycle: Literal["running", "none"] = Field("running", description=(
         "What kwok does with a bound pod: `running` (kwok's pod stages: Running, a Job's pods complete) or "
         "`none` (it stays Pending on its node: one status write per pod less for apiserver, etcd and kwok; "
