@@ -243,8 +243,11 @@ FROM_VARIANT: dict[str, tuple[str, ...]] = {
     "scheduler_client_burst": ("client_qps", "client_burst"),
     "extra_args": ("extra_args",),
     "wasm_guest": ("wasm",),
+    "scheduler_name": ("scheduler_name",),
+    "scheduler_command": ("command",),
+    "kueue": ("kueue",),
 }
-UNDER_TEST = {"scheduler_binary_path", "wasm_guest_path"}
+UNDER_TEST = {"scheduler_binary_path", "wasm_guest_path", "scheduler_version"}
 """Fairness fields that identify the scheduler under test itself (a plugin's build differs between
 base and head by design)."""
 

@@ -326,3 +326,15 @@ def test_groups_that_did_not_receive_the_same_load_are_warned(tmp_path: Path) ->
     assert not [w for w in gate(base, same, []).warnings if "same load" in w]
     [w] = [w for w in gate(base, starved, []).warnings if "same load" in w]
     assert "99% of the offered rate in the baseline runs" in w and "38% in the candidate runs" in w
+
+
+def test_an_external_scheduler_variant_is_what_is_compared(tmp_path: Path) -> None:
+    a = _run(tmp_path, "a", 400, variant="stock")
+    b = _run(tmp_path, "b", 400, variant="yk")
+    a.meta["fairness"].update(scheduler_name="default-scheduler", scheduler_command=None)
+    b.meta["fairness"].update(scheduler_name="yunikorn", scheduler_command=["/opt/yk", "-kubeConfig={kubeconfig}"],
+                              scheduler_version={"yk": "v1.6"})
+    assert any("fairness.scheduler_name" in x for x in comparability([a, b]))  # not set by the variants
+    b.meta["variant"].update(scheduler_name="yunikorn", command=["/opt/yk", "-kubeConfig={kubeconfig}"])
+    w = comparability([a, b])
+    assert not any(f in x for x in w for f in ("scheduler_name", "scheduler_command", "scheduler_version")), w
