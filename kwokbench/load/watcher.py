@@ -160,10 +160,11 @@ def _watch_main(creds: Credentials, run_id: str, workloads: list[str], out: str,
         async with Api(creds, connections=4) as api:
             task = asyncio.create_task(api.watch("/api/v1/pods", handle, astop, on_error=on_error,
                                                  params={"labelSelector": f"{RUN_LABEL}={run_id}"}, synced=asynced))
-            await asynced.wait()
-            synced.set()
-            ppid = os.getppid()
+            # the parent is checked from the start: killed before the first list succeeded (its cluster
+            # torn down by the watchdog), this child would otherwise retry the list forever
             while not stop.is_set() and os.getppid() == ppid:  # parent killed: flush what we have
+                if asynced.is_set() and not synced.is_set():
+                    synced.set()
                 view[:] = tl.counts
                 await asyncio.sleep(0.1)
             view[:] = tl.counts

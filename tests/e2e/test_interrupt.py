@@ -185,8 +185,15 @@ def _none_left(home: Path, timeout: float) -> dict[int, str]:
 
 
 def _kill_9_and_check(proc: subprocess.Popen[str], home: Path, out: Path) -> tuple[Path | None, str]:
-    """kill -9 the run; within 30 s no process of it is left, no cluster, and a stored run is interrupted."""
+    """kill -9 the run; within 30 s no process of it is left (its own children included: one holding
+    kwokbench's stdout would also keep this pipe open), no cluster, and a stored run is interrupted."""
+    children = {}
+    with contextlib.suppress(psutil.Error):
+        children = {c.pid: " ".join(c.cmdline())[-120:] for c in psutil.Process(proc.pid).children(recursive=True)}
     os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(30)
+    survivors = _gone({name: pid for pid, name in children.items()}, 30)
+    assert survivors == [], [children[p] for p in survivors]
     output, _ = proc.communicate(timeout=30)
     left = _none_left(home, 30)
     assert left == {}, f"left 30 s after kill -9: {left}\n{output}"
