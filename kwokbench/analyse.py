@@ -60,6 +60,15 @@ def served_scheduler_names(meta: dict[str, Any]) -> set[str] | None:
     return {str(name)} if name else None
 
 
+def kueue_cross_check(kueue: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Workloads admitted by Kueue's own counter against the Workload watch (1% apart at most)."""
+    metric = sum(kueue.get("admitted_workloads", {}).values())
+    watched = sum(j.get("jobs_admitted", 0) for j in jobs)
+    diff = abs(metric - watched) / max(watched, 1)
+    return {"admitted_from_metric": metric, "admitted_in_watch": watched, "relative_difference": diff,
+            "agrees": diff <= 0.01}
+
+
 def analyse(run_dir: Path, write: bool = True) -> dict[str, Any]:
     """The run's summary (and, with ``write``, summary.json and the derived series written)."""
     rd, stored = RunDir(run_dir), load_run(run_dir)
@@ -88,6 +97,8 @@ def analyse(run_dir: Path, write: bool = True) -> dict[str, Any]:
         section["scrapes"] = {k: v for k, v in (read_doc(run_dir, SCRAPE_STATS) or {}).items()
                               if k != "format_version"}
         summary.update(section)
+        if "kueue" in summary and summary.get("jobs"):
+            summary["kueue"]["cross_check"] = kueue_cross_check(summary["kueue"], summary["jobs"])
         add_counter_rates(summary["submit"], create_rates(series, summary["submit"], phases))
         if write:
             rd.write_frame(BINDING_RATE, rate)

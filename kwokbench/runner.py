@@ -394,9 +394,9 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
         if any(w.gang for w in scenario.workloads) and opts.cluster:
             asyncio.run(apply_crds(info.credentials(), k.toolchain.scheduler_plugins_crds()))
         started_schedulers = _start_own(own, info, scenario, base, k, binaries or {}, rep)
-        kueue_run = None
+        kueue_run, kueue_token = None, ""
         if scenario.cluster.kueue is not None and variant.kueue and not scenario.concurrent_schedulers:
-            kueue_run = _start_kueue(info, scenario, rep)
+            kueue_run, kueue_token = _start_kueue(info, scenario, rep)
             rundir.update_meta(kueue=kueue_run)
         if copts.pin_scheduler and isinstance(info, ClusterInfo):
             owners = {"kube-scheduler", *(s["component"] for s in started_schedulers)}
@@ -413,7 +413,9 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
                          scrape_interval=opts.scrape_interval, prometheus_port=copts.prometheus_port,
                          profile=opts.profile, schedulers=started_schedulers,
                          extras={"reused_cluster": bool(opts.cluster) and attached is None,
-                                 "kueue": kueue_run is not None})
+                                 "kueue": kueue_run is not None,
+                                 "kueue_metrics": kueue_run and {"url": kueue_run["metrics_url"],
+                                                                 "token": kueue_token}})
         for m in measure.for_run(ctx, extender.url if extender else None):
             started.append(m)
             m.start(ctx)
@@ -468,9 +470,10 @@ def _start_own(own: list[SchedulerSpec], info: AnyCluster, scenario: Scenario, b
         return own_schedulers.start_all(launches, info, manifests)
 
 
-def _start_kueue(info: AnyCluster, scenario: Scenario, rep: Reporter) -> dict[str, Any]:
+def _start_kueue(info: AnyCluster, scenario: Scenario, rep: Reporter) -> tuple[dict[str, Any], str]:
     """Kueue for the run: built on first use, CRDs installed, process started (a component of the cluster,
-    stopped with it), the scenario's flavors and queues created and Active."""
+    stopped with it), the scenario's flavors and queues created and Active. (What meta.json records, the
+    bearer token its /metrics wants: kept out of the run directory.)"""
     from kwokbench.toolchain import kueue as kueue_toolchain
 
     if not isinstance(info, ClusterInfo):
@@ -488,8 +491,10 @@ def _start_kueue(info: AnyCluster, scenario: Scenario, rep: Reporter) -> dict[st
         objs += [kueue.local_queue(q.name, q.cluster_queue, q.namespace) for q in spec.local_queues]
         asyncio.run(kueue.create_objects(info.credentials(), objs))
         asyncio.run(kueue.wait_active(info.credentials(), [c.name for c in spec.cluster_queues]))
-    return {"version": kueue_toolchain.KUEUE_VERSION, "pid": proc.pid, "ready_seconds": ready - proc.started,
-            "log": str(proc.log)}
+        token = asyncio.run(kueue.metrics_token(info.credentials()))
+    record = {"version": kueue_toolchain.KUEUE_VERSION, "pid": proc.pid, "ready_seconds": ready - proc.started,
+              "log": str(proc.log), "metrics_url": f"https://127.0.0.1:{proc.ports.metrics}/metrics"}
+    return record, token
 
 
 def _check_attached(attached: AttachedCluster | None, scenario: Scenario, opts: RunOptions) -> None:

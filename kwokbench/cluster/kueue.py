@@ -361,15 +361,11 @@ def start_kueue(cluster_dir: Path, kubeconfig: Path, binary: Path, metrics_port:
     tmp_link.replace(link)
 
     log = cluster_dir / "logs" / f"{COMPONENT}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
     argv = [str(link), f"--config={cfg}", f"--kubeconfig={kubeconfig}"]
     if log_level is not None:
         argv.append(f"--zap-log-level={log_level}")
-    with log.open("ab") as out:
-        popen = subprocess.Popen(argv, cwd=cluster_dir, stdout=out, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL, start_new_session=True)
+    popen = processes.spawn(cluster_dir, COMPONENT, argv, cluster_dir)
     started = time.time()
-    processes.record(cluster_dir, COMPONENT, popen.pid)
     create_time: float | None = None
     with contextlib.suppress(psutil.Error):
         create_time = psutil.Process(popen.pid).create_time()

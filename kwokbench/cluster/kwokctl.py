@@ -345,10 +345,7 @@ class Kwokctl:
             old.wait(10)
         stopped = time.time()
         time.sleep(down_seconds)
-        with (cluster_dir / "logs" / f"{component}.log").open("ab") as out:
-            new = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
-        processes.record(cluster_dir, component, new.pid)
+        new = processes.spawn(cluster_dir, component, cmd, cwd, env)
         started = time.time()
         port = {"kube-scheduler": info.scheduler_port, "kube-apiserver": info.apiserver_port,
                 "kube-controller-manager": info.controller_manager_port}[component]

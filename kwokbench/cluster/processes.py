@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -210,6 +211,20 @@ def record(cluster_dir: Path, component: str, pid: int) -> None:
     tmp = d / f"{component}.tmp"
     tmp.write_text(str(pid))
     tmp.replace(d / f"{component}.pid")
+
+
+def spawn(cluster_dir: Path, component: str, argv: list[str], cwd: Path | str,
+          env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start a process as one more component of the cluster, the way kwokctl starts its own: output
+    appended to ``logs/<component>.log``, its own session (Ctrl-C to kwokbench's group does not reach it),
+    pid recorded (:func:`record`). OSError when it cannot be started."""
+    log = cluster_dir / "logs" / f"{component}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    record(cluster_dir, component, proc.pid)
+    return proc
 
 
 def usable_cpus() -> list[int]:

@@ -174,17 +174,13 @@ def start(launch: Launch, info: ClusterInfo) -> dict[str, Any]:
 
     On failure the process is stopped and a one-line ClusterError says what happened."""
     log = info.dir / "logs" / f"{launch.component}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
     ver = version(launch.version_argv, launch.workdir)
     t0 = time.time()
     try:
-        with log.open("ab") as out:
-            proc = subprocess.Popen(launch.argv, cwd=launch.workdir, stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = processes.spawn(info.dir, launch.component, launch.argv, launch.workdir)
     except OSError as e:
         raise ClusterError(f"scheduler {launch.variant}: cannot start {launch.argv[0]!r}: "
                            f"{e.strerror or e}") from e
-    processes.record(info.dir, launch.component, proc.pid)
     creds = info.credentials()
     deadline = t0 + launch.ready_timeout
     ready = None

@@ -1,9 +1,11 @@
 """CPU profiles of control-plane components over the measured window (``kwokbench run --profile NAME``).
 
 Each named component's ``/debug/pprof/profile?seconds=N`` is fetched, from the first phase on, on the port
-and with the credentials its ``/metrics`` is scraped with (:func:`kwokbench.metrics.scrape.cluster_endpoints`):
+and with the credentials its ``/metrics`` is scraped with (:func:`kwokbench.measure.scrape.endpoints`):
 kube-scheduler, kube-controller-manager and kube-apiserver serve pprof with profiling on by default, the
-admin client certificate is authorised for it. N is the first phase's expected duration plus the lead before
+admin client certificate is authorised for it. A scheduler kwokbench started itself (``binary: external``,
+or several side by side: ``scheduler`` then profiles each) is asked on its metrics port; one that serves
+no pprof there gets its error recorded. N is the first phase's expected duration plus the lead before
 its first request, at most :data:`MAX_SECONDS`. The profile is stored as it came,
 ``profiles/<component>.pb.gz`` (read it with ``go tool pprof``); ``profiles/profiles.json`` says what was
 asked and what failed. The analysis reads the top functions from it (:mod:`kwokbench.pprof`).
@@ -25,7 +27,9 @@ from typing import Any
 from kwokbench.errors import ScenarioError
 from kwokbench.load.pacer import schedule
 from kwokbench.measure import RunContext
-from kwokbench.metrics.scrape import Endpoint, cluster_endpoints
+from kwokbench.measure.scrape import endpoints as scraped_endpoints
+from kwokbench.metrics.derive import OWN_PREFIX
+from kwokbench.metrics.scrape import Endpoint
 from kwokbench.pprof import FORMAT_VERSION, INDEX, PROFILES
 from kwokbench.scenario import Scenario
 from kwokbench.store import RunDir, _atomic_write
@@ -96,7 +100,12 @@ class ComponentProfiles:
     def start(self, ctx: RunContext) -> None:
         self._run_dir = ctx.run_dir
         self._seconds = profile_seconds(ctx.scenario)
-        endpoints = {e.component: e for e in cluster_endpoints(ctx.cluster)}
+        endpoints = {e.component: e for e in scraped_endpoints(ctx)}
+        # "scheduler" in a run whose schedulers kwokbench started itself, side by side: each of them
+        if "kube-scheduler" in self.components and "kube-scheduler" not in endpoints:
+            own = [c for c in endpoints if c.startswith(OWN_PREFIX)]
+            at = self.components.index("kube-scheduler")
+            self.components[at:at + 1] = own or ["kube-scheduler"]
         (ctx.run_dir / PROFILES).mkdir(exist_ok=True)
         self._started = time.time()
         for comp in self.components:

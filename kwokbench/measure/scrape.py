@@ -32,11 +32,16 @@ class ComponentScrapes(Recorder):
 
 def endpoints(ctx: RunContext) -> list[Endpoint]:
     """The cluster's components; when kwokbench started the schedulers itself (kwokctl's kube-scheduler
-    then does not run), each of those that has a metrics endpoint instead."""
-    if not ctx.schedulers:
-        return cluster_endpoints(ctx.cluster)
-    creds = ctx.cluster.credentials()
-    insecure = Credentials("", None, creds.cert_file, creds.key_file, insecure=True)
-    own = [Endpoint(s["component"], s["metrics_url"], insecure if s["metrics_url"].startswith("https") else None)
-           for s in ctx.schedulers if s.get("metrics_url")]
-    return [*(e for e in cluster_endpoints(ctx.cluster) if e.component != "kube-scheduler"), *own]
+    then does not run), each of those that has a metrics endpoint instead; Kueue's, with its token."""
+    out = cluster_endpoints(ctx.cluster)
+    if ctx.schedulers:
+        creds = ctx.cluster.credentials()
+        insecure = Credentials("", None, creds.cert_file, creds.key_file, insecure=True)
+        out = [e for e in out if e.component != "kube-scheduler"]
+        out += [Endpoint(s["component"], s["metrics_url"], insecure if s["metrics_url"].startswith("https") else None)
+                for s in ctx.schedulers if s.get("metrics_url")]
+    kueue = ctx.extras.get("kueue_metrics")
+    if kueue:  # self-signed serving certificate; a ServiceAccount token is what it authenticates
+        out.append(Endpoint("kueue", kueue["url"], Credentials("", None, None, None, token=kueue["token"],
+                                                               insecure=True)))
+    return out

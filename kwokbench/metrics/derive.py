@@ -41,6 +41,13 @@ KEEP: dict[str, dict[str, Any]] = {
         "rest_client_rate_limiter_duration_seconds": None,
     },
     "kwok-controller": {},
+    "kueue": {
+        "kueue_admission_attempts_total": None,
+        "kueue_admission_attempt_duration_seconds": None,
+        "kueue_admission_wait_time_seconds": None,
+        "kueue_admitted_workloads_total": None,
+        "kueue_pending_workloads": None,
+    },
 }
 OWN_PREFIX = "scheduler-"
 """Components named so are schedulers kwokbench started itself when several share a cluster: their
@@ -325,7 +332,32 @@ def derive(run_dir: Path, pods: pd.DataFrame,
                 series, c, "scheduler_scheduling_attempt_duration_seconds", result="scheduled"),
             "cpu_seconds": (out["processes"].get(c) or {}).get("cpu_seconds"),
             "metrics": bool(len(series)) and bool((series["component"] == c).any())} for c in own}
+    if len(series) and (series["component"] == "kueue").any():
+        out["kueue"] = kueue_section(series, out["processes"].get("kueue") or {})
     win_s = (window[1] - window[0]) if window else 0.0
     out["labels"] = client_bound(series, rate, client_qps, win_s)
     rate_frame = pd.DataFrame(rate.get("series", {"t": [], "rate": []}))
     return rate_frame, series, out
+
+
+def kueue_section(series: pd.DataFrame, proc: dict[str, Any]) -> dict[str, Any]:
+    """Kueue's own account of the run from its /metrics: admission cycles (each may admit several
+    Workloads) and their duration, Workloads admitted and their wait (created or requeued → admitted)
+    per ClusterQueue, the pending peak per ClusterQueue, and its CPU."""
+    pending = _select(series, "kueue", "kueue_pending_workloads")
+    pending_max: dict[str, float] = {}
+    if len(pending):
+        cq = pending["labels"].map(lambda x: json.loads(x).get("cluster_queue", ""))
+        pending_max = {str(q): float(v) for q, v in pending.assign(cq=cq).groupby(["cq", "t"])["value"].sum()
+                       .groupby(level=0).max().items()}
+    return {
+        "admission_attempts": counter_increase(series, "kueue", "kueue_admission_attempts_total", by="result"),
+        "admission_attempt_duration_seconds": histogram_quantiles(
+            series, "kueue", "kueue_admission_attempt_duration_seconds", result="success"),
+        "admitted_workloads": counter_increase(series, "kueue", "kueue_admitted_workloads_total", by="cluster_queue"),
+        "admission_wait_time_seconds": histogram_quantiles(
+            series, "kueue", "kueue_admission_wait_time_seconds", group_by="cluster_queue"),
+        "pending_workloads_max": pending_max,
+        "cpu_seconds": proc.get("cpu_seconds"),
+        "cpu_seconds_window": proc.get("cpu_seconds_window"),
+    }

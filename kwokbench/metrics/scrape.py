@@ -36,7 +36,7 @@ class Endpoint:
     component: str
     url: str
     creds: Credentials | None
-    """Client certificate to present (None: plain HTTP)."""
+    """Client certificate (or bearer token) to present (None: plain HTTP)."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,8 @@ def _scrape_main(endpoints: list[Endpoint], pids: dict[str, int], out: str, inte
             if e.creds is not None:
                 ssl = e.creds.ssl_context()
             sessions[e.component] = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ssl, limit=1),
-                                                          timeout=aiohttp.ClientTimeout(total=10))
+                                                          timeout=aiohttp.ClientTimeout(total=10),
+                                                          headers=e.creds.headers() if e.creds else None)
 
         async def one(e: Endpoint) -> None:
             t = time.time()

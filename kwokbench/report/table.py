@@ -13,6 +13,10 @@ def _f(v: Any, unit: str = "", digits: int = 1) -> str:
     return f"{v}{unit}"
 
 
+def _ms_f(v: float | None) -> float | None:
+    return None if v is None else v * 1000
+
+
 def _ms(v: Any) -> str:
     return "-" if v is None else f"{v * 1000:.0f} ms"
 
@@ -64,6 +68,7 @@ def summary_rows(s: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
                      f"{secs / calls * 1000:.2f} ms" if calls else "0"])
     rows += placement_rows(s.get("placement") or {})
     rows += job_rows(s.get("jobs"))
+    rows += kueue_rows(s.get("kueue"))
     chaos = s.get("chaos")
     if chaos:
         for e in chaos.get("events") or []:
@@ -184,6 +189,29 @@ def job_rows(js: list[dict[str, Any]] | None) -> list[list[str]]:
             c = j["created_to_all_scheduled_seconds"]
             rows.append([f"jobs {j['phase']}: created → all pods scheduled p50 / p99",
                          f"{_f(c.get('p50'), ' s', 2)} / {_f(c.get('p99'), ' s', 2)}"])
+    return rows
+
+
+def kueue_rows(k: dict[str, Any] | None) -> list[list[str]]:
+    """Kueue's own metrics: its admission cycles, admitted Workloads and their wait, its CPU."""
+    if not k:
+        return []
+    attempts, cycle = k.get("admission_attempts") or {}, k.get("admission_attempt_duration_seconds") or {}
+    rows = [["Kueue admission cycles (success / inadmissible), duration mean / p99",
+             f"{attempts.get('success', 0):.0f} / {attempts.get('inadmissible', 0):.0f}, "
+             f"{_f(_ms_f(cycle.get('mean')), ' ms', 2)} / {_ms(cycle.get('p99'))}"]]
+    for cq, w in (k.get("admission_wait_time_seconds") or {}).items():
+        # its buckets double (1 s, 2 s, 4 s, …): the mean is exact, the quantiles are coarse
+        rows.append([f"Kueue {cq}: admitted; wait mean / p99 (its metric)",
+                     f"{(k.get('admitted_workloads') or {}).get(cq, 0):.0f}; "
+                     f"{_f(w.get('mean'), ' s', 2)} / {_f(w.get('p99'), ' s', 1)}"])
+    cc = k.get("cross_check")
+    if cc:
+        rows.append(["Kueue admitted: its counter / Workload watch",
+                     f"{cc['admitted_from_metric']:.0f} / {cc['admitted_in_watch']}"
+                     + ("" if cc["agrees"] else "  DISAGREE")])
+    if k.get("cpu_seconds") is not None:
+        rows.append(["Kueue CPU", _f(k["cpu_seconds"], " s", 2)])
     return rows
 
 

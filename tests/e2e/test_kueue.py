@@ -32,6 +32,16 @@ def test_kueue_admits_within_quota_and_holds_the_rest(tmp_path: Path) -> None:
     assert jq["admitted_to_all_scheduled_seconds"]["p50"] < 5, jq
     wl = q.path / KUEUE_WORKLOADS
     assert wl.exists()
+    # Kueue's own /metrics (bearer token of a ServiceAccount made for it) agree with the Workload watch
+    k = q.summary["kueue"]  # type: ignore[index]
+    assert k["cross_check"]["admitted_from_metric"] == 9 and k["cross_check"]["agrees"], k
+    assert k["admission_attempts"].get("success", 0) >= 3, k  # at least one cycle per wave
+    [wait] = k["admission_wait_time_seconds"].values()
+    assert wait["count"] == 9 and wait["p99"] > 4, k  # the queued waves waited for running pods
+    assert k["cpu_seconds"] and k["cpu_seconds"] > 0, k
+    assert "kueue" not in d.summary  # type: ignore[operator]
+    kwokbench("report", str(q.path), "-o", str(tmp_path / "rep"), check=True)
+    assert "Kueue admitted: its counter / Workload watch | 9 / 9" in (tmp_path / "rep" / "summary.md").read_text()
     # without Kueue every Job starts at once: all pods scheduled within seconds, a shorter makespan
     assert jd["jobs_finished"] == 9 and jd["created_to_all_scheduled_seconds"]["max"] < 10, jd
     assert jd["makespan_seconds"] < jq["makespan_seconds"], (jd, jq)

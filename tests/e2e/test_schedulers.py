@@ -32,7 +32,8 @@ def _gone(pids: list[int], timeout: float = 10.0) -> list[int]:
 
 def test_external_scheduler_binds_every_pod_it_owns(tmp_path: Path) -> None:
     kwokbench("run", str(REPO / "scenarios/external-scheduler.yaml"), "--variant", "stand-in", "--out", str(tmp_path),
-              "--set", "cluster.node_groups.0.count=20", "--set", "workloads.0.count=300", check=True)
+              "--set", "cluster.node_groups.0.count=20", "--set", "workloads.0.count=300", "--profile", "scheduler",
+              check=True)
     run = _only_run(tmp_path / "external-scheduler")
     assert run.meta["status"] == "complete"
     [sched] = run.meta["schedulers"]
@@ -47,12 +48,16 @@ def test_external_scheduler_binds_every_pod_it_owns(tmp_path: Path) -> None:
     assert s["scheduler"]["schedule_attempts"].get("scheduled") == 300
     assert (s["processes"].get("kube-scheduler") or {}).get("cpu_seconds")
     assert not _gone([sched["pid"]])  # stopped with the cluster
+    # --profile scheduler: the scheduler kwokbench started, on its own port (kwokctl's is not running)
+    prof = s["profiles"]["kube-scheduler"]
+    assert prof.get("file") and prof["top"], prof
 
 
 def test_two_schedulers_on_one_cluster_overcommit_nodes(tmp_path: Path) -> None:
     """200 one-CPU pods on 200 CPUs, dealt to two schedulers: each places pods on CPU the other just
     took. The same pods under one scheduler never overcommit a node."""
-    kwokbench("run", str(REPO / "scenarios/two-schedulers.yaml"), "--out", str(tmp_path / "two"), check=True)
+    kwokbench("run", str(REPO / "scenarios/two-schedulers.yaml"), "--out", str(tmp_path / "two"),
+              "--profile", "scheduler", check=True)
     run = _only_run(tmp_path / "two" / "two-schedulers")
     assert run.meta["status"] == "complete" and run.meta["variant"]["name"] == "together"
     s = run.summary
@@ -67,6 +72,9 @@ def test_two_schedulers_on_one_cluster_overcommit_nodes(tmp_path: Path) -> None:
     assert sum(over["pushed_over_by"].values()) == over["nodes"]
     assert over["fill_curve"][-1]["overcommitted_nodes"] == over["nodes"]
     assert not _gone([p["pid"] for p in run.meta["schedulers"]])
+    # --profile scheduler with two side by side: a CPU profile of each
+    assert {c: bool(p.get("file")) for c, p in s["profiles"].items()} == \
+        {"scheduler-first": True, "scheduler-second": True}, s["profiles"]
 
     kwokbench("run", str(REPO / "scenarios/two-schedulers.yaml"), "--out", str(tmp_path / "one"),
               "--set", "concurrent_schedulers=false", "--variant", "first", check=True)

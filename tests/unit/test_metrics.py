@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 import zstandard
 
+from kwokbench.analyse import kueue_cross_check
 from kwokbench.metrics.derive import (
     SCRAPED,
     _bucket_quantile,
@@ -21,6 +22,7 @@ from kwokbench.metrics.derive import (
     derive,
     histogram_quantiles,
     increase,
+    kueue_section,
     load_series,
 )
 from kwokbench.metrics.parse import BINDING, sum_samples
@@ -119,3 +121,23 @@ def test_client_bound_by_limiter_wait_and_by_plateau() -> None:
     assert len(reasons) == 2 and all(r.startswith("client-bound") for r in reasons)
     calm = [(t, sched, SCRAPED, {}, 1.0) for t in (0.0, 10.0)]
     assert client_bound(_frame(calm), {"p50": 400.0}, client_qps=5000, window_seconds=10) == []
+
+
+def test_kueue_section_from_real_payloads(tmp_path: Path) -> None:
+    """Kueue v0.19.2's /metrics at the start and end of a kueue-vs-direct run (9 Jobs under a quota
+    that holds 3 at a time, tests/e2e/test_kueue.py's settings), as scraped there."""
+    (tmp_path / "scrapes").mkdir()
+    with (tmp_path / "scrapes" / "kueue.prom.zst").open("wb") as f, zstandard.ZstdCompressor().stream_writer(f) as w:
+        write_frame(w, 100.0, 200, 5.0, _payload("kueue", "first"))
+        write_frame(w, 120.0, 200, 5.0, _payload("kueue", "last"))
+    series = load_series(tmp_path)
+    k = kueue_section(series, {"cpu_seconds": 0.4})
+    assert k["admitted_workloads"] == {"batch": 9.0}
+    assert k["admission_attempts"]["success"] == 9.0 and "inadmissible" in k["admission_attempts"]
+    wait = k["admission_wait_time_seconds"]["batch"]
+    assert wait["count"] == 9 and 4 < wait["mean"] < 10  # the later waves waited for earlier pods to finish
+    assert k["pending_workloads_max"] == {"batch": 0.0}  # both snapshots are taken with nothing queued
+    assert k["cpu_seconds"] == 0.4
+    jobs = [{"jobs_admitted": 9}]
+    assert kueue_cross_check(k, jobs)["agrees"]
+    assert not kueue_cross_check(k, [{"jobs_admitted": 7}])["agrees"]
