@@ -120,11 +120,10 @@ def make_app(stats: Stats) -> web.Application:
     return app
 
 
-async def _serve(host: str, port: int) -> None:
+async def _serve(host: str, port: int, parent: int) -> None:
     runner = web.AppRunner(make_app(Stats()), access_log=None)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
-    parent = os.getppid()
     while os.getppid() == parent:  # orphaned (kwokbench killed): exit
         await asyncio.sleep(1)
     await runner.cleanup()
@@ -134,9 +133,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m kwokbench.extender", description=__doc__.splitlines()[0])
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--parent", type=int, default=os.getppid(),
+                    help="exit when this process (the one that started it) goes away")
     a = ap.parse_args(argv)
     try:
-        asyncio.run(_serve(a.host, a.port))
+        asyncio.run(_serve(a.host, a.port, a.parent))
     except KeyboardInterrupt:
         pass
     except OSError as e:

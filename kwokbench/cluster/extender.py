@@ -6,6 +6,7 @@ before the cluster and stops with it; its own counts are read by :mod:`kwokbench
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -34,7 +35,8 @@ class ExtenderProcess:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 20.0) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "kwokbench.extender", "--port", str(self.port)],
+        self.proc = subprocess.Popen([sys.executable, "-m", "kwokbench.extender", "--port", str(self.port),
+                                      "--parent", str(os.getpid())],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

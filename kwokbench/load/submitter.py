@@ -164,7 +164,7 @@ async def _submit(job: SubmitJob, progress: Synchronized[int] | None) -> Request
 
         pace()
         # supervise: progress for the parent, stop if kwokbench was killed, wait for the last answers
-        ppid = os.getppid()
+        ppid = spawn_parent()
         end = job.t0 + float(job.offsets[-1]) + job.deadline if n else 0.0
         while (k < n or finished < k) and time.time() < end and os.getppid() == ppid:
             report()
@@ -188,6 +188,14 @@ def _run(coro: Any) -> Any:
     return uvloop.run(coro)
 
 
+def spawn_parent() -> int:
+    """The pid of the kwokbench process that spawned this child, as it was when it spawned it. Not
+    ``os.getppid()`` read at the child's start: a parent killed while the child was still importing has
+    already handed it to init, and the child would then wait on init for ever."""
+    parent = mp.parent_process()
+    return parent.pid if parent is not None and parent.pid else os.getppid()
+
+
 def send_to_parent(q: Any, item: Any, ppid: int) -> None:
     """Put a child's result on its queue, unless the parent is gone: then nobody will read it, and
     exiting must not wait on the queue's feeder thread (cancel_join_thread drops unsent data, so it
@@ -199,7 +207,7 @@ def send_to_parent(q: Any, item: Any, ppid: int) -> None:
 
 
 def _worker_main(job: SubmitJob, progress: Synchronized[int], out: mp.Queue[Any]) -> None:
-    ppid = os.getppid()
+    ppid = spawn_parent()
     started = time.process_time()  # this process's CPU so far: interpreter, imports, unpickling the job
     try:
         log = _run(_submit(job, progress))

@@ -23,7 +23,7 @@ import numpy as np
 
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.kubeconfig import Credentials
-from kwokbench.load.submitter import send_to_parent
+from kwokbench.load.submitter import send_to_parent, spawn_parent
 
 RUN_LABEL = "kwokbench.io/run"
 WORKLOAD_LABEL = "kwokbench.io/workload"
@@ -144,7 +144,7 @@ def _watch_main(creds: Credentials, run_id: str, workloads: list[str], out: str,
                 synced: Any, stop: Any, errors_q: Any) -> None:
     tl = Timeline(workloads)
     errors: list[str] = []
-    ppid = os.getppid()
+    ppid = spawn_parent()
     view = np.frombuffer(counts.get_obj(), dtype=np.int64).reshape(tl.counts.shape)
 
     async def main() -> None:

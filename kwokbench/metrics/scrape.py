@@ -23,7 +23,7 @@ import orjson
 
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.errors import StoreError
-from kwokbench.load.submitter import send_to_parent
+from kwokbench.load.submitter import send_to_parent, spawn_parent
 
 SCRAPES = "scrapes"
 FRAME_VERSION = 1
@@ -84,7 +84,7 @@ def _scrape_main(endpoints: list[Endpoint], pids: dict[str, int], out: str, inte
     import psutil
     import zstandard
 
-    parent = os.getppid()
+    parent = spawn_parent()
     outdir = Path(out) / SCRAPES
     outdir.mkdir(parents=True, exist_ok=True)
     files = {e.component: (outdir / f"{e.component}.prom.zst").open("wb") for e in endpoints}
@@ -134,7 +134,7 @@ def _scrape_main(endpoints: list[Endpoint], pids: dict[str, int], out: str, inte
                     c = p.cpu_times()
                     rows.append((t, comp, c.user + c.system, p.memory_info().rss))
 
-        ppid = os.getppid()
+        ppid = parent
         try:
             started.set()
             next_t = time.time()

@@ -193,8 +193,15 @@ def _kill_9_and_check(proc: subprocess.Popen[str], home: Path, out: Path) -> tup
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(30)
     survivors = _gone({name: pid for pid, name in children.items()}, 30)
-    assert survivors == [], [children[p] for p in survivors]
-    output, _ = proc.communicate(timeout=30)
+    try:
+        assert survivors == [], [children[p] for p in survivors]
+        output, _ = proc.communicate(timeout=30)
+    finally:  # a failure here must not leak into later tests (a process, an open pipe)
+        for pid in survivors:
+            with contextlib.suppress(psutil.Error):
+                psutil.Process(pid).kill()
+        if proc.stdout and not proc.stdout.closed:
+            proc.stdout.close()
     left = _none_left(home, 30)
     assert left == {}, f"left 30 s after kill -9: {left}\n{output}"
     assert list(home.glob("kwok/clusters/*")) == []

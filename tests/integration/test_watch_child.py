@@ -68,3 +68,23 @@ def test_parent_killed_before_the_first_list_succeeded(tmp_path: Path) -> None:
     assert out.exists()  # it flushed what it had, as after a kill mid-run
     if parent.stdout:
         parent.stdout.close()
+
+
+PARENT_KILLED_AT_ONCE = """
+import os, signal, sys
+from pathlib import Path
+from tests.integration.test_watch_child import _refused
+from kwokbench.load.watcher import Watcher
+w = Watcher(_refused(), "run", ["a"], Path(sys.argv[1]))
+print(w._proc.pid, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)  # the child is still importing: it starts as an orphan
+"""
+
+
+def test_parent_killed_while_the_child_is_still_starting(tmp_path: Path) -> None:
+    """The CI failure: a child that read its parent's pid only once it ran took init for its parent."""
+    parent = subprocess.Popen([sys.executable, "-c", PARENT_KILLED_AT_ONCE, str(tmp_path / "pods.parquet")],
+                              stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parents[2])
+    out, _ = parent.communicate(timeout=30)
+    child = int(out.split()[0])
+    assert _gone(child, 20), "the watch child outlived kwokbench"
