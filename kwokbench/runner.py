@@ -404,6 +404,10 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
             rundir.update_meta(pinning=pinned)
             if not pinned:
                 rep.warn("pin_scheduler: fewer than two CPUs usable; nothing pinned")
+            elif len(cpus) == 2 and (scenario.cluster.controller_manager or scenario.cluster.pod_lifecycle != "none"):
+                rep.warn("pin_scheduler on two CPUs leaves the apiserver, etcd and kwok one core: measured here it "
+                         "cost ~30% of the throughput unless controller_manager: false and pod_lifecycle: none "
+                         "take load off them")
         if started_schedulers:
             rundir.update_meta(schedulers=started_schedulers,
                                fairness={**fairness_manifest(scenario, variant, copts),
