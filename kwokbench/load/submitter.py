@@ -21,13 +21,13 @@ import os
 import queue
 import time
 from dataclasses import dataclass, field
-from multiprocessing.sharedctypes import Synchronized
 from typing import Any
 
 import numpy as np
 
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.errors import ApiError
+from kwokbench.load.child import send_to_parent, spawn_parent
 from kwokbench.load.http1 import Pool, build_request, request_prefix
 from kwokbench.templates import ManifestFactory
 
@@ -105,7 +105,7 @@ class RequestLog:
                    sum(lg.setup_cpu_seconds for lg in logs), sum(lg.start_cpu_seconds for lg in logs))
 
 
-async def _submit(job: SubmitJob, progress: Synchronized[int] | None) -> RequestLog:
+async def _submit(job: SubmitJob, progress: Any) -> RequestLog:
     cpu0 = time.process_time()
     mine = np.arange(job.worker, len(job.offsets), job.workers)
     n = len(mine)
@@ -188,25 +188,7 @@ def _run(coro: Any) -> Any:
     return uvloop.run(coro)
 
 
-def spawn_parent() -> int:
-    """The pid of the kwokbench process that spawned this child, as it was when it spawned it. Not
-    ``os.getppid()`` read at the child's start: a parent killed while the child was still importing has
-    already handed it to init, and the child would then wait on init for ever."""
-    parent = mp.parent_process()
-    return parent.pid if parent is not None and parent.pid else os.getppid()
-
-
-def send_to_parent(q: Any, item: Any, ppid: int) -> None:
-    """Put a child's result on its queue, unless the parent is gone: then nobody will read it, and
-    exiting must not wait on the queue's feeder thread (cancel_join_thread drops unsent data, so it
-    is only safe when there is no reader left)."""
-    if os.getppid() != ppid:
-        q.cancel_join_thread()
-        return
-    q.put(item)
-
-
-def _worker_main(job: SubmitJob, progress: Synchronized[int], out: mp.Queue[Any]) -> None:
+def _worker_main(job: SubmitJob, progress: Any, out: mp.Queue[Any]) -> None:
     ppid = spawn_parent()
     started = time.process_time()  # this process's CPU so far: interpreter, imports, unpickling the job
     try:
@@ -224,7 +206,8 @@ class Submission:
     def __init__(self, job: SubmitJob, workers: int = 1) -> None:
         ctx = mp.get_context("spawn")
         self.total = len(job.offsets)
-        self._progress: list[Synchronized[int]] = [ctx.Value("q", 0) for _ in range(workers)]
+        # lock-free (one writer each): no lock a killed kwokbench could die holding, blocking its workers
+        self._progress: list[Any] = [ctx.Value("q", 0, lock=False) for _ in range(workers)]
         self._out: mp.Queue[Any] = ctx.Queue()
         self._procs = [
             ctx.Process(target=_worker_main, name=f"kwokbench-submit-{w}", daemon=True,

@@ -23,7 +23,7 @@ import numpy as np
 
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.kubeconfig import Credentials
-from kwokbench.load.submitter import send_to_parent, spawn_parent
+from kwokbench.load.child import Flag, send_to_parent, spawn_parent
 
 RUN_LABEL = "kwokbench.io/run"
 WORKLOAD_LABEL = "kwokbench.io/workload"
@@ -145,7 +145,7 @@ def _watch_main(creds: Credentials, run_id: str, workloads: list[str], out: str,
     tl = Timeline(workloads)
     errors: list[str] = []
     ppid = spawn_parent()
-    view = np.frombuffer(counts.get_obj(), dtype=np.int64).reshape(tl.counts.shape)
+    view = np.frombuffer(counts, dtype=np.int64).reshape(tl.counts.shape)
 
     async def main() -> None:
         astop = asyncio.Event()
@@ -187,8 +187,8 @@ class Watcher:
         ctx = mp.get_context("spawn")
         self.out = out
         self._shape = (len(workloads), len(STATES))
-        self._counts = ctx.Array("q", self._shape[0] * self._shape[1])
-        self._synced, self._stop = ctx.Event(), ctx.Event()
+        self._counts = ctx.Array("q", self._shape[0] * self._shape[1], lock=False)  # see load/child.py
+        self._synced, self._stop = Flag(ctx), Flag(ctx)
         self._errors: Any = ctx.Queue()
         self.errors: list[str] = []
         self._proc = ctx.Process(target=_watch_main, name="kwokbench-watch", daemon=True,
@@ -201,9 +201,8 @@ class Watcher:
 
     @property
     def counts(self) -> np.ndarray:
-        with self._counts.get_lock():
-            raw: Any = self._counts.get_obj()
-            return np.frombuffer(raw, dtype=np.int64).reshape(self._shape).copy()
+        raw: Any = self._counts
+        return np.frombuffer(raw, dtype=np.int64).reshape(self._shape).copy()
 
     def count(self, workload: int, state: str) -> int:
         return int(self.counts[workload, STATES.index(state)])

@@ -23,7 +23,7 @@ import orjson
 
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.errors import StoreError
-from kwokbench.load.submitter import send_to_parent, spawn_parent
+from kwokbench.load.child import Flag, send_to_parent, spawn_parent
 
 SCRAPES = "scrapes"
 FRAME_VERSION = 1
@@ -171,7 +171,7 @@ class Scraper:
     def __init__(self, endpoints: list[Endpoint], pids: dict[str, int], run_dir: Path, interval: float = 1.0,
                  pid_dir: Path | None = None):
         ctx = mp.get_context("spawn")
-        self._stop, self._started = ctx.Event(), ctx.Event()
+        self._stop, self._started = Flag(ctx), Flag(ctx)
         self._q: Any = ctx.Queue()
         self._proc = ctx.Process(target=_scrape_main, name="kwokbench-scrape", daemon=True,
                                  args=(endpoints, pids, str(run_dir), interval, self._stop, self._started, self._q,

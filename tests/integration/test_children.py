@@ -1,9 +1,12 @@
-"""The pod-watch child against an apiserver that never answers (its cluster torn down under it): it
-must still stop when told to, and exit by itself when kwokbench is killed, or it keeps retrying the
-first list forever, holding kwokbench's stdout open. (Against a real apiserver: tests/e2e.)"""
+"""kwokbench's child processes when kwokbench is killed at the worst moments (CI failures, each): the
+pod watch against an apiserver that never answers (its cluster torn down under it) must still stop and
+exit, and a child must exit when its parent is killed while the child is still starting, or while the
+parent waits for the child's first signal. Each one left would hold kwokbench's stdout open.
+(Against a real cluster: tests/e2e/test_interrupt.py.)"""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -44,7 +47,7 @@ def test_stop_before_the_first_list_succeeded(tmp_path: Path) -> None:
 PARENT = """
 import sys, time
 from pathlib import Path
-from tests.integration.test_watch_child import _refused
+from tests.integration.test_children import _refused
 from kwokbench.load.watcher import Watcher
 w = Watcher(_refused(), "run", ["a"], Path(sys.argv[1]))
 print(w._proc.pid, flush=True)
@@ -73,7 +76,7 @@ def test_parent_killed_before_the_first_list_succeeded(tmp_path: Path) -> None:
 PARENT_KILLED_AT_ONCE = """
 import os, signal, sys
 from pathlib import Path
-from tests.integration.test_watch_child import _refused
+from tests.integration.test_children import _refused
 from kwokbench.load.watcher import Watcher
 w = Watcher(_refused(), "run", ["a"], Path(sys.argv[1]))
 print(w._proc.pid, flush=True)
@@ -88,3 +91,39 @@ def test_parent_killed_while_the_child_is_still_starting(tmp_path: Path) -> None
     out, _ = parent.communicate(timeout=30)
     child = int(out.split()[0])
     assert _gone(child, 20), "the watch child outlived kwokbench"
+
+
+KILLED_WHILE_WAITING = """
+import os, sys, time
+from pathlib import Path
+from kwokbench.metrics.scrape import Scraper
+s = Scraper([], {}, Path(sys.argv[1]), interval=0.2)
+print(s._proc.pid, flush=True)
+s.wait_started(60)  # killed in here, before the child (still importing) signals it started
+time.sleep(600)
+"""
+
+
+def test_parent_killed_while_waiting_for_the_child_to_start(tmp_path: Path) -> None:
+    """A multiprocessing.Event set by the child while its killed parent was waiting on it blocked the
+    child for ever (Event.set waits for every waiter to wake)."""
+    # the child sleeps 3 s before anything (a sitecustomize for spawned children only), so the kill
+    # lands while the parent waits and before the child signals: the order that deadlocked
+    slow = tmp_path / "slow"
+    slow.mkdir()
+    (slow / "sitecustomize.py").write_text("import sys, time\nif '--multiprocessing-fork' in sys.argv:\n"
+                                           "    time.sleep(3)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(slow), os.environ.get("PYTHONPATH", "")])}
+    parent = subprocess.Popen([sys.executable, "-c", KILLED_WHILE_WAITING, str(tmp_path)], stdout=subprocess.PIPE,
+                              text=True, cwd=Path(__file__).parents[2], env=env)
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        time.sleep(1)  # the parent is waiting; the child is still asleep
+    finally:
+        parent.kill()
+        parent.wait(10)
+        if parent.stdout:
+            parent.stdout.close()
+    assert _gone(child, 20), "the scrape child outlived kwokbench"
+    assert (tmp_path / "procs.parquet").exists()  # it flushed what it had
