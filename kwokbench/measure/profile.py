@@ -90,7 +90,7 @@ class ComponentProfiles:
     name = "CPU profiles"
 
     def __init__(self, components: list[str]) -> None:
-        self.components = components
+        self.components = list(components)  # resolved per run (below): not the caller's list
         self._threads: list[threading.Thread] = []
         self._results: dict[str, dict[str, Any]] = {}
         self._run_dir: Path | None = None
