@@ -55,19 +55,26 @@ def test_external_scheduler_binds_every_pod_it_owns(tmp_path: Path) -> None:
 
 def test_two_schedulers_on_one_cluster_overcommit_nodes(tmp_path: Path) -> None:
     """200 one-CPU pods on 200 CPUs, dealt to two schedulers: each places pods on CPU the other just
-    took. The same pods under one scheduler never overcommit a node."""
-    kwokbench("run", str(REPO / "scenarios/two-schedulers.yaml"), "--out", str(tmp_path / "two"),
-              "--profile", "scheduler", check=True)
-    run = _only_run(tmp_path / "two" / "two-schedulers")
-    assert run.meta["status"] == "complete" and run.meta["variant"]["name"] == "together"
-    s = run.summary
-    assert s is not None and s["pods_scheduled"] == 200
-    # each scheduler bound its own 100 pods and none of the other's (its own metrics say so)
-    assert {k: v["schedule_attempts"].get("scheduled") for k, v in s["schedulers"].items()} == \
-        {"first": 100, "second": 100}
-    assert {k: v["pods"] for k, v in s["placement"]["schedulers"].items()} == \
-        {"default-scheduler": 100, "second-scheduler": 100}
-    over = s["placement"]["overcommit"]
+    took. The same pods under one scheduler never overcommit a node.
+
+    The conflict is a race: measured here 3–9 of 50 nodes overcommitted per run, and once (in ~10 runs)
+    none. So a second run is allowed when the first shows none; two in a row would fail the test."""
+    for attempt in range(2):
+        out = tmp_path / f"two-{attempt}"
+        kwokbench("run", str(REPO / "scenarios/two-schedulers.yaml"), "--out", str(out), "--profile", "scheduler",
+                  check=True)
+        run = _only_run(out / "two-schedulers")
+        assert run.meta["status"] == "complete" and run.meta["variant"]["name"] == "together"
+        s = run.summary
+        assert s is not None and s["pods_scheduled"] == 200
+        # each scheduler bound its own 100 pods and none of the other's (its own metrics say so)
+        assert {k: v["schedule_attempts"].get("scheduled") for k, v in s["schedulers"].items()} == \
+            {"first": 100, "second": 100}
+        assert {k: v["pods"] for k, v in s["placement"]["schedulers"].items()} == \
+            {"default-scheduler": 100, "second-scheduler": 100}
+        over = s["placement"]["overcommit"]
+        if over["nodes"] > 0:
+            break
     assert over["nodes"] > 0, over
     assert sum(over["pushed_over_by"].values()) == over["nodes"]
     assert over["fill_curve"][-1]["overcommitted_nodes"] == over["nodes"]
