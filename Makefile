@@ -2,6 +2,8 @@
 #   make demo   provision the toolchain (built from Go modules, cached), run the quickstart scenario, report
 #   make test   lint, type-check, Go plugin tests, and unit + integration + e2e tests on real kwokctl clusters
 VENV ?= .venv
+# schedulers built from pinned source archives (YuniKorn) find them here: the sources shipped beside the repo
+export KWOKBENCH_SOURCES ?= $(abspath ../shared/sources)
 BIN := $(VENV)/bin
 PYTHON ?= python3
 

@@ -79,17 +79,38 @@ def parse_params(items: list[str]) -> dict[str, Any]:
 @tools_app.command("install")
 @handled
 def tools_install(
+    what: Annotated[list[str] | None, typer.Argument(help="Only these schedulers built from pinned sources: "
+                                                     "yunikorn. Default: the toolchain (kwok, etcd, Kubernetes, "
+                                                     "scheduler-plugins).", show_default=False)] = None,
     source: Annotated[str, typer.Option("--from", help="source (build from Go modules), release "
                                         "(kwokctl downloads official binaries) or auto.")] = "auto",
+    source_path: Annotated[Path | None, typer.Option("--source", help="With yunikorn: a directory of the pinned "
+                                                     "source archives (checked by sha256) or of source checkouts, "
+                                                     "or one archive; default $KWOKBENCH_SOURCES, else the "
+                                                     "upstream archives.")] = None,
     force: Annotated[bool, typer.Option(help="Rebuild even when cached binaries are valid.")] = False,
     core_only: Annotated[bool, typer.Option(help="Skip the optional scheduler-plugins build (runs build it "
                                             "on demand when a variant uses it).")] = False,
 ) -> None:
-    """Build (or download) kwok, kwokctl, Kubernetes, etcd and scheduler-plugins into the version-keyed cache."""
+    """Build (or download) kwok, kwokctl, Kubernetes, etcd and scheduler-plugins into the version-keyed cache;
+    or, named, a scheduler built from pinned sources (yunikorn)."""
     from kwokbench import console
     from kwokbench.toolchain import Toolchain
     from kwokbench.toolchain.install import OPTIONAL
+    from kwokbench.toolchain.sources import SOURCE_BUILT
 
+    if what:
+        unknown = [w for w in what if w not in SOURCE_BUILT]
+        if unknown:
+            raise ScenarioError(f"tools install {unknown[0]}: not a scheduler built from sources "
+                                f"(one of: {', '.join(SOURCE_BUILT)})")
+        for w in dict.fromkeys(what):
+            binary = SOURCE_BUILT[w]().build(source_path, console.RichReporter(), force)
+            console.info(f"{w}: {binary}")
+        return
+    if source_path is not None:
+        raise ScenarioError("--source applies to schedulers built from pinned sources: tools install yunikorn "
+                            "--source DIR")
     if source not in ("auto", "source", "release"):
         raise ScenarioError(f"--from {source!r}: expected source, release or auto")
     tc = Toolchain()
@@ -158,6 +179,14 @@ def tools_doctor() -> None:
                      console.styled("ok", "ok") if s.ok else console.styled("problem", s.problem)])
         if not s.ok:
             problems.append(f"{s.binary} {s.version}: {s.problem} at {s.path}; run `kwokbench tools install`")
+    from kwokbench.toolchain.sources import SOURCE_BUILT
+
+    for name, recipe in SOURCE_BUILT.items():
+        r = recipe()
+        ok, where, detail = r.status()
+        rows.append([name, r.version, where, console.styled("ok", "ok " + detail) if ok else
+                     console.styled("optional", f"{detail} (optional: `kwokbench tools install {name}`, or built "
+                                                "on first use)")])
     console.table("kwokbench toolchain", ["component", "version", "path", "status"], rows)
     for p in problems:
         console.error(p)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kwokbench import measure
+from kwokbench import components, measure
 from kwokbench.analyse import analyse
 from kwokbench.chaos import COMPONENT
 from kwokbench.cluster import (
@@ -36,13 +36,13 @@ from kwokbench.cluster import (
     processes,
     watchdog,
 )
-from kwokbench.cluster import schedulers as own_schedulers
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.attach import AttachedCluster
-from kwokbench.cluster.extender import ExtenderProcess
 from kwokbench.cluster.kwokctl import free_port, home_dir, scheduler_client_limits, scheduler_config_document
 from kwokbench.cluster.nodes import wait_service_account
 from kwokbench.cluster.objects import apply_crds, create_all
+from kwokbench.components import Base as Component
+from kwokbench.components import PodSettings, Setup
 from kwokbench.errors import ClusterError, KwokbenchError, ScenarioError
 from kwokbench.load.pacer import connection_cap, schedule, target_rate
 from kwokbench.load.submitter import RequestLog, Submission, SubmitJob
@@ -50,12 +50,11 @@ from kwokbench.load.watcher import RUN_LABEL, STATES, WORKLOAD_LABEL, Watcher
 from kwokbench.measure import Measurement, RunContext
 from kwokbench.measure.watch import PodTimeline
 from kwokbench.progress import Reporter, Silent
-from kwokbench.scenario import EXTERNAL_BINARY, PLUGINS_BINARY, STOCK_BINARY, Scenario, SchedulerSpec, WorkloadSpec
+from kwokbench.scenario import EXTERNAL_BINARY, YUNIKORN_BINARY, Scenario, SchedulerSpec, WorkloadSpec
 from kwokbench.store import REQUESTS, RunDir, host_info, owner
 from kwokbench.templates import ManifestFactory, resolve_template
 from kwokbench.toolchain import Toolchain, versions
-from kwokbench.toolchain.plugin import build_scheduler, plugin_dir
-from kwokbench.toolchain.wasm import HOST_PLUGIN, build_guest, guest_dir
+from kwokbench.toolchain.wasm import HOST_PLUGIN
 
 AnyCluster = ClusterInfo | AttachedCluster
 WAIT_STATE = {"created": "created", "scheduled": "scheduled", "running": "running", "completed": "finished"}
@@ -100,34 +99,79 @@ TOGETHER = "together"
 """Variant name of a run whose scheduler variants all run at once (``concurrent_schedulers``)."""
 
 
+def pod_settings(scenario: Scenario, w: WorkloadSpec, kinds: dict[str, Component],
+                 variant: SchedulerSpec | None, requests: dict[str, str], kind: str) -> PodSettings:
+    """What the scheduler kind(s) owning phase ``w``'s pods write into them: the variant's, or, when several
+    run together, every owner's schedulerName (dealt in turn) and labels."""
+    if scenario.concurrent_schedulers:
+        owners = [v for v in scenario.schedulers if w.scheduler in (None, v.name)]
+        merged = PodSettings()
+        for v in owners:
+            one = _settings_of(kinds[v.name], w, requests, kind)
+            merged.labels.update(one.labels)
+            merged.annotations.update(one.annotations)
+            if one.group_labels:
+                merged.group_labels, merged.group_size = one.group_labels, one.group_size
+        merged.scheduler_name = None
+        return merged
+    if variant is None:
+        return PodSettings()
+    return _settings_of(kinds[variant.name], w, requests, kind)
+
+
+def _settings_of(c: Component, w: WorkloadSpec, requests: dict[str, str], kind: str) -> PodSettings:
+    if getattr(c, "kind", "") == YUNIKORN_BINARY:
+        return c.pod_settings(w, requests, kind)  # type: ignore[call-arg]
+    return c.pod_settings(w)
+
+
 def pod_scheduler_names(scenario: Scenario, w: WorkloadSpec, variant: SchedulerSpec | None) -> list[str]:
     """The schedulerNames the pods of phase ``w`` are dealt (empty: the template's own is kept)."""
     if scenario.concurrent_schedulers:
         owners = [v for v in scenario.schedulers if w.scheduler in (None, v.name)]
         return [v.effective_scheduler_name for v in owners]
-    return [variant.effective_scheduler_name] if variant is not None and variant.scheduler_name else []
+    return [variant.effective_scheduler_name] if variant is not None and (
+        variant.scheduler_name or variant.binary == YUNIKORN_BINARY) else []
+
+
+def _requests(f: ManifestFactory) -> dict[str, str]:
+    """The resource requests of one pod of ``f`` (summed over its containers, as quantities)."""
+    spec = f.sample.get("spec") or {}
+    pod = (spec.get("template") or {}).get("spec") if f.kind == "Job" else spec
+    out: dict[str, str] = {}
+    for c in (pod or {}).get("containers") or []:
+        for r, q in ((c.get("resources") or {}).get("requests") or {}).items():
+            out[r] = str(q) if r not in out else out[r]  # first container's value (templates have one)
+    return out
 
 
 def _factories(scenario: Scenario, base: Path, run_label: str, attached: AttachedCluster | None = None,
-               variant: SchedulerSpec | None = None) -> list[ManifestFactory]:
+               variant: SchedulerSpec | None = None,
+               kinds: dict[str, Component] | None = None) -> list[ManifestFactory]:
     """Render every workload template once before any cluster exists: bad templates fail fast.
 
     On an attached cluster every object also carries the attachment's label (``down`` deletes by it)
     and its pods are pinned to the attachment's fake nodes. Pods get the schedulerName of the variant
-    owning them (:func:`pod_scheduler_names`)."""
+    owning them (:func:`pod_scheduler_names`) and what its scheduler kind writes (:func:`pod_settings`)."""
     out = []
+    kinds = kinds or scheduler_kinds(scenario, base, None, attached)
     queued = scenario.cluster.kueue is not None and (variant is None or variant.kueue)
     for w in scenario.workloads:
         to_queue = queued and w.queue is not None
         # the run label in every name: a reused cluster may still hold the objects of earlier runs
+        labels = {RUN_LABEL: run_label, WORKLOAD_LABEL: w.name,
+                  **({kueue.QUEUE_LABEL: w.queue} if to_queue and w.queue else {}),
+                  **(attached.labels if attached else {})}
+        plain = ManifestFactory(resolve_template(w.template, base), w.params, f"{w.name}-{run_label}", labels=labels)
+        own = pod_settings(scenario, w, kinds, variant, _requests(plain), plain.kind)
         f = ManifestFactory(resolve_template(w.template, base), w.params, f"{w.name}-{run_label}",
-                            labels={RUN_LABEL: run_label, WORKLOAD_LABEL: w.name,
-                                    **({kueue.QUEUE_LABEL: w.queue} if to_queue and w.queue else {}),
-                                    **(attached.labels if attached else {})},
+                            labels={**own.labels, **labels},
                             suspend=to_queue,
-                            pod_annotations={kueue.COMPLETE_DELAY_ANNOTATION: w.complete_after}
-                            if w.complete_after else {},
+                            pod_annotations={**own.annotations,
+                                             **({kueue.COMPLETE_DELAY_ANNOTATION: w.complete_after}
+                                                if w.complete_after else {})},
                             gang_size=w.gang.size if w.gang else 0,
+                            app_labels=own.group_labels, app_size=own.group_size or 1,
                             node_selector=attached.labels if attached else {},
                             scheduler_names=pod_scheduler_names(scenario, w, variant))
         if f.pods_per_object() == 0:
@@ -158,32 +202,24 @@ def _gang_factory(w: WorkloadSpec, members: ManifestFactory, base: Path) -> Mani
     return g
 
 
-def plugin_directory(variant: SchedulerSpec, base: Path) -> Path | None:
-    """The plugin directory of a variant whose ``binary`` is one (checked), else None."""
-    if variant.binary in (STOCK_BINARY, PLUGINS_BINARY, EXTERNAL_BINARY):
-        return None
-    path = Path(variant.binary).expanduser()
-    path = path if path.is_absolute() else base / path
-    if not path.is_dir():
-        raise ScenarioError(f"scheduler {variant.name}: binary {variant.binary!r} is neither {STOCK_BINARY}, "
-                            f"{PLUGINS_BINARY} nor a plugin directory (relative to {base})")
-    plugin_dir(path)
-    return path
+def _setup(scenario: Scenario, base: Path, variant: SchedulerSpec, tc: Toolchain | None,
+           attached: AttachedCluster | None = None, reused: bool = False) -> Setup:
+    return Setup(scenario, base, variant, tc, concurrent=scenario.concurrent_schedulers,  # type: ignore[arg-type]
+                 reused=reused, attached=attached)
 
 
-def scheduler_binaries(variants: list[SchedulerSpec], base: Path, tc: Toolchain,
-                        rep: Reporter) -> dict[str, Path | None]:
-    """Variant name → the kube-scheduler it runs (None: the control plane's own)."""
-    out: dict[str, Path | None] = {}
+def scheduler_kinds(scenario: Scenario, base: Path, tc: Toolchain | None,
+                    attached: AttachedCluster | None = None) -> dict[str, Component]:
+    """Variant name → its scheduler component (checked: a directory that is no plugin is a ScenarioError)."""
+    return {v.name: components.scheduler(_setup(scenario, base, v, tc, attached)) for v in scenario.schedulers}
+
+
+def build_components(scenario: Scenario, base: Path, variants: list[SchedulerSpec], tc: Toolchain,
+                     rep: Reporter) -> None:
+    """Every binary the variants' components need, into the cache, before any cluster exists."""
     for v in variants:
-        d = plugin_directory(v, base)
-        if d is not None:
-            out[v.name] = build_scheduler(d, rep)
-        elif v.binary == PLUGINS_BINARY:
-            out[v.name] = tc.path("kube-scheduler", "scheduler-plugins")
-        else:
-            out[v.name] = None
-    return out
+        for c in components.for_variant(_setup(scenario, base, v, tc), scenario.schedulers):
+            c.build(rep)
 
 
 def fairness_manifest(scenario: Scenario, variant: SchedulerSpec, opts: ClusterOptions) -> dict[str, Any]:
@@ -230,40 +266,21 @@ def _variant_brief(v: SchedulerSpec) -> dict[str, Any]:
             "command": v.command, "extra_args": v.extra_args, "wasm": v.wasm}
 
 
-def own_processes(scenario: Scenario, variant: SchedulerSpec, attached: AttachedCluster | None) -> list[SchedulerSpec]:
-    """The variants whose schedulers kwokbench starts itself on this run's cluster (kwokctl's
-    kube-scheduler is then not started): all of them when they run concurrently, an external one
-    with a command; none on an attached cluster."""
-    if attached is not None:
-        return []
-    if scenario.concurrent_schedulers:
-        return list(scenario.schedulers)
-    return [variant] if variant.binary == EXTERNAL_BINARY else []
-
-
-def _wasm_dir(base: Path, variant: SchedulerSpec) -> Path:
-    assert variant.wasm is not None
-    path = Path(variant.wasm).expanduser()
-    return path if path.is_absolute() else base / path
-
-
 def check_scenario(scenario: Scenario, base: Path) -> None:
     """Everything that can be checked before a cluster exists: templates render, config files and plugin
     directories exist. Raises ScenarioError (one line) on the first problem."""
-    _factories(scenario, base, "validate")
+    kinds = scheduler_kinds(scenario, base, None)
+    _factories(scenario, base, "validate", kinds=kinds)
     for v in scenario.schedulers:
         _resolve(base, v.config)
-        plugin_directory(v, base)
-        own_schedulers.check_command(v)
-        own_schedulers.manifest_files(v, base)
-        if v.wasm:
-            guest_dir(_wasm_dir(base, v))
+        kinds[v.name].check()
     for g in scenario.cluster.node_groups:
         ManifestFactory(resolve_template(g.template, base), {**g.params, "group": g.name}, f"kb-{g.name}")
     restarts = [e.action for e in scenario.chaos if e.action == "restart-scheduler"]
-    if restarts and (scenario.concurrent_schedulers or any(v.binary == EXTERNAL_BINARY for v in scenario.schedulers)):
+    if restarts and (scenario.concurrent_schedulers or any(v.binary in (EXTERNAL_BINARY, YUNIKORN_BINARY)
+                                                           for v in scenario.schedulers)):
         raise ScenarioError("chaos restart-scheduler restarts kwokctl's kube-scheduler; it is not available with "
-                            "external or concurrent schedulers")
+                            "external, yunikorn or concurrent schedulers")
 
 
 def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
@@ -289,38 +306,37 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
                             "extender needs a fresh cluster (drop --cluster)")
     if opts.cluster and opts.repeat > 1:
         raise ScenarioError("--repeat needs a fresh cluster per run; it cannot be combined with --cluster")
-    needs_plugins = any(v.binary == PLUGINS_BINARY for v in variants) or any(w.gang for w in scenario.workloads)
-    k.toolchain.install("auto", rep, extras=("scheduler-plugins",) if needs_plugins else ())
-    binaries = scheduler_binaries(variants, base, k.toolchain, rep)
+    # the PodGroup CRD of gang workloads comes with scheduler-plugins, for every variant
+    gangs = any(w.gang for w in scenario.workloads)
+    k.toolchain.install("auto", rep, extras=("scheduler-plugins",) if gangs else ())
+    build_components(scenario, base, scenario.schedulers if scenario.concurrent_schedulers else variants,
+                     k.toolchain, rep)
     group = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     results = []
     if scenario.concurrent_schedulers:
         together = SchedulerSpec(name=TOGETHER)
         for i in range(opts.repeat):
             results.append(run_variant(scenario, base, together, opts, rep, k, group={"id": group, "repeat": i,
-                                                                                       "of": opts.repeat},
-                                       binaries=binaries))
+                                                                                       "of": opts.repeat}))
         return results
     for i in range(opts.repeat):
         for v in variants:
             if opts.repeat > 1:
                 rep.heading(f"repeat {i + 1}/{opts.repeat}, variant {v.name}")
             results.append(run_variant(scenario, base, v, opts, rep, k, multi=len(variants) > 1,
-                                       group={"id": group, "repeat": i, "of": opts.repeat},
-                                       scheduler_binary=binaries[v.name], binaries=binaries))
+                                       group={"id": group, "repeat": i, "of": opts.repeat}))
     return results
 
 
 def cluster_options(scenario: Scenario, base: Path, variant: SchedulerSpec, name: str, tc: Toolchain,
-                    scheduler_binary: Path | None = None, extender: ExtenderProcess | None = None) -> ClusterOptions:
-    """How a variant's cluster is created (the same for a fresh cluster per run and for a sweep's cluster)."""
-    guest = build_guest(_wasm_dir(base, variant)) if variant.wasm else None  # cached: a no-op once built
-    return ClusterOptions(
+                    comps: list[Component] = ()) -> ClusterOptions:  # type: ignore[assignment]
+    """How a variant's cluster is created (the same for a fresh cluster per run and for a sweep's cluster):
+    the scenario's settings and the variant's kube-scheduler configuration, then each component's share
+    (:meth:`~kwokbench.components.Component.configure`: which scheduler binary, extenders, plugin arguments,
+    kwokctl's kube-scheduler off for a scheduler kwokbench starts itself)."""
+    copts = ClusterOptions(
         name=name, qps_limits=scenario.cluster.qps_limits, scheduler_config=_resolve(base, variant.config),
-        scheduler_binary=scheduler_binary, scheduler_client_qps=variant.client_qps,
-        scheduler_client_burst=variant.client_burst,
-        scheduler_extenders=[extender.config] if extender else [],
-        scheduler_plugin_args={HOST_PLUGIN: {"guestURL": guest.as_uri()}} if guest else {},
+        scheduler_client_qps=variant.client_qps, scheduler_client_burst=variant.client_burst,
         # for every variant, so the default scheduler meets the same objects as Coscheduling
         crds=tc.scheduler_plugins_crds() if any(w.gang for w in scenario.workloads) else [],
         prometheus_port=free_port() if scenario.cluster.prometheus else None,
@@ -330,6 +346,11 @@ def cluster_options(scenario: Scenario, base: Path, variant: SchedulerSpec, name
         if any(w.complete_after for w in scenario.workloads) else [],
         kwok_stages=kwok_stages(tc, scenario.cluster.pod_lifecycle),
         node_lease_seconds=scenario.cluster.node_lease_seconds, pin_scheduler=scenario.cluster.pin_scheduler)
+    for c in comps:
+        c.configure(copts)
+    if any(c.replaces_kube_scheduler for c in comps):
+        copts.disable = [*copts.disable, "kube-scheduler"]
+    return copts
 
 
 POD_STAGES_OFF = {"pod-ready", "pod-complete"}
@@ -347,29 +368,31 @@ def kwok_stages(tc: Toolchain, pod_lifecycle: str) -> list[dict[str, Any]]:
 
 
 def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: RunOptions, rep: Reporter,
-                k: Kwokctl, multi: bool = False, group: dict[str, Any] | None = None,
-                scheduler_binary: Path | None = None, binaries: dict[str, Path | None] | None = None) -> VariantRun:
-    """One run, as a lifecycle: record → start the cluster → measure while the phases run → stop the
-    measurements → delete the cluster → analyse the stored run. Teardown never depends on analysis, and
-    the watchdog exists before the first process of the run."""
+                k: Kwokctl, multi: bool = False, group: dict[str, Any] | None = None) -> VariantRun:
+    """One run, as a lifecycle: record → build and configure its components → start the cluster and them →
+    measure while the phases run → stop the measurements → stop the components and delete the cluster →
+    analyse the stored run. Teardown never depends on analysis, and the watchdog exists before the first
+    process of the run."""
     attached = attach.get(k.home, opts.cluster) if opts.cluster else None
     _check_attached(attached, scenario, opts)
+    setup = _setup(scenario, base, variant, k.toolchain, attached, reused=bool(opts.cluster))
+    comps = components.for_variant(setup, scenario.schedulers)
+    for c in comps:
+        c.build(rep)  # cached: run_scenario built them
+    kinds = {c.name: c for c in comps if c.role == "scheduler"}
     rundir = RunDir.create(opts.out, scenario.name, variant.name if multi else None)
     run_label = rundir.run_id.split("-")[1]
-    factories = _factories(scenario, base, run_label, attached, None if scenario.concurrent_schedulers else variant)
+    factories = _factories(scenario, base, run_label, attached, None if scenario.concurrent_schedulers else variant,
+                           kinds=kinds if scenario.concurrent_schedulers else {variant.name: comps_scheduler(comps)})
     cluster_name = opts.cluster or f"kb-{run_label}"
-    extender = ExtenderProcess(variant) if variant.extender and not opts.cluster else None
-    copts = cluster_options(scenario, base, variant, cluster_name, k.toolchain, scheduler_binary, extender)
-    own = own_processes(scenario, variant, attached)
-    if own:
-        copts.disable = [*copts.disable, "kube-scheduler"]
+    copts = cluster_options(scenario, base, variant, cluster_name, k.toolchain, comps)
     phases = _phase_records(scenario, factories)
     rundir.write_meta({
         "status": "running", "run_id": rundir.run_id, "run_label": run_label, "group": group or {},
         "started_at": datetime.now(UTC).isoformat(), "owner": owner(), "scenario": scenario.model_dump(mode="json"),
         "scenario_file": str(base), "variant": variant.model_dump(mode="json"),
         "toolchain": {"kwok": versions.KWOK, "kubernetes": versions.KUBERNETES, "etcd": versions.ETCD},
-        "host": host_info(), "fairness": fairness_manifest(scenario, variant, copts), "phases": phases,
+        "host": host_info(), "fairness": _fairness(scenario, variant, copts, comps), "phases": phases,
         "cluster": {"name": cluster_name, "reused": bool(opts.cluster),
                     "nodes": sum(g.count for g in scenario.cluster.node_groups)},
     })
@@ -385,19 +408,19 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
     ctx: RunContext | None = None
     info: AnyCluster | None = None
     try:
-        if extender is not None:
-            extender.start()
+        for c in comps:
+            c.prepare(rep)
         info = _cluster(k, opts, attached, copts, scenario, base, rep)
         rundir.update_meta(cluster={**cluster_record(info), "reused": bool(opts.cluster), "attached": bool(attached),
                                     "nodes": sum(g.count for g in scenario.cluster.node_groups)})
         _ensure_namespaces(info, {w.namespace for w in scenario.workloads}, attached.labels if attached else {})
         if any(w.gang for w in scenario.workloads) and opts.cluster:
             asyncio.run(apply_crds(info.credentials(), k.toolchain.scheduler_plugins_crds()))
-        started_schedulers = _start_own(own, info, scenario, base, k, binaries or {}, rep)
-        kueue_run, kueue_token = None, ""
-        if scenario.cluster.kueue is not None and variant.kueue and not scenario.concurrent_schedulers:
-            kueue_run, kueue_token = _start_kueue(info, scenario, rep)
-            rundir.update_meta(kueue=kueue_run)
+        records = _start_components(comps, info, rep)
+        started_schedulers = [r for c, r in records if c.role == "scheduler"]
+        for c, r in records:
+            if c.role != "scheduler":
+                rundir.update_meta(**{c.name: r})
         if copts.pin_scheduler and isinstance(info, ClusterInfo):
             owners = {"kube-scheduler", *(s["component"] for s in started_schedulers)}
             pinned = processes.pin_components(info.dir, owners, cpus)
@@ -410,17 +433,14 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
                          "take load off them")
         if started_schedulers:
             rundir.update_meta(schedulers=started_schedulers,
-                               fairness={**fairness_manifest(scenario, variant, copts),
+                               fairness={**_fairness(scenario, variant, copts, comps),
                                          "scheduler_version": {s["variant"]: s["version"]
                                                                for s in started_schedulers}})
         ctx = RunContext(rundir.path, scenario, run_label, info, k, rep, attached, created_cluster=not opts.cluster,
                          scrape_interval=opts.scrape_interval, prometheus_port=copts.prometheus_port,
-                         profile=opts.profile, schedulers=started_schedulers,
-                         extras={"reused_cluster": bool(opts.cluster) and attached is None,
-                                 "kueue": kueue_run is not None,
-                                 "kueue_metrics": kueue_run and {"url": kueue_run["metrics_url"],
-                                                                 "token": kueue_token}})
-        for m in measure.for_run(ctx, extender.url if extender else None):
+                         profile=opts.profile, schedulers=started_schedulers, components=comps,
+                         extras={"reused_cluster": bool(opts.cluster) and attached is None})
+        for m in measure.for_run(ctx):
             started.append(m)
             m.start(ctx)
         watcher = next(m.watcher for m in started if isinstance(m, PodTimeline) and m.watcher)
@@ -444,7 +464,7 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
         rundir.write_frame(REQUESTS, pd.concat(logs, ignore_index=True) if logs
                            else _log_frame(RequestLog.empty(0), ""))
         _teardown(k, cluster_name, created=not opts.cluster and info is not None, keep=opts.keep_cluster,
-                  extender=extender, guard=guard, rep=rep)
+                  comps=comps, guard=guard, rep=rep)
         if copts.pin_scheduler:
             os.sched_setaffinity(0, cpus)
         rundir.update_meta(status=status, error=error, ended_at=datetime.now(UTC).isoformat(), phases=phases)
@@ -452,53 +472,32 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
     return VariantRun(rundir.path, status, summary)
 
 
-def _start_own(own: list[SchedulerSpec], info: AnyCluster, scenario: Scenario, base: Path, k: Kwokctl,
-               binaries: dict[str, Path | None], rep: Reporter) -> list[dict[str, Any]]:
-    """Start the schedulers kwokbench runs itself (:func:`own_processes`) and wait until each is ready."""
-    if not own:
-        return []
-    assert isinstance(info, ClusterInfo)
-    launches = []
-    for v in own:
-        if v.binary == EXTERNAL_BINARY and not v.command:
-            raise ScenarioError(f"scheduler {v.name}: binary external without command selects a scheduler already "
-                                "running on an attached cluster (up --kubeconfig); give it a command to start here")
-        # one variant alone is the run's scheduler: measured as kube-scheduler, like kwokctl's
-        component = own_schedulers.component_name(v.name) if scenario.concurrent_schedulers else "kube-scheduler"
-        copts = cluster_options(scenario, base, v, info.name, k.toolchain, binaries.get(v.name))
-        launches.append(own_schedulers.plan(v, info, copts, component, k.toolchain.path("kube-scheduler"),
-                                            binaries.get(v.name), base))
-    manifests = [f for v in own for f in own_schedulers.manifest_files(v, base)]
-    names = ", ".join(f"{launch.variant} ({launch.scheduler_name})" for launch in launches)
-    with rep.status(f"starting scheduler{'s' if len(launches) > 1 else ''} {names}"):
-        return own_schedulers.start_all(launches, info, manifests)
+def comps_scheduler(comps: list[Component]) -> Component:
+    return next(c for c in comps if c.role == "scheduler")
 
 
-def _start_kueue(info: AnyCluster, scenario: Scenario, rep: Reporter) -> tuple[dict[str, Any], str]:
-    """Kueue for the run: built on first use, CRDs installed, process started (a component of the cluster,
-    stopped with it), the scenario's flavors and queues created and Active. (What meta.json records, the
-    bearer token its /metrics wants: kept out of the run directory.)"""
-    from kwokbench.toolchain import kueue as kueue_toolchain
+def _fairness(scenario: Scenario, variant: SchedulerSpec, copts: ClusterOptions,
+              comps: list[Component]) -> dict[str, Any]:
+    out = fairness_manifest(scenario, variant, copts)
+    for c in comps:
+        out.update(c.fairness())
+    return out
 
-    if not isinstance(info, ClusterInfo):
-        raise ScenarioError("cluster.kueue: kwokbench starts Kueue only on clusters it creates")
-    spec = scenario.cluster.kueue
-    assert spec is not None
-    binary = kueue_toolchain.build_kueue(rep)
-    with rep.status(f"starting Kueue {kueue_toolchain.KUEUE_VERSION}"):
-        asyncio.run(kueue.install(info.credentials(), kueue_toolchain.kueue_crds()))
-        proc = kueue.start_kueue(info.dir, info.kubeconfig, binary, free_port())
-        ready = kueue.wait_ready(proc)
-        objs = [kueue.resource_flavor(f) for f in sorted({c.flavor for c in spec.cluster_queues})]
-        objs += [kueue.cluster_queue(c.name, c.flavor, dict(c.quota), queueing_strategy=c.queueing_strategy)
-                 for c in spec.cluster_queues]
-        objs += [kueue.local_queue(q.name, q.cluster_queue, q.namespace) for q in spec.local_queues]
-        asyncio.run(kueue.create_objects(info.credentials(), objs))
-        asyncio.run(kueue.wait_active(info.credentials(), [c.name for c in spec.cluster_queues]))
-        token = asyncio.run(kueue.metrics_token(info.credentials()))
-    record = {"version": kueue_toolchain.KUEUE_VERSION, "pid": proc.pid, "ready_seconds": ready - proc.started,
-              "log": str(proc.log), "metrics_url": f"https://127.0.0.1:{proc.ports.metrics}/metrics"}
-    return record, token
+
+def _start_components(comps: list[Component], info: AnyCluster, rep: Reporter) -> list[tuple[Component, Any]]:
+    """Start each component on the running cluster, in order, and wait until it is ready; a failure stops
+    those already started (the caller's teardown stops every component again: ``stop`` is idempotent)."""
+    records: list[tuple[Component, Any]] = []
+    try:
+        for c in comps:
+            r = c.start(info, rep)
+            if r is not None:
+                records.append((c, r))
+    except BaseException:
+        for c, _ in reversed(records):
+            c.stop()
+        raise
+    return records
 
 
 def _check_attached(attached: AttachedCluster | None, scenario: Scenario, opts: RunOptions) -> None:
@@ -557,15 +556,20 @@ def _stop_measurements(started: list[Measurement], ctx: RunContext | None, rep: 
             rep.warn(f"{m.name}: could not collect: {e}")
 
 
-def _teardown(k: Kwokctl, name: str, created: bool, keep: bool, extender: ExtenderProcess | None,
+def _teardown(k: Kwokctl, name: str, created: bool, keep: bool, comps: list[Component],
               guard: subprocess.Popen[bytes] | None, rep: Reporter) -> None:
+    for c in reversed(comps):
+        if keep and c.cluster_process:
+            continue  # kept running with the cluster it belongs to (`kwokbench down` stops it)
+        try:
+            c.stop()
+        except Exception as e:
+            rep.warn(f"{c.name}: could not stop cleanly: {e}")
     if created and not keep:
         try:
             k.delete(name, rep)
         except KwokbenchError as e:
             rep.warn(f"could not delete cluster {name}: {e}")
-    if extender is not None:
-        extender.stop()
     if guard is not None:
         guard.terminate()
         guard.wait(10)

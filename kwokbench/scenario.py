@@ -8,6 +8,7 @@ editors a complete JSON Schema.
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -100,7 +101,58 @@ class ClusterSpec(_Model):
 
 
 STOCK_BINARY, PLUGINS_BINARY, EXTERNAL_BINARY = "kube-scheduler", "scheduler-plugins", "external"
+YUNIKORN_BINARY = "yunikorn"
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
+YUNIKORN_SCHEDULER_NAME = "yunikorn"
+"""The schedulerName YuniKorn's shim serves (a constant of the shim, not configurable)."""
+Quantity = str | int | float
+
+
+class YuniKornQueueSpec(_Model):
+    name: str = Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$", description="Queue name (a child of its parent queue).")
+    guaranteed: dict[str, Quantity] = Field(default_factory=dict, description=(
+        "Resources the queue is guaranteed, e.g. {vcore: 100, memory: 400Gi} (YuniKorn's names: vcore, memory, "
+        "pods, or any extended resource; `cpu` is written as vcore)."))
+    max: dict[str, Quantity] = Field(default_factory=dict, description="Most resources the queue may use.")
+    sort_policy: Literal["fifo", "fair", "priority"] | None = Field(None, description=(
+        "How the queue orders its applications (property application.sort.policy); default YuniKorn's fifo."))
+    properties: dict[str, str] = Field(default_factory=dict, description="More YuniKorn queue properties.")
+    parent: bool = Field(False, description="A parent queue even without children (placement creates them).")
+    queues: list[YuniKornQueueSpec] = Field(default_factory=list, description="Child queues (hierarchical).")
+
+
+class YuniKornSpec(_Model):
+    queues: list[YuniKornQueueSpec] = Field(default_factory=list, description=(
+        "The queues under root (hierarchical, with guaranteed/max resources). Workloads pick one with "
+        "`yunikorn.queue`; without queues every application goes to root.default."))
+    placement_rules: list[dict[str, Any]] = Field(
+        default_factory=lambda: [{"name": "provided", "create": True}], description=(
+            "YuniKorn placement rules of the partition, as in its queues.yaml (default: the queue a pod's `queue` "
+            "label names, created when missing)."))
+    node_sort_policy: Literal["fair", "binpacking"] | None = Field(None, description=(
+        "How nodes are ordered for allocation (partition nodesortpolicy); default YuniKorn's fair."))
+    queues_file: str | None = Field(None, description=(
+        "A whole queues.yaml (relative to the scenario) instead of queues/placement_rules/node_sort_policy."))
+    settings: dict[str, str | int | float | bool] = Field(default_factory=dict, description=(
+        "More keys of the yunikorn-configs ConfigMap, e.g. service.schedulingInterval: 100ms, log.level: WARN."))
+
+    @model_validator(mode="after")
+    def _one_source(self) -> YuniKornSpec:
+        if self.queues_file and (self.queues or self.node_sort_policy):
+            raise ValueError("yunikorn: give queues_file or queues/node_sort_policy, not both")
+        bad = [k for k in self.settings if k == "queues.yaml" or not re.fullmatch(r"[A-Za-z0-9_.-]+", k)]
+        if bad:
+            raise ValueError(f"yunikorn.settings: {bad[0]!r} is not a ConfigMap key kwokbench passes through "
+                             "(queues come from queues or queues_file)")
+        return self
+
+
+class YuniKornWorkloadSpec(_Model):
+    queue: str = Field("root.default", pattern=r"^root(\.[a-zA-Z0-9_-]{1,64})*$", description=(
+        "The YuniKorn queue of this phase's applications (the pods' `queue` label), e.g. root.tenant-a."))
+    pods_per_app: int | None = Field(None, ge=1, le=1_000_000, description=(
+        "Pods per YuniKorn application (the `applicationId` label): default one application per Job, per "
+        "gang, or per 100 bare pods."))
 _EXTERNAL_ONLY = ("command", "metrics_path", "metrics_port", "ready_path", "version_command", "manifests")
 
 
@@ -117,8 +169,9 @@ class SchedulerSpec(_Model):
     name: str = Field("default", pattern=DNS_LABEL, max_length=30, description="Variant name, used in reports.")
     binary: str = Field(STOCK_BINARY, min_length=1, description=(
         "Which kube-scheduler runs: `kube-scheduler` (stock, the control plane's version), `scheduler-plugins` "
-        "(sigs.k8s.io/scheduler-plugins: Coscheduling, CapacityScheduling, …), or a Go plugin directory "
-        "(path relative to the scenario) compiled in by `kwokbench tools build-scheduler`."))
+        "(sigs.k8s.io/scheduler-plugins: Coscheduling, CapacityScheduling, …), `yunikorn` (Apache YuniKorn, "
+        "built from pinned sources: `kwokbench tools install yunikorn`), `external` (any binary: `command`), or "
+        "a Go plugin directory (path relative to the scenario) compiled in by `kwokbench tools build-scheduler`."))
     config: str | None = Field(None, description=(
         "KubeSchedulerConfiguration file (relative to the scenario). Client QPS/burst are set unlimited "
         "unless cluster.qps_limits is true."))
@@ -133,6 +186,9 @@ class SchedulerSpec(_Model):
         "build-wasm` and handed to the `Wasm` host plugin as its pluginConfig `guestURL`. The variant's `binary` "
         "is the host plugin's directory (plugins/wasm) and its `config` enables `Wasm`; a changed guest is "
         "rebuilt in seconds, never the scheduler."))
+    yunikorn: YuniKornSpec | None = Field(None, description=(
+        "`binary: yunikorn`: YuniKorn's configuration, written into its yunikorn-configs ConfigMap (queues.yaml "
+        "and service settings). Default: one root queue, applications placed by their `queue` label."))
     kueue: bool = Field(True, description=(
         "With cluster.kueue: run this variant's Jobs through Kueue (default), or false to submit the very same "
         "Jobs straight to the scheduler (no Kueue, not suspended) — the kueue-vs-direct baseline."))
@@ -169,6 +225,16 @@ class SchedulerSpec(_Model):
 
     @model_validator(mode="after")
     def _external(self) -> SchedulerSpec:
+        if self.yunikorn is not None and self.binary != YUNIKORN_BINARY:
+            raise ValueError(f"scheduler {self.name}: yunikorn only applies to binary: yunikorn")
+        if self.binary == YUNIKORN_BINARY:
+            if self.scheduler_name not in (None, YUNIKORN_SCHEDULER_NAME):
+                raise ValueError(f"scheduler {self.name}: YuniKorn serves schedulerName {YUNIKORN_SCHEDULER_NAME} "
+                                 "only; drop scheduler_name")
+            bad = [f for f in ("config", "extender", "wasm", "extra_args") if getattr(self, f)]
+            if bad:
+                raise ValueError(f"scheduler {self.name}: {', '.join(bad)} apply to kube-scheduler variants, not "
+                                 "binary: yunikorn (configure it with yunikorn:)")
         if self.binary == EXTERNAL_BINARY:
             if not self.scheduler_name:
                 raise ValueError(f"scheduler {self.name}: binary external needs scheduler_name (the schedulerName "
@@ -183,6 +249,8 @@ class SchedulerSpec(_Model):
 
     @property
     def effective_scheduler_name(self) -> str:
+        if self.binary == YUNIKORN_BINARY:
+            return YUNIKORN_SCHEDULER_NAME
         return self.scheduler_name or DEFAULT_SCHEDULER_NAME
 
 
@@ -244,6 +312,9 @@ class WorkloadSpec(_Model):
     scheduler: str | None = Field(None, description=(
         "With concurrent_schedulers: the variant owning every pod of this phase (default: pods are dealt to the "
         "variants in turn, pod i to variant i mod n)."))
+    yunikorn: YuniKornWorkloadSpec = Field(default_factory=YuniKornWorkloadSpec, description=(
+        "How a YuniKorn variant sees this phase: its queue and pods per application (kube-scheduler variants "
+        "ignore it; the labels are written only for binary: yunikorn)."))
     connections: int | None = Field(None, ge=1, le=4096, description=(
         "Most keep-alive connections the submitter opens to the apiserver (one request in flight each). Default: "
         "enough for 100 ms on the wire at the peak offered rate (rate / 10), at least 64, at most 1024. When every "

@@ -23,14 +23,15 @@ from typing import Any
 
 import numpy as np
 
+from kwokbench import components
 from kwokbench.cluster import Kwokctl, NodeGroup, bring_up, watchdog
 from kwokbench.cluster.kwokctl import ClusterInfo
 from kwokbench.cluster.objects import delete_labelled
 from kwokbench.errors import KwokbenchError, ScenarioError, StoreError
 from kwokbench.load.watcher import RUN_LABEL
 from kwokbench.progress import Reporter, Silent
-from kwokbench.runner import RunOptions, check_scenario, cluster_options, run_variant, scheduler_binaries
-from kwokbench.scenario import PLUGINS_BINARY, QpsArrival, Scenario
+from kwokbench.runner import RunOptions, _setup, check_scenario, cluster_options, run_variant
+from kwokbench.scenario import QpsArrival, Scenario
 from kwokbench.store import _atomic_write, owner, read_versioned, settle_status
 from kwokbench.templates import resolve_template
 
@@ -171,9 +172,11 @@ def run_sweep(scenario: Scenario, scenario_path: Path, opts: SweepOptions, repor
     if variant.extender:
         raise ScenarioError(f"variant {variant.name}: sweeps do not support extender variants yet")
     check_scenario(scenario, base)
-    needs_plugins = variant.binary == PLUGINS_BINARY or any(w.gang for w in scenario.workloads)
-    k.toolchain.install("auto", rep, extras=("scheduler-plugins",) if needs_plugins else ())
-    binary = scheduler_binaries([variant], base, k.toolchain, rep)[variant.name]
+    k.toolchain.install("auto", rep, extras=("scheduler-plugins",) if any(w.gang for w in scenario.workloads) else ())
+    # the sweep's clusters run the variant's kube-scheduler: its binary and configuration, per size
+    comps = components.for_variant(_setup(scenario, base, variant, k.toolchain))
+    for c in comps:
+        c.build(rep)
 
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     sweep_dir = opts.out / scenario.name / f"sweep-{stamp}"
@@ -195,7 +198,7 @@ def run_sweep(scenario: Scenario, scenario_path: Path, opts: SweepOptions, repor
             for n in nodes:
                 sized = scaled(scenario, n)
                 cluster = f"kb-sweep-{stamp[-7:-1].lower()}-{n}"
-                copts = cluster_options(sized, base, variant, cluster, k.toolchain, binary)
+                copts = cluster_options(sized, base, variant, cluster, k.toolchain, comps)
                 groups = [NodeGroup(g.name, g.count, resolve_template(g.template, base), g.params)
                           for g in sized.cluster.node_groups]
                 rep.heading(f"{n} nodes: cluster {cluster}")

@@ -29,6 +29,7 @@ BUILTIN_DIR = Path(__file__).parent / "builtin_templates"
 _SENTINELS = ("kb-sentinel-a0", "kb-sentinel-b1")
 _GROUP_SENTINEL = "kb-group-sentinel-c2"
 _SCHEDULER_SENTINEL = "kb-scheduler-sentinel-d3"
+_APP_SENTINEL = "kb-app-sentinel-e4"
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 _WORKLOAD_LABEL = "kwokbench.io/workload"  # kwokbench.load.watcher.WORKLOAD_LABEL; not imported: load needs us
 MAX_OBJECT_BYTES = 3 * 2**19
@@ -152,6 +153,10 @@ class ManifestFactory:
     scheduler_names: Sequence[str] = ()
     """When given, object i's pods get ``spec.schedulerName`` ``scheduler_names[i % len]`` (the variant owning
     them when several schedulers share the cluster)."""
+    app_labels: Sequence[str] = ()
+    """Labels whose value is object i's application, ``<prefix>-app-<i // app_size>`` (YuniKorn's
+    ``applicationId``)."""
+    app_size: int = 1
     suspend: bool = False
     """A Job is created suspended (Kueue unsuspends it on admission)."""
     pod_annotations: Mapping[str, str] = field(default_factory=dict)
@@ -217,17 +222,25 @@ class ManifestFactory:
                 out = out.replace(_GROUP_SENTINEL.encode(), self.group(i).encode())
             if self.scheduler_names:
                 out = out.replace(_SCHEDULER_SENTINEL.encode(), self.scheduler_name(i).encode())
+            if self.app_labels:
+                out = out.replace(_APP_SENTINEL.encode(), self.app(i).encode())
             return out
         return orjson.dumps(self._render(name, i, self.group(i) if self.gang_size else None,
-                                         self.scheduler_name(i) or None))
+                                         self.scheduler_name(i) or None, self.app(i)))
+
+    def app(self, i: int) -> str:
+        """The application object i belongs to (its ``app_labels`` value)."""
+        return f"{self.prefix}-app-{i // max(1, self.app_size)}"
 
     def scheduler_name(self, i: int) -> str:
         """The schedulerName of object i's pods ("" when the template's own is kept)."""
         return self.scheduler_names[i % len(self.scheduler_names)] if self.scheduler_names else ""
 
-    def _render(self, name: str, i: int, group: str | None = None, scheduler: str | None = None) -> dict[str, Any]:
+    def _render(self, name: str, i: int, group: str | None = None, scheduler: str | None = None,
+                app: str = _APP_SENTINEL) -> dict[str, Any]:
         doc = render_manifest(self.path, self._vars(name, i))
-        labels = {**self.labels, **({POD_GROUP_LABEL: group} if self.gang_size and group else {})}
+        labels = {**self.labels, **({POD_GROUP_LABEL: group} if self.gang_size and group else {}),
+                  **dict.fromkeys(self.app_labels, app)}
         if labels:
             for meta in (doc["metadata"], ((doc.get("spec") or {}).get("template") or {}).get("metadata")):
                 if isinstance(meta, dict):
@@ -255,7 +268,8 @@ class ManifestFactory:
         """Labels every pod of this workload carries (the pod's, or a Job's pod template's)."""
         tmpl = ((self.sample.get("spec") or {}).get("template") or {}).get("metadata")
         meta = tmpl if self.kind == "Job" and isinstance(tmpl, dict) else self.sample.get("metadata") or {}
-        return {str(k): str(v) for k, v in (meta.get("labels") or {}).items() if v != _GROUP_SENTINEL}
+        sentinels = (_GROUP_SENTINEL, _APP_SENTINEL)
+        return {str(k): str(v) for k, v in (meta.get("labels") or {}).items() if v not in sentinels}
 
     def pods_per_object(self) -> int:
         """Pods one object results in: 1 for a Pod, completions for a Job (the scheduler's work)."""

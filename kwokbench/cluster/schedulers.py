@@ -34,6 +34,7 @@ from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions, free_port, scheduler_config_document
 from kwokbench.cluster.objects import apply_crds
 from kwokbench.errors import ClusterError, ScenarioError
+from kwokbench.metrics.scrape import Endpoint
 from kwokbench.scenario import EXTERNAL_BINARY, SchedulerSpec
 from kwokbench.templates import collection_path
 
@@ -205,6 +206,18 @@ def start(launch: Launch, info: ClusterInfo) -> dict[str, Any]:
     return {"variant": launch.variant, "component": launch.component, "scheduler_name": launch.scheduler_name,
             "pid": proc.pid, "argv": launch.argv, "version": ver, "metrics_url": launch.metrics_url,
             "ready_seconds": ready - t0, "log": str(log)}
+
+
+def endpoints_of(record: dict[str, Any] | None, info: ClusterInfo | None) -> list[Endpoint]:
+    """The metrics endpoint of a scheduler started here (none without a metrics URL): https ones are asked
+    with the admin client certificate, the serving certificate not verified."""
+    if record is None or info is None or not record.get("metrics_url"):
+        return []
+    url = record["metrics_url"]
+    creds = info.credentials()
+    insecure = Credentials("", None, creds.cert_file, creds.key_file, insecure=True)
+    return [Endpoint(record["component"], url, insecure if url.startswith("https") else None,
+                     pprof=record.get("pprof_url"))]
 
 
 def stop(info: ClusterInfo, component: str) -> list[str]:

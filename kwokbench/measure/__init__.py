@@ -42,6 +42,8 @@ class RunContext:
     """Components whose CPU profile is taken over the first phase (``run --profile``)."""
     schedulers: list[dict[str, Any]] = field(default_factory=list)
     """Schedulers kwokbench started itself (external or concurrent): component, metrics_url, … each."""
+    components: list[Any] = field(default_factory=list)
+    """The run's components (:mod:`kwokbench.components`): their endpoints and measurements."""
     extras: dict[str, Any] = field(default_factory=dict)
 
 
@@ -77,13 +79,11 @@ class Recorder:
         pass
 
 
-def for_run(ctx: RunContext, extender_url: str | None = None) -> list[Measurement]:
-    """The measurements of a run, in start order (stopped in reverse)."""
+def for_run(ctx: RunContext) -> list[Measurement]:
+    """The measurements of a run, in start order (stopped in reverse); each component adds its own."""
     from kwokbench.measure.chaos import ChaosEvents
     from kwokbench.measure.cluster_state import ClusterState
-    from kwokbench.measure.extender import ExtenderStats
     from kwokbench.measure.host import HostEvidence
-    from kwokbench.measure.kueue import KueueWorkloads
     from kwokbench.measure.profile import ComponentProfiles
     from kwokbench.measure.prometheus import PrometheusCrossCheck
     from kwokbench.measure.scrape import ComponentScrapes
@@ -92,11 +92,9 @@ def for_run(ctx: RunContext, extender_url: str | None = None) -> list[Measuremen
     out: list[Measurement] = [PodTimeline()]
     if ctx.scrape_interval > 0:
         out.append(ComponentScrapes())
-    if extender_url:
-        out.append(ExtenderStats(extender_url))
+    for c in ctx.components:
+        out += c.measurements()
     out.append(ClusterState())
-    if ctx.extras.get("kueue"):
-        out.append(KueueWorkloads())
     if ctx.prometheus_port and ctx.created_cluster:
         out.append(PrometheusCrossCheck())
     if ctx.scenario.chaos:

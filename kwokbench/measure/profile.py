@@ -67,7 +67,8 @@ def profile_path(run_dir: Path, component: str) -> Path:
 
 def fetch(endpoint: Endpoint, seconds: int) -> bytes:
     """``/debug/pprof/profile`` of the component whose ``/metrics`` is ``endpoint``; blocks ``seconds``."""
-    u = urllib.parse.urlsplit(endpoint.url.removesuffix("/metrics") + f"/debug/pprof/profile?seconds={seconds}")
+    base = endpoint.pprof or endpoint.url.removesuffix("/metrics") + "/debug/pprof"
+    u = urllib.parse.urlsplit(base.rstrip("/") + f"/profile?seconds={seconds}")
     timeout = seconds + 30.0
     conn: http.client.HTTPConnection
     if u.scheme == "https":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.errors import ClusterError
 from kwokbench.measure import Recorder, RunContext
 from kwokbench.metrics.scrape import Endpoint, Scraper, cluster_endpoints
@@ -31,17 +30,11 @@ class ComponentScrapes(Recorder):
 
 
 def endpoints(ctx: RunContext) -> list[Endpoint]:
-    """The cluster's components; when kwokbench started the schedulers itself (kwokctl's kube-scheduler
-    then does not run), each of those that has a metrics endpoint instead; Kueue's, with its token."""
+    """The cluster's components, less kwokctl's kube-scheduler when kwokbench runs the scheduler(s) itself,
+    plus every endpoint the run's components serve (schedulers started here, Kueue)."""
     out = cluster_endpoints(ctx.cluster)
-    if ctx.schedulers:
-        creds = ctx.cluster.credentials()
-        insecure = Credentials("", None, creds.cert_file, creds.key_file, insecure=True)
+    if any(c.replaces_kube_scheduler for c in ctx.components):
         out = [e for e in out if e.component != "kube-scheduler"]
-        out += [Endpoint(s["component"], s["metrics_url"], insecure if s["metrics_url"].startswith("https") else None)
-                for s in ctx.schedulers if s.get("metrics_url")]
-    kueue = ctx.extras.get("kueue_metrics")
-    if kueue:  # self-signed serving certificate; a ServiceAccount token is what it authenticates
-        out.append(Endpoint("kueue", kueue["url"], Credentials("", None, None, None, token=kueue["token"],
-                                                               insecure=True)))
+    for c in ctx.components:
+        out += c.endpoints()
     return out

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from prometheus_client.parser import text_string_to_metric_families
 
+from kwokbench.metrics import yunikorn
 from kwokbench.metrics.parse import prefilter
 from kwokbench.metrics.scrape import PROCS, SCRAPES, read_snapshots
 
@@ -36,6 +37,7 @@ KEEP: dict[str, dict[str, Any]] = {
         "scheduler_pending_pods": None,
         "rest_client_rate_limiter_duration_seconds": None,
         "rest_client_requests_total": None,
+        **yunikorn.KEEP,  # a scheduler kwokbench started in kube-scheduler's place may be YuniKorn
     },
     "kube-controller-manager": {
         "rest_client_rate_limiter_duration_seconds": None,
@@ -332,6 +334,13 @@ def derive(run_dir: Path, pods: pd.DataFrame,
                 series, c, "scheduler_scheduling_attempt_duration_seconds", result="scheduled"),
             "cpu_seconds": (out["processes"].get(c) or {}).get("cpu_seconds"),
             "metrics": bool(len(series)) and bool((series["component"] == c).any())} for c in own}
+    for comp in ["kube-scheduler", *own] if len(series) else []:
+        yk = yunikorn.yunikorn_section(series, comp, window, out["processes"].get(comp) or {}, counter_increase,
+                                       histogram_quantiles)
+        if yk is not None and comp == "kube-scheduler":
+            out["yunikorn"] = yk
+        elif yk is not None:
+            out["schedulers"][comp.removeprefix(OWN_PREFIX)]["yunikorn"] = yk
     if len(series) and (series["component"] == "kueue").any():
         out["kueue"] = kueue_section(series, out["processes"].get("kueue") or {})
     win_s = (window[1] - window[0]) if window else 0.0

@@ -37,6 +37,8 @@ class Endpoint:
     url: str
     creds: Credentials | None
     """Client certificate (or bearer token) to present (None: plain HTTP)."""
+    pprof: str | None = None
+    """Base URL of its ``/debug/pprof/`` (None: beside ``/metrics``, as Kubernetes components serve it)."""
 
 
 @dataclass(frozen=True)

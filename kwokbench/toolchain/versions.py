@@ -27,3 +27,11 @@ MIN_GO = (1, 26)
 
 KUEUE = "v0.19.2"
 """sigs.k8s.io/kueue: the job-queueing controller (newest release; built on k8s.io/* v0.36, no replaces)."""
+
+YUNIKORN = "v1.8.0"
+"""Apache YuniKorn (k8shim v1.8.0 with core v1.8.0-1 and scheduler-interface v1.8.0-0, the versions it
+requires), built from pinned source archives (:mod:`kwokbench.toolchain.yunikorn`): the module proxy refuses
+YuniKorn's modules. It is built on Kubernetes v1.34.2 client libraries (two minors behind the apiserver)."""
+
+YUNIKORN_KUBERNETES = "v1.34.2"
+"""The k8s.io/kubernetes version YuniKorn's k8shim go.mod requires."""

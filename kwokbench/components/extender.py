@@ -1,0 +1,41 @@
+"""kwokbench's builtin HTTP scheduler extender (``extender:`` on a variant): a process the scheduler's
+configuration names by URL, so it starts before the cluster and stops with the run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kwokbench.cluster.extender import ExtenderProcess
+from kwokbench.cluster.kwokctl import ClusterOptions
+from kwokbench.components import Base
+from kwokbench.measure import Measurement
+from kwokbench.progress import Reporter
+from kwokbench.scenario import SchedulerSpec
+
+
+class Extender(Base):
+    name = "extender"
+
+    def __init__(self, variant: SchedulerSpec) -> None:
+        self.process = ExtenderProcess(variant)
+
+    @property
+    def url(self) -> str:
+        return self.process.url
+
+    def configure(self, copts: ClusterOptions) -> None:
+        copts.scheduler_extenders = [*copts.scheduler_extenders, self.process.config]
+
+    def prepare(self, rep: Reporter) -> None:
+        self.process.start()
+
+    def measurements(self) -> list[Measurement]:
+        from kwokbench.measure.extender import ExtenderStats
+
+        return [ExtenderStats(self.process.url)]
+
+    def fairness(self) -> dict[str, Any]:
+        return {}
+
+    def stop(self) -> None:
+        self.process.stop()

@@ -1,0 +1,71 @@
+"""Kueue (sigs.k8s.io/kueue) as a component of the run: built on first use, its CRDs installed, the process
+started (a component of the cluster, stopped with it), the scenario's flavors and queues created and Active;
+its ``/metrics`` scraped with a ServiceAccount token (kept in memory, never in the run directory)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kwokbench.cluster import kueue
+from kwokbench.cluster.kubeconfig import Credentials
+from kwokbench.cluster.kwokctl import ClusterInfo, free_port
+from kwokbench.components import Base
+from kwokbench.errors import ScenarioError
+from kwokbench.measure import Measurement
+from kwokbench.metrics.scrape import Endpoint
+from kwokbench.progress import Reporter
+from kwokbench.scenario import Scenario
+
+
+class Kueue(Base):
+    name = "kueue"
+    cluster_process = True
+
+    def __init__(self, scenario: Scenario) -> None:
+        assert scenario.cluster.kueue is not None
+        self.spec = scenario.cluster.kueue
+        self.binary: Any = None
+        self.record: dict[str, Any] | None = None
+        self._token = ""
+
+    def build(self, rep: Reporter) -> None:
+        from kwokbench.toolchain import kueue as kueue_toolchain
+
+        self.binary = kueue_toolchain.build_kueue(rep)
+
+    def start(self, info: Any, rep: Reporter) -> dict[str, Any] | None:
+        from kwokbench.toolchain import kueue as kueue_toolchain
+
+        if not isinstance(info, ClusterInfo):
+            raise ScenarioError("cluster.kueue: kwokbench starts Kueue only on clusters it creates")
+        if self.binary is None:
+            self.build(rep)
+        spec = self.spec
+        with rep.status(f"starting Kueue {kueue_toolchain.KUEUE_VERSION}"):
+            asyncio.run(kueue.install(info.credentials(), kueue_toolchain.kueue_crds()))
+            proc = kueue.start_kueue(info.dir, info.kubeconfig, self.binary, free_port())
+            ready = kueue.wait_ready(proc)
+            objs = [kueue.resource_flavor(f) for f in sorted({c.flavor for c in spec.cluster_queues})]
+            objs += [kueue.cluster_queue(c.name, c.flavor, dict(c.quota), queueing_strategy=c.queueing_strategy)
+                     for c in spec.cluster_queues]
+            objs += [kueue.local_queue(q.name, q.cluster_queue, q.namespace) for q in spec.local_queues]
+            asyncio.run(kueue.create_objects(info.credentials(), objs))
+            asyncio.run(kueue.wait_active(info.credentials(), [c.name for c in spec.cluster_queues]))
+            self._token = asyncio.run(kueue.metrics_token(info.credentials()))
+        self.record = {"version": kueue_toolchain.KUEUE_VERSION, "pid": proc.pid,
+                       "ready_seconds": ready - proc.started, "log": str(proc.log),
+                       "metrics_url": f"https://127.0.0.1:{proc.ports.metrics}/metrics"}
+        return self.record
+
+    def endpoints(self) -> list[Endpoint]:
+        if self.record is None:
+            return []
+        # self-signed serving certificate; a ServiceAccount token is what it authenticates
+        return [Endpoint("kueue", self.record["metrics_url"],
+                         Credentials("", None, None, None, token=self._token, insecure=True))]
+
+    def measurements(self) -> list[Measurement]:
+        from kwokbench.measure.kueue import KueueWorkloads
+
+        return [KueueWorkloads()]

@@ -1,0 +1,234 @@
+"""Schedulers built from pinned source archives, for modules the Go module proxy will not serve.
+
+The module proxy refuses a few modules (YuniKorn's three, kube-scheduler-wasm-extension) but serves every
+one of their dependencies. Such a scheduler is built from its upstream sources: ``git archive`` tarballs of
+the pinned tag or commit, each pinned by sha256 here, like a package cache. kwokbench looks for them
+
+1. in ``--source PATH`` (``tools install … --source``) or, without it, ``$KWOKBENCH_SOURCES``: a
+   directory holding the archives (checked against the pinned sha256: a mismatch is refused, never
+   built), or holding source *directories* (a checkout: it is built as it is and the build records a hash
+   of its Go files instead of the archive's sha256); ``PATH`` may also be one archive or one directory
+   when the scheduler needs only one;
+2. else in ``$KWOKBENCH_CACHE/sources``, where a download from upstream (the same pinned archives, on a host
+   that reaches it) is kept after its sha256 matched.
+
+What was built from what is written next to the binary (``BUILD.json``) and into every run's fairness
+manifest; a cached build is reused only when it came from the same sources.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tarfile
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from kwokbench.errors import ToolchainError
+
+if TYPE_CHECKING:
+    from kwokbench.progress import Reporter
+
+SOURCES_ENV = "KWOKBENCH_SOURCES"
+BUILD_RECORD = "BUILD.json"
+
+
+@dataclass(frozen=True)
+class PinnedSource:
+    """One upstream Go module, as a pinned archive."""
+
+    module: str
+    """Its Go module path (the ``module`` line of its go.mod, e.g. github.com/apache/yunikorn-core)."""
+    archive: str
+    """File name of the pinned archive."""
+    sha256: str
+    url: str
+    """Where upstream serves this very archive (tried only when no local copy is given)."""
+    subdir: str = ""
+    """Where the module's go.mod is inside the archive's top directory ("" for the top)."""
+
+
+@dataclass(frozen=True)
+class Located:
+    """A pinned source found on this host: its module directory once extracted, and where it came from."""
+
+    source: PinnedSource
+    dir: Path
+    origin: str
+    """``sha256:<hex>`` of the verified archive, or ``dir:<hash of its Go files>`` of a checkout."""
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _module_of(gomod: Path) -> str | None:
+    try:
+        m = re.search(r"^module\s+(\S+)", gomod.read_text(errors="replace"), flags=re.M)
+    except OSError:
+        return None
+    return m.group(1) if m else None
+
+
+def tree_hash(root: Path) -> str:
+    """Hash of the Go files and module files under ``root`` (what changes a build from a checkout)."""
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*")):
+        if f.is_file() and (f.suffix == ".go" or f.name in ("go.mod", "go.sum")) and ".git" not in f.parts:
+            h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _find_dir(root: Path, s: PinnedSource) -> Path | None:
+    """A source directory of module ``s`` at ``root`` or one level below it."""
+    for d in [root, *sorted(p for p in root.iterdir() if p.is_dir())] if root.is_dir() else []:
+        cand = d / s.subdir if s.subdir else d
+        if _module_of(cand / "go.mod") == s.module:
+            return cand
+    return None
+
+
+def default_source() -> Path | None:
+    env = os.environ.get(SOURCES_ENV)
+    return Path(env).expanduser() if env else None
+
+
+def locate(sources: Sequence[PinnedSource], given: Path | None, work: Path, cache: Path,
+           download: bool = True) -> list[Located]:
+    """Every pinned source as a module directory under ``work`` (archives are extracted there).
+
+    ``given`` is ``--source`` (or ``$KWOKBENCH_SOURCES``): a directory of archives or checkouts, or one
+    archive or checkout. A missing one is looked for in the download cache, then downloaded."""
+    if given is not None and not given.exists():
+        raise ToolchainError(f"--source {given}: no such file or directory")
+    out = []
+    for s in sources:
+        found = _from_given(s, given, work, single=len(sources) == 1) if given is not None else None
+        if found is None:
+            found = _from_cache(s, cache, work, download, given)
+        out.append(found)
+    return out
+
+
+def _from_given(s: PinnedSource, given: Path, work: Path, single: bool) -> Located | None:
+    if given.is_file():  # one archive: the source it is named after (or the only one wanted), sha256 checked
+        return _extract(s, given, work) if given.name == s.archive or single else None
+    archive = given / s.archive
+    if archive.is_file():
+        return _extract(s, archive, work)
+    d = _find_dir(given, s)
+    if d is None:
+        return None
+    # a checkout is built from a copy: the build edits go.mod (replaces), never the user's files
+    dest = work / "src" / d.name
+    shutil.copytree(d, dest, ignore=shutil.ignore_patterns(".git"), dirs_exist_ok=True)
+    return Located(s, dest, f"dir:{tree_hash(d)}")
+
+
+def _from_cache(s: PinnedSource, cache: Path, work: Path, download: bool, given: Path | None) -> Located:
+    cached = cache / "sources" / s.archive
+    if cached.is_file():
+        return _extract(s, cached, work)
+    where = f" in {given}" if given is not None else ""
+    if not download:
+        raise ToolchainError(f"{s.module}: neither {s.archive} nor a checkout of it{where}")
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    part = cached.with_name(cached.name + ".part")
+    try:
+        with urllib.request.urlopen(s.url, timeout=30) as r, part.open("wb") as f:
+            shutil.copyfileobj(r, f)
+    except (OSError, ValueError) as e:
+        part.unlink(missing_ok=True)
+        hint = f"{SOURCES_ENV} or --source DIR holding {s.archive}"
+        raise ToolchainError(f"{s.module}: no {s.archive}{where or ' given'} and its upstream archive is "
+                             f"unreachable ({s.url}: {getattr(e, 'reason', None) or e}); give {hint}") from e
+    got = sha256_of(part)
+    if got != s.sha256:
+        part.unlink(missing_ok=True)
+        raise ToolchainError(f"{s.url}: sha256 {got[:16]}… is not the pinned {s.sha256[:16]}…; not built")
+    part.replace(cached)
+    return _extract(s, cached, work)
+
+
+def _extract(s: PinnedSource, archive: Path, work: Path) -> Located:
+    got = sha256_of(archive)
+    if got != s.sha256:
+        raise ToolchainError(f"{archive}: sha256 {got[:16]}… is not the pinned {s.sha256[:16]}… of {s.module}; "
+                             "a corrupt or different archive is never built")
+    dest = work / "src" / s.archive.removesuffix(".tar.gz").removesuffix(".tgz")
+    dest.mkdir(parents=True, exist_ok=True)
+    try:
+        with tarfile.open(archive) as tar:
+            tar.extractall(dest, filter="data")
+    except (tarfile.TarError, OSError, EOFError) as e:
+        raise ToolchainError(f"{archive}: cannot extract: {e}") from e
+    d = _find_dir(dest, s)
+    if d is None:
+        raise ToolchainError(f"{archive}: holds no go.mod of {s.module}")
+    return Located(s, d, f"sha256:{got}")
+
+
+def peek_origins(sources: Sequence[PinnedSource], given: Path) -> dict[str, str] | None:
+    """What :func:`origins` of a build from ``given`` would be, without extracting anything (an archive's
+    identity is its sha256); None when ``given`` does not hold them all."""
+    out = {}
+    for s in sources:
+        if given.is_file():
+            if given.name != s.archive and len(sources) > 1:
+                return None
+            out[s.module] = f"sha256:{sha256_of(given)}"
+        elif (given / s.archive).is_file():
+            out[s.module] = f"sha256:{sha256_of(given / s.archive)}"
+        elif given.is_dir() and (d := _find_dir(given, s)) is not None:
+            out[s.module] = f"dir:{tree_hash(d)}"
+        else:
+            return None
+    return out
+
+
+def origins(found: Sequence[Located]) -> dict[str, str]:
+    return {f.source.module: f.origin for f in found}
+
+
+def read_record(binary: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((binary.parent / BUILD_RECORD).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_record(dest_dir: Path, record: dict[str, Any]) -> None:
+    (dest_dir / BUILD_RECORD).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+
+class Recipe(Protocol):
+    """A scheduler built from pinned sources (``kwokbench tools install NAME``)."""
+
+    version: str
+
+    def build(self, source: Path | None, rep: Reporter, force: bool) -> Path:
+        """The binary: cached, or built from ``source`` (default $KWOKBENCH_SOURCES, then upstream)."""
+
+    def status(self) -> tuple[bool, str, str]:
+        """(built, path, what it was built from or why not) for ``tools doctor``."""
+
+
+def _yunikorn() -> Recipe:
+    from kwokbench.toolchain.yunikorn import RECIPE
+
+    return RECIPE
+
+
+SOURCE_BUILT: dict[str, Callable[[], Recipe]] = {"yunikorn": _yunikorn}
+"""``tools install NAME`` → its recipe (a new one: a module with a ``RECIPE`` and one line here)."""
