@@ -270,7 +270,9 @@ def check_scenario(scenario: Scenario, base: Path) -> None:
     """Everything that can be checked before a cluster exists: templates render, config files and plugin
     directories exist. Raises ScenarioError (one line) on the first problem."""
     kinds = scheduler_kinds(scenario, base, None)
-    _factories(scenario, base, "validate", kinds=kinds)
+    # every variant's pods (what its scheduler kind writes into them can be wrong too)
+    for v in [None] if scenario.concurrent_schedulers else scenario.schedulers:
+        _factories(scenario, base, "validate", variant=v, kinds=kinds)
     for v in scenario.schedulers:
         _resolve(base, v.config)
         kinds[v.name].check()

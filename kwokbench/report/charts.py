@@ -357,6 +357,42 @@ def placement_quality(runs: list[StoredRun]) -> bytes:
     return _png(fig)
 
 
+def yunikorn_queues(runs: list[StoredRun]) -> bytes:
+    """Each YuniKorn queue's allocated CPUs over time (a panel per queue, a colour per variant, every run
+    drawn) against its guarantee (dashed) and max (dotted): what queue fairness is judged by. Runs without
+    YuniKorn queues draw a note instead."""
+    per_queue: dict[str, list[tuple[StoredRun, dict[str, Any]]]] = {}
+    for r in runs:
+        for name, q in (((r.summary or {}).get("yunikorn") or {}).get("queues") or {}).items():
+            if name != "root" and (q.get("series") or {}).get("vcore"):
+                per_queue.setdefault(name, []).append((r, q))
+    names = sorted(per_queue)[:4]
+    fig, axes = plt.subplots(1, max(1, len(names)), figsize=(11, 3.8), squeeze=False, sharey=True)
+    if not names:
+        axes[0][0].set_axis_off()
+        axes[0][0].text(0.5, 0.5, "no YuniKorn queues in these runs", ha="center", va="center")
+        return _png(fig)
+    colours, counts = _variant_colours(runs), _by_variant(runs)
+    for ax, name in zip(axes[0], names, strict=False):
+        labelled: set[str] = set()
+        for r, q in per_queue[name]:
+            v = _variant(r)
+            ser = q["series"]
+            ax.step(ser["t"], [x / 1000 for x in ser["vcore"]], where="post", color=colours[v],
+                    label=None if v in labelled else _variant_label(v, len(counts[v])))
+            labelled.add(v)
+            for key, style in (("guaranteed", "--"), ("max", ":")):
+                lim = (q.get(key) or {}).get("vcore")
+                if lim:
+                    ax.axhline(lim / 1000, color="#000000", linestyle=style, linewidth=1)
+        ax.set_ylim(bottom=0)
+        ax.set(title=name, xlabel="s since the first pod")
+        _legend(ax)
+    axes[0][0].set_ylabel("CPUs allocated")
+    fig.suptitle("YuniKorn queues over time (dashed: guaranteed, dotted: max)")
+    return _png(fig)
+
+
 CHARTS: dict[str, tuple[str, Callable[[list[StoredRun]], bytes]]] = {
     "binding_rate": ("Binding rate over time", binding_rate),
     "cumulative": ("Offered, accepted, scheduled, running", cumulative_scheduled),
@@ -366,4 +402,5 @@ CHARTS: dict[str, tuple[str, Callable[[list[StoredRun]], bytes]]] = {
     "control_plane": ("Control-plane CPU and memory", control_plane),
     "scheduler_time": ("Scheduler time per pod by stage", scheduler_time),
     "placement": ("Placement quality", placement_quality),
+    "yunikorn_queues": ("YuniKorn queues over time", yunikorn_queues),
 }

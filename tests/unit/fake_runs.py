@@ -53,6 +53,10 @@ def fake_run(tmp: Path, variant: str, repeat: int, throughput: float, p50_ms: fl
                       "scheduling_algorithm_duration_seconds": {"mean": 0.0015},
                       "extension_point_duration_seconds": {"Filter": {"mean": 0.0008}, "Score": {"mean": 0.0004}}},
         "placement": {"pending": {"pods": unscheduled}, "utilisation": {"nodes": nodes, "nodes_used": nodes}},
+        # as a YuniKorn run's: one queue's allocation over time against its guarantee and max
+        "yunikorn": {"queues": {"root.tenant": {"guaranteed": {"vcore": 8000.0}, "max": {"vcore": 12000.0},
+                                                "series": {"t": [0.0, 1.0, 2.0, 3.0],
+                                                           "vcore": [0.0, 4000.0, 9000.0, 12000.0 - repeat]}}}},
     }
     return StoredRun(path, meta, summary, pod_frame, requests)
 
