@@ -239,15 +239,17 @@ FROM_VARIANT: dict[str, tuple[str, ...]] = {
     "scheduler_config": ("config",),
     "scheduler_binary": ("binary",),
     "extenders": ("extender",),
-    "scheduler_client_qps": ("client_qps", "client_burst"),
-    "scheduler_client_burst": ("client_qps", "client_burst"),
+    # another kind of scheduler (YuniKorn) has client limits of its own form: they vary with the binary
+    "scheduler_client_qps": ("client_qps", "client_burst", "binary"),
+    "scheduler_client_burst": ("client_qps", "client_burst", "binary"),
+    "yunikorn": ("binary", "yunikorn"),
     "extra_args": ("extra_args",),
     "wasm_guest": ("wasm",),
     "scheduler_name": ("scheduler_name",),
     "scheduler_command": ("command",),
     "kueue": ("kueue",),
 }
-UNDER_TEST = {"scheduler_binary_path", "wasm_guest_path", "scheduler_version"}
+UNDER_TEST = {"scheduler_binary_path", "wasm_guest_path", "scheduler_version", "component_versions"}
 """Fairness fields that identify the scheduler under test itself (a plugin's build differs between
 base and head by design)."""
 

@@ -50,7 +50,7 @@ from kwokbench.load.watcher import RUN_LABEL, STATES, WORKLOAD_LABEL, Watcher
 from kwokbench.measure import Measurement, RunContext
 from kwokbench.measure.watch import PodTimeline
 from kwokbench.progress import Reporter, Silent
-from kwokbench.scenario import EXTERNAL_BINARY, YUNIKORN_BINARY, Scenario, SchedulerSpec, WorkloadSpec
+from kwokbench.scenario import Scenario, SchedulerSpec, WorkloadSpec
 from kwokbench.store import REQUESTS, RunDir, host_info, owner
 from kwokbench.templates import ManifestFactory, resolve_template
 from kwokbench.toolchain import Toolchain, versions
@@ -120,18 +120,16 @@ def pod_settings(scenario: Scenario, w: WorkloadSpec, kinds: dict[str, Component
 
 
 def _settings_of(c: Component, w: WorkloadSpec, requests: dict[str, str], kind: str) -> PodSettings:
-    if getattr(c, "kind", "") == YUNIKORN_BINARY:
-        return c.pod_settings(w, requests, kind)  # type: ignore[call-arg]
-    return c.pod_settings(w)
+    return c.pod_settings(w, requests, kind)
 
 
-def pod_scheduler_names(scenario: Scenario, w: WorkloadSpec, variant: SchedulerSpec | None) -> list[str]:
+def pod_scheduler_names(scenario: Scenario, w: WorkloadSpec, variant: SchedulerSpec | None,
+                        own: PodSettings | None = None) -> list[str]:
     """The schedulerNames the pods of phase ``w`` are dealt (empty: the template's own is kept)."""
     if scenario.concurrent_schedulers:
         owners = [v for v in scenario.schedulers if w.scheduler in (None, v.name)]
         return [v.effective_scheduler_name for v in owners]
-    return [variant.effective_scheduler_name] if variant is not None and (
-        variant.scheduler_name or variant.binary == YUNIKORN_BINARY) else []
+    return [own.scheduler_name] if variant is not None and own is not None and own.scheduler_name else []
 
 
 def _requests(f: ManifestFactory) -> dict[str, str]:
@@ -173,7 +171,7 @@ def _factories(scenario: Scenario, base: Path, run_label: str, attached: Attache
                             gang_size=w.gang.size if w.gang else 0,
                             app_labels=own.group_labels, app_size=own.group_size or 1,
                             node_selector=attached.labels if attached else {},
-                            scheduler_names=pod_scheduler_names(scenario, w, variant))
+                            scheduler_names=pod_scheduler_names(scenario, w, variant, own))
         if f.pods_per_object() == 0:
             raise ScenarioError(f"workload {w.name}: template {w.template} makes a {f.kind}, not a Pod or Job")
         if (w.queue or w.complete_after) and f.kind != "Job":
@@ -279,8 +277,7 @@ def check_scenario(scenario: Scenario, base: Path) -> None:
     for g in scenario.cluster.node_groups:
         ManifestFactory(resolve_template(g.template, base), {**g.params, "group": g.name}, f"kb-{g.name}")
     restarts = [e.action for e in scenario.chaos if e.action == "restart-scheduler"]
-    if restarts and (scenario.concurrent_schedulers or any(v.binary in (EXTERNAL_BINARY, YUNIKORN_BINARY)
-                                                           for v in scenario.schedulers)):
+    if restarts and (scenario.concurrent_schedulers or any(k.replaces_kube_scheduler for k in kinds.values())):
         raise ScenarioError("chaos restart-scheduler restarts kwokctl's kube-scheduler; it is not available with "
                             "external, yunikorn or concurrent schedulers")
 
@@ -483,6 +480,7 @@ def _fairness(scenario: Scenario, variant: SchedulerSpec, copts: ClusterOptions,
     out = fairness_manifest(scenario, variant, copts)
     for c in comps:
         out.update(c.fairness())
+    out["component_versions"] = {c.name: c.version() for c in comps}
     return out
 
 

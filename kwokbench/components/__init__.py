@@ -85,7 +85,10 @@ class Component(Protocol):
         """Recorders only it brings (the extender's call log, Kueue's Workloads)."""
 
     def fairness(self) -> dict[str, Any]:
-        """What it adds to the run's fairness manifest (version, client limits, configuration)."""
+        """What it adds to the run's fairness manifest (client limits, configuration)."""
+
+    def version(self) -> str:
+        """Its version line (the fairness manifest's ``component_versions``)."""
 
     def stop(self) -> None:
         """Stop what ``prepare``/``start`` started (idempotent)."""
@@ -135,8 +138,13 @@ class Base:
     def check(self) -> None:
         """Scenario-time checks (files exist, commands parse): ScenarioError before any cluster."""
 
-    def pod_settings(self, w: WorkloadSpec) -> PodSettings:
+    def pod_settings(self, w: WorkloadSpec, requests: dict[str, str], kind: str) -> PodSettings:
+        """What it writes into the pods of phase ``w`` (one pod's ``requests``; the template's ``kind``)."""
         return PodSettings()
+
+    def version(self) -> str:
+        """Its version line, for the fairness manifest."""
+        return ""
 
 
 def kinds() -> dict[str, type[Base]]:

@@ -3,8 +3,6 @@ configuration names by URL, so it starts before the cluster and stops with the r
 
 from __future__ import annotations
 
-from typing import Any
-
 from kwokbench.cluster.extender import ExtenderProcess
 from kwokbench.cluster.kwokctl import ClusterOptions
 from kwokbench.components import Base
@@ -34,8 +32,10 @@ class Extender(Base):
 
         return [ExtenderStats(self.process.url)]
 
-    def fairness(self) -> dict[str, Any]:
-        return {}
+    def version(self) -> str:
+        from kwokbench import __version__
+
+        return f"kwokbench builtin extender {__version__}"
 
     def stop(self) -> None:
         self.process.stop()

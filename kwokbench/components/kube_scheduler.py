@@ -40,9 +40,15 @@ class KubeScheduler(Base):
             copts.scheduler_binary = self.binary
         self._copts = copts
 
-    def pod_settings(self, w: WorkloadSpec) -> PodSettings:
+    def pod_settings(self, w: WorkloadSpec, requests: dict[str, str], kind: str) -> PodSettings:
         return PodSettings(scheduler_name=self.variant.effective_scheduler_name if self.variant.scheduler_name
                            else None)
+
+    def version(self) -> str:
+        if self._record is not None:
+            return str(self._record.get("version", ""))
+        return own.version([str(self.binary or self.setup.toolchain.path("kube-scheduler")), "--version"],
+                           Path.cwd())
 
     def start(self, info: Any, rep: Reporter) -> dict[str, Any] | None:
         if not self.replaces_kube_scheduler:

@@ -58,6 +58,11 @@ class Kueue(Base):
                        "metrics_url": f"https://127.0.0.1:{proc.ports.metrics}/metrics"}
         return self.record
 
+    def version(self) -> str:
+        from kwokbench.toolchain import kueue as kueue_toolchain
+
+        return f"kueue {kueue_toolchain.KUEUE_VERSION}"
+
     def endpoints(self) -> list[Endpoint]:
         if self.record is None:
             return []

@@ -182,7 +182,7 @@ class YuniKorn(Base):
     def configure(self, copts: ClusterOptions) -> None:
         pass  # kwokctl's kube-scheduler is off (replaces_kube_scheduler); nothing else of the cluster changes
 
-    def pod_settings(self, w: WorkloadSpec, requests: dict[str, str] | None = None, kind: str = "Pod") -> PodSettings:
+    def pod_settings(self, w: WorkloadSpec, requests: dict[str, str], kind: str) -> PodSettings:
         size = w.yunikorn.pods_per_app or (w.gang.size if w.gang else 1 if kind == "Job" else PODS_PER_APP)
         if w.gang and size != w.gang.size:
             raise ScenarioError(f"workload {w.name}: yunikorn.pods_per_app {size} must equal gang.size "
