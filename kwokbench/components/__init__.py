@@ -147,6 +147,23 @@ class Base:
         return ""
 
 
+class Scheduler(Base):
+    """What every scheduler kind holds: its variant and run, the binary it built, and once started on a
+    cluster, that cluster and its record."""
+
+    role = "scheduler"
+    cluster_process = True
+
+    def __init__(self, setup: Setup) -> None:
+        self.setup = setup
+        self.variant = setup.variant
+        self.name = setup.variant.name
+        self.binary: Path | None = None
+        """Its binary, when not the control plane's own kube-scheduler."""
+        self._info: ClusterInfo | None = None
+        self._record: dict[str, Any] | None = None
+
+
 def kinds() -> dict[str, type[Base]]:
     """``binary:`` value → scheduler kind (a directory selects :class:`GoPlugin`, or :class:`WasmHost`
     with a ``wasm:`` guest)."""

@@ -12,24 +12,13 @@ from typing import Any
 
 from kwokbench.cluster import schedulers as own
 from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions
-from kwokbench.components import Base, PodSettings, Setup, own_component_name
+from kwokbench.components import PodSettings, Scheduler, own_component_name
 from kwokbench.metrics.scrape import Endpoint
 from kwokbench.progress import Reporter
 from kwokbench.scenario import WorkloadSpec
 
 
-class KubeScheduler(Base):
-    role = "scheduler"
-    cluster_process = True
-    def __init__(self, setup: Setup) -> None:
-        self.setup = setup
-        self.variant = setup.variant
-        self.name = setup.variant.name
-        self.binary: Path | None = None
-        """The kube-scheduler binary, when not the control plane's own."""
-        self._copts: ClusterOptions | None = None
-        self._record: dict[str, Any] | None = None
-        self._info: ClusterInfo | None = None
+class KubeScheduler(Scheduler):
 
     @property
     def replaces_kube_scheduler(self) -> bool:  # type: ignore[override]
@@ -38,7 +27,6 @@ class KubeScheduler(Base):
     def configure(self, copts: ClusterOptions) -> None:
         if self.binary is not None:
             copts.scheduler_binary = self.binary
-        self._copts = copts
 
     def pod_settings(self, w: WorkloadSpec, requests: dict[str, str], kind: str) -> PodSettings:
         return PodSettings(scheduler_name=self.variant.effective_scheduler_name if self.variant.scheduler_name

@@ -31,7 +31,6 @@ import contextlib
 import json
 import os
 import re
-import socket
 import time
 import urllib.request
 from pathlib import Path
@@ -43,8 +42,8 @@ import yaml
 from kwokbench.cluster import processes
 from kwokbench.cluster import schedulers as own
 from kwokbench.cluster.api import Api
-from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions
-from kwokbench.components import Base, PodSettings, Setup, own_component_name
+from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions, port_in_use
+from kwokbench.components import PodSettings, Scheduler, Setup, own_component_name
 from kwokbench.errors import ClusterError, ScenarioError
 from kwokbench.metrics.scrape import Endpoint
 from kwokbench.progress import Reporter
@@ -139,30 +138,13 @@ def fatal_line(log: Path) -> str | None:
     return None
 
 
-def port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("0.0.0.0", port))
-        except OSError:
-            return False
-    return True
-
-
-class YuniKorn(Base):
-    role = "scheduler"
-    cluster_process = True
+class YuniKorn(Scheduler):
     kind = "yunikorn"
     replaces_kube_scheduler = True
 
     def __init__(self, setup: Setup) -> None:
-        self.setup = setup
-        self.variant = setup.variant
-        self.name = setup.variant.name
+        super().__init__(setup)
         self.spec = setup.variant.yunikorn
-        self.binary: Path | None = None
-        self._info: ClusterInfo | None = None
-        self._record: dict[str, Any] | None = None
         self._component = own_component_name(self.name) if setup.concurrent else "kube-scheduler"
         c = setup.scenario.cluster
         self.nodes = 0 if setup.attached else sum(g.count for g in c.node_groups)
@@ -198,7 +180,7 @@ class YuniKorn(Base):
         if self.binary is None:
             self.build(rep)
         assert self.binary is not None
-        if not port_free(REST_PORT):
+        if port_in_use(REST_PORT):
             raise ClusterError(f"scheduler {self.name}: port {REST_PORT} is taken; YuniKorn's REST server always "
                                "listens there, so only one YuniKorn runs on a host at a time (is another run going?)")
         data = config_data(self.spec, self.setup.base, self.qps, self.burst)
