@@ -18,6 +18,8 @@ install: $(BIN)/.installed
 
 # Debian's prometheus (for --prometheus and its e2e test) and chromium (report e2e), each skipped when present. GitHub's
 # Ubuntu runners already have Google Chrome and its chromedriver ($CHROMEWEBDRIVER); Ubuntu's chromium is a snap stub.
+# `dpkg --configure -a` first: an install killed half-way (a machine handed on mid-install) leaves dpkg refusing every
+# later install until it is run (a CI failure).
 BROWSERS := chromium google-chrome google-chrome-stable
 system-deps:
 	@debs=""; command -v prometheus >/dev/null || debs=" prometheus"; \
@@ -27,8 +29,8 @@ system-deps:
 	if [ -n "$$debs" ]; then \
 	  sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo -n"; \
 	  echo "installing Debian packages:$$debs"; \
-	  ($$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive \
-	    apt-get install -y -qq --no-install-recommends $$debs) >/dev/null \
+	  ($$sudo env DEBIAN_FRONTEND=noninteractive dpkg --configure -a && $$sudo apt-get update -qq \
+	    && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$debs) >/dev/null \
 	    || { echo "could not install$$debs (need root or sudo, and apt)"; exit 1; }; \
 	fi
 
@@ -52,6 +54,8 @@ test: lint-workflows tools system-deps
 	cd plugins/gpufilter && GOTOOLCHAIN=local GOFLAGS=-mod=mod go vet ./... && GOTOOLCHAIN=local GOFLAGS=-mod=mod go test ./...
 	cd plugins/wasm/guest && GOTOOLCHAIN=local go vet ./... && GOOS=wasip1 GOARCH=wasm GOTOOLCHAIN=local go vet ./... && GOTOOLCHAIN=local go test ./...
 	cd plugins/gpufilter-wasm && GOOS=wasip1 GOARCH=wasm GOTOOLCHAIN=local go vet ./...
+	cd plugins/nodenumber && GOTOOLCHAIN=local GOFLAGS=-mod=mod go vet ./... && GOTOOLCHAIN=local GOFLAGS=-mod=mod go test ./...
+	cd plugins/nodenumber-wasm && GOOS=wasip1 GOARCH=wasm GOTOOLCHAIN=local go vet ./...
 	cd plugins/wasm && GOTOOLCHAIN=local GOFLAGS=-mod=mod go vet ./... && GOTOOLCHAIN=local GOFLAGS=-mod=mod go test ./...
 	$(BIN)/pytest
 
