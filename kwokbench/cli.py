@@ -80,11 +80,12 @@ def parse_params(items: list[str]) -> dict[str, Any]:
 @handled
 def tools_install(
     what: Annotated[list[str] | None, typer.Argument(help="Only these schedulers built from pinned sources: "
-                                                     "yunikorn. Default: the toolchain (kwok, etcd, Kubernetes, "
-                                                     "scheduler-plugins).", show_default=False)] = None,
+                                                     "yunikorn, wasm-extension. Default: the toolchain (kwok, "
+                                                     "etcd, Kubernetes, scheduler-plugins).",
+                                                     show_default=False)] = None,
     source: Annotated[str, typer.Option("--from", help="source (build from Go modules), release "
                                         "(kwokctl downloads official binaries) or auto.")] = "auto",
-    source_path: Annotated[Path | None, typer.Option("--source", help="With yunikorn: a directory of the pinned "
+    source_path: Annotated[Path | None, typer.Option("--source", help="With those: a directory of the pinned "
                                                      "source archives (checked by sha256) or of source checkouts, "
                                                      "or one archive; default $KWOKBENCH_SOURCES, else the "
                                                      "upstream archives.")] = None,
@@ -93,7 +94,7 @@ def tools_install(
                                             "on demand when a variant uses it).")] = False,
 ) -> None:
     """Build (or download) kwok, kwokctl, Kubernetes, etcd and scheduler-plugins into the version-keyed cache;
-    or, named, a scheduler built from pinned sources (yunikorn)."""
+    or, named, a scheduler built from pinned sources (yunikorn, wasm-extension)."""
     from kwokbench import console
     from kwokbench.toolchain import Toolchain
     from kwokbench.toolchain.install import OPTIONAL
@@ -109,8 +110,8 @@ def tools_install(
             console.info(f"{w}: {binary}")
         return
     if source_path is not None:
-        raise ScenarioError("--source applies to schedulers built from pinned sources: tools install yunikorn "
-                            "--source DIR")
+        raise ScenarioError("--source applies to schedulers built from pinned sources: tools install "
+                            f"{' | '.join(SOURCE_BUILT)} --source DIR")
     if source not in ("auto", "source", "release"):
         raise ScenarioError(f"--from {source!r}: expected source, release or auto")
     tc = Toolchain()

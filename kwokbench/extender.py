@@ -1,4 +1,6 @@
-"""A scheduler extender (HTTP webhook) implementing the GPU rule of ``plugins/gpufilter``.
+"""A scheduler extender (HTTP webhook) implementing the GPU rule of ``plugins/gpufilter`` (``--rule gpu``) or
+the reference WASM extension's NodeNumber rule (``--rule nodenumber``: prioritize 10 when the node's name ends
+in the pod name's last digit; every node fits).
 
 kube-scheduler POSTs ``ExtenderArgs`` (the pod and, since kwokbench does not declare the extender
 node-cache-capable, the full candidate Node objects) to ``/filter`` and ``/prioritize``; the answers
@@ -55,12 +57,30 @@ def score(pod: dict[str, Any], node: dict[str, Any]) -> int:
     return MAX_PRIORITY if (_kind(pod) == "GPU-intensive") == has_gpu(node) else 0
 
 
-def filter_result(args: dict[str, Any]) -> dict[str, Any]:
+def _name(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name", ""))
+
+
+def nodenumber_score(pod: dict[str, Any], node: dict[str, Any]) -> int:
+    """plugins/nodenumber's rule: 10 when the node's name ends in the pod name's last digit (every node 10
+    when the pod's name ends in no digit)."""
+    p, n = _name(pod), _name(node)
+    if not p or not p[-1].isdigit():
+        return MAX_PRIORITY
+    return MAX_PRIORITY if n and n[-1] == p[-1] else 0
+
+
+RULES: dict[str, tuple[Any, Any]] = {"gpu": (fits, score), "nodenumber": (lambda _p, _n: "", nodenumber_score)}
+"""Rule name → (filter: "" or why the node does not fit, prioritize: 0…10)."""
+
+
+def filter_result(args: dict[str, Any], rule: str = "gpu") -> dict[str, Any]:
     pod = args.get("Pod") or args.get("pod") or {}
     nodes = ((args.get("Nodes") or args.get("nodes") or {}).get("items")) or []
     keep, failed = [], {}
+    check = RULES[rule][0]
     for n in nodes:
-        reason = fits(pod, n)
+        reason = check(pod, n)
         if reason:
             failed[(n.get("metadata") or {}).get("name", "")] = reason
         else:
@@ -70,10 +90,11 @@ def filter_result(args: dict[str, Any]) -> dict[str, Any]:
             "Error": ""}
 
 
-def priorities(args: dict[str, Any]) -> list[dict[str, Any]]:
+def priorities(args: dict[str, Any], rule: str = "gpu") -> list[dict[str, Any]]:
     pod = args.get("Pod") or args.get("pod") or {}
     nodes = ((args.get("Nodes") or args.get("nodes") or {}).get("items")) or []
-    return [{"Host": (n.get("metadata") or {}).get("name", ""), "Score": score(pod, n)} for n in nodes]
+    rank = RULES[rule][1]
+    return [{"Host": (n.get("metadata") or {}).get("name", ""), "Score": rank(pod, n)} for n in nodes]
 
 
 class Stats:
@@ -84,7 +105,7 @@ class Stats:
         self.errors = 0
 
 
-def make_app(stats: Stats) -> web.Application:
+def make_app(stats: Stats, rule: str = "gpu") -> web.Application:
     def handler(verb: str) -> Any:
         async def handle(request: web.Request) -> web.Response:
             body = await request.read()
@@ -92,10 +113,10 @@ def make_app(stats: Stats) -> web.Application:
             try:
                 args = orjson.loads(body)
                 if verb == "filter":
-                    res: Any = filter_result(args)
+                    res: Any = filter_result(args, rule)
                     stats.nodes_rejected += len(res["FailedAndUnresolvableNodes"])
                 else:
-                    res = priorities(args)
+                    res = priorities(args, rule)
             except (ValueError, AttributeError, TypeError) as e:
                 stats.errors += 1
                 res = {"Error": f"kwokbench extender: bad request: {e}"} if verb == "filter" else []
@@ -120,8 +141,8 @@ def make_app(stats: Stats) -> web.Application:
     return app
 
 
-async def _serve(host: str, port: int, parent: int) -> None:
-    runner = web.AppRunner(make_app(Stats()), access_log=None)
+async def _serve(host: str, port: int, parent: int, rule: str = "gpu") -> None:
+    runner = web.AppRunner(make_app(Stats(), rule), access_log=None)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
     while os.getppid() == parent:  # orphaned (kwokbench killed): exit
@@ -133,11 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m kwokbench.extender", description=__doc__.splitlines()[0])
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--rule", choices=sorted(RULES), default="gpu")
     ap.add_argument("--parent", type=int, default=os.getppid(),
                     help="exit when this process (the one that started it) goes away")
     a = ap.parse_args(argv)
     try:
-        asyncio.run(_serve(a.host, a.port, a.parent))
+        asyncio.run(_serve(a.host, a.port, a.parent, a.rule))
     except KeyboardInterrupt:
         pass
     except OSError as e:

@@ -102,6 +102,7 @@ class ClusterSpec(_Model):
 
 STOCK_BINARY, PLUGINS_BINARY, EXTERNAL_BINARY = "kube-scheduler", "scheduler-plugins", "external"
 YUNIKORN_BINARY = "yunikorn"
+WASM_EXTENSION_BINARY = "wasm-extension"
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 YUNIKORN_SCHEDULER_NAME = "yunikorn"
 """The schedulerName YuniKorn's shim serves (a constant of the shim, not configurable)."""
@@ -157,9 +158,10 @@ _EXTERNAL_ONLY = ("command", "metrics_path", "metrics_port", "ready_path", "vers
 
 
 class ExtenderSpec(_Model):
-    rule: Literal["gpu"] = Field("gpu", description=(
+    rule: Literal["gpu", "nodenumber"] = Field("gpu", description=(
         "Rule of kwokbench's builtin extender: `gpu`, the rule of plugins/gpufilter (GPU-intensive pods only on "
-        "nodes with nvidia.com/gpu, CPU-intensive ones on nodes with >= 2000m CPU)."))
+        "nodes with nvidia.com/gpu, CPU-intensive ones on nodes with >= 2000m CPU), or `nodenumber`, the "
+        "reference WASM extension's example (prioritize 10 when the node's name ends in the pod's last digit)."))
     filter: bool = Field(True, description="Call the extender's filter verb.")
     prioritize: bool = Field(True, description="Call the extender's prioritize verb.")
     weight: int = Field(1, ge=1, le=100, description="Weight of the extender's priorities.")
@@ -170,7 +172,9 @@ class SchedulerSpec(_Model):
     binary: str = Field(STOCK_BINARY, min_length=1, description=(
         "Which kube-scheduler runs: `kube-scheduler` (stock, the control plane's version), `scheduler-plugins` "
         "(sigs.k8s.io/scheduler-plugins: Coscheduling, CapacityScheduling, …), `yunikorn` (Apache YuniKorn, "
-        "built from pinned sources: `kwokbench tools install yunikorn`), `external` (any binary: `command`), or "
+        "built from pinned sources: `kwokbench tools install yunikorn`), `wasm-extension` (the reference "
+        "kube-scheduler-wasm-extension with the variant's `guest`, built from its pinned source), `external` (any "
+        "binary: `command`), or "
         "a Go plugin directory (path relative to the scenario) compiled in by `kwokbench tools build-scheduler`."))
     config: str | None = Field(None, description=(
         "KubeSchedulerConfiguration file (relative to the scenario). Client QPS/burst are set unlimited "
@@ -189,6 +193,12 @@ class SchedulerSpec(_Model):
     yunikorn: YuniKornSpec | None = Field(None, description=(
         "`binary: yunikorn`: YuniKorn's configuration, written into its yunikorn-configs ConfigMap (queues.yaml "
         "and service settings). Default: one root queue, applications placed by their `queue` label."))
+    guest: str | None = Field(None, description=(
+        "`binary: wasm-extension`: the guest its `wasm` plugin loads — a .wasm file (relative to the scenario), "
+        "an http(s) URL, or example:NAME for the reference's prebuilt examples (nodenumber, imagelocality, "
+        "advanced)."))
+    guest_args: dict[str, Any] = Field(default_factory=dict, description=(
+        "`binary: wasm-extension`: more args of its `wasm` pluginConfig (e.g. guestConfig: a JSON string)."))
     kueue: bool = Field(True, description=(
         "With cluster.kueue: run this variant's Jobs through Kueue (default), or false to submit the very same "
         "Jobs straight to the scheduler (no Kueue, not suspended) — the kueue-vs-direct baseline."))
@@ -225,6 +235,15 @@ class SchedulerSpec(_Model):
 
     @model_validator(mode="after")
     def _external(self) -> SchedulerSpec:
+        if (self.guest is not None or self.guest_args) and self.binary != WASM_EXTENSION_BINARY:
+            raise ValueError(f"scheduler {self.name}: guest and guest_args only apply to binary: wasm-extension")
+        if self.binary == WASM_EXTENSION_BINARY:
+            if not self.guest:
+                raise ValueError(f"scheduler {self.name}: binary wasm-extension needs guest (a .wasm file, an "
+                                 "http(s) URL or example:nodenumber)")
+            if self.wasm or self.extender:
+                raise ValueError(f"scheduler {self.name}: wasm and extender do not apply to binary wasm-extension "
+                                 "(its guest is `guest:`)")
         if self.yunikorn is not None and self.binary != YUNIKORN_BINARY:
             raise ValueError(f"scheduler {self.name}: yunikorn only applies to binary: yunikorn")
         if self.binary == YUNIKORN_BINARY:

@@ -32,11 +32,12 @@ class ExtenderProcess:
             self.config["filterVerb"] = "filter"
         if spec.prioritize:
             self.config["prioritizeVerb"] = "prioritize"
+        self.rule = spec.rule
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 20.0) -> None:
         self.proc = subprocess.Popen([sys.executable, "-m", "kwokbench.extender", "--port", str(self.port),
-                                      "--parent", str(os.getpid())],
+                                      "--rule", self.rule, "--parent", str(os.getpid())],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

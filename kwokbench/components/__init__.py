@@ -170,6 +170,7 @@ def kinds() -> dict[str, type[Base]]:
     from kwokbench.components.external import External
     from kwokbench.components.kube_scheduler import KubeScheduler
     from kwokbench.components.scheduler_plugins import SchedulerPlugins
+    from kwokbench.components.wasm_extension import WasmExtension
     from kwokbench.components.yunikorn import YuniKorn
 
     return {
@@ -177,10 +178,11 @@ def kinds() -> dict[str, type[Base]]:
         "scheduler-plugins": SchedulerPlugins,
         "external": External,
         "yunikorn": YuniKorn,
+        "wasm-extension": WasmExtension,
     }
 
 
-KINDS = ("kube-scheduler", "scheduler-plugins", "external", "yunikorn")
+KINDS = ("kube-scheduler", "scheduler-plugins", "external", "yunikorn", "wasm-extension")
 """The named kinds (for messages; :func:`kinds` maps them)."""
 
 

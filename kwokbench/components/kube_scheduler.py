@@ -19,7 +19,6 @@ from kwokbench.scenario import WorkloadSpec
 
 
 class KubeScheduler(Scheduler):
-
     @property
     def replaces_kube_scheduler(self) -> bool:  # type: ignore[override]
         return self.setup.concurrent
@@ -46,8 +45,10 @@ class KubeScheduler(Scheduler):
         assert isinstance(info, ClusterInfo)
         copts = cluster_options(self.setup.scenario, self.setup.base, self.variant, info.name, self.setup.toolchain)
         self.configure(copts)
-        launch = own.plan(self.variant, info, copts, own_component_name(self.name),
-                          self.setup.toolchain.path("kube-scheduler"), self.binary, self.setup.base)
+        # one variant alone is the run's scheduler: measured as kube-scheduler, like kwokctl's
+        component = own_component_name(self.name) if self.setup.concurrent else "kube-scheduler"
+        launch = own.plan(self.variant, info, copts, component, self.setup.toolchain.path("kube-scheduler"),
+                          self.binary, self.setup.base)
         self._info = info
         with rep.status(f"starting scheduler {self.name} ({launch.scheduler_name})"):
             self._record = {"kind": self.kind, **own.start(launch, info)}

@@ -28,7 +28,7 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from kwokbench.errors import ToolchainError
 
@@ -49,7 +49,8 @@ class PinnedSource:
     """File name of the pinned archive."""
     sha256: str
     url: str
-    """Where upstream serves this very archive (tried only when no local copy is given)."""
+    """Where upstream serves this very archive (tried only when no local copy is given; "" when upstream serves
+    none byte-identical to it)."""
     subdir: str = ""
     """Where the module's go.mod is inside the archive's top directory ("" for the top)."""
 
@@ -140,6 +141,9 @@ def _from_cache(s: PinnedSource, cache: Path, work: Path, download: bool, given:
     if cached.is_file():
         return _extract(s, cached, work)
     where = f" in {given}" if given is not None else ""
+    if not s.url:  # upstream serves no archive byte-identical to the pinned one (e.g. a commit's tarball)
+        raise ToolchainError(f"{s.module}: no {s.archive}{where or ' given'}; give {SOURCES_ENV} or --source DIR "
+                             f"holding it (the pinned archive, sha256 {s.sha256[:16]}…, or a checkout)")
     if not download:
         raise ToolchainError(f"{s.module}: neither {s.archive} nor a checkout of it{where}")
     cached.parent.mkdir(parents=True, exist_ok=True)
@@ -212,23 +216,99 @@ def write_record(dest_dir: Path, record: dict[str, Any]) -> None:
     (dest_dir / BUILD_RECORD).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
 
 
-class Recipe(Protocol):
-    """A scheduler built from pinned sources (``kwokbench tools install NAME``)."""
 
+
+@dataclass(frozen=True)
+class SourceBuild:
+    """How one scheduler is built from its pinned sources: a recipe's data (:func:`build` runs it)."""
+
+    name: str
     version: str
+    kubernetes: str
+    """The Kubernetes libraries it is built on (recorded: its skew to the control plane)."""
+    sources: tuple[PinnedSource, ...]
+    binary: str
+    workdir: str
+    """Module (of ``sources``) whose directory the commands run in."""
+    commands: Callable[[dict[str, Path], Path], list[list[str]]]
+    """Module → its source directory, output path → the commands that build it."""
+    extras: Callable[[dict[str, Path], Path], None] | None = None
+    """Copies more files next to the binary (e.g. example guests), given the sources and that directory."""
 
-    def build(self, source: Path | None, rep: Reporter, force: bool) -> Path:
-        """The binary: cached, or built from ``source`` (default $KWOKBENCH_SOURCES, then upstream)."""
+    def path(self, cache: Path | None = None) -> Path:
+        from kwokbench.toolchain.install import cache_dir
+
+        return (cache or cache_dir()) / "toolchain" / f"{self.name}-{self.version}" / self.binary
+
+    def record(self, cache: Path | None = None) -> dict[str, Any] | None:
+        """The build's record if the cached binary is the one it describes (None: not built, or not that)."""
+        binary = self.path(cache)
+        rec = read_record(binary)
+        if rec is None or rec.get("version") != self.version or not binary.is_file():
+            return None
+        return rec if rec.get("binary_sha256") == sha256_of(binary) else None
+
+    def build(self, source: Path | None, rep: Reporter, force: bool = False, cache: Path | None = None) -> Path:
+        """The binary; built when missing, when ``force``, or when ``source`` holds other sources than those of
+        the cached build. ``source`` None: ``$KWOKBENCH_SOURCES``, then upstream."""
+        from kwokbench.toolchain.install import _go_env, cache_dir, check_go, put_in_place, run_logged, staged
+
+        final = self.path(cache)
+        given = source if source is not None else default_source()
+        rec = self.record(cache)
+        if rec is not None and not force and (source is None or peek_origins(self.sources, source)
+                                               == rec.get("sources")):
+            rep.cached(f"{self.name} {self.version}", str(final.parent))
+            return final
+        check_go()
+        with staged(final, self.name) as (work, log):
+            found = locate(self.sources, given, work, cache or cache_dir())
+            by = {f.source.module: f.dir for f in found}
+            out = work / "out" / self.binary
+            with rep.status(f"building {self.name} {self.version} from {given or 'upstream sources'} "
+                            f"(log: {log})") as update, log.open("w") as logf:
+                for cmd in self.commands(by, out):
+                    run_logged(cmd, by[self.workdir], _go_env(), logf, update)
+            if not out.is_file() or out.read_bytes()[:4] != b"\x7fELF":
+                raise ToolchainError(f"the {self.name} build wrote no binary (see {log})")
+            if self.extras is not None:
+                self.extras(by, out.parent)
+            for extra in out.parent.iterdir():
+                if extra != out:
+                    dest = final.parent / extra.name
+                    shutil.rmtree(dest, ignore_errors=True)
+                    final.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.move(str(extra), dest)
+            put_in_place(out, final)
+            write_record(final.parent, {"version": self.version, "kubernetes": self.kubernetes,
+                                        "sources": origins(found), "binary_sha256": sha256_of(final)})
+        return final
 
     def status(self) -> tuple[bool, str, str]:
-        """(built, path, what it was built from or why not) for ``tools doctor``."""
+        path, rec = self.path(), self.record()
+        if rec is None:
+            return False, str(path), "not built" if not path.exists() else "not the recorded build"
+        kinds = {o.split(":")[0] for o in (rec.get("sources") or {}).values()}
+        return True, str(path), f"(from {'pinned archives' if kinds == {'sha256'} else 'source checkouts'})"
+
+    def version_line(self) -> str:
+        """What the fairness manifest says of the build it ran."""
+        rec = self.record() or {}
+        src = ", ".join(f"{m.rsplit('/', 1)[-1]} {o[:23]}" for m, o in sorted((rec.get("sources") or {}).items()))
+        return f"{self.name} {self.version} (Kubernetes libraries {self.kubernetes}; {src or 'sources unknown'})"
 
 
-def _yunikorn() -> Recipe:
+def _yunikorn() -> SourceBuild:
     from kwokbench.toolchain.yunikorn import RECIPE
 
     return RECIPE
 
 
-SOURCE_BUILT: dict[str, Callable[[], Recipe]] = {"yunikorn": _yunikorn}
+def _wasm_extension() -> SourceBuild:
+    from kwokbench.toolchain.wasm_extension import RECIPE
+
+    return RECIPE
+
+
+SOURCE_BUILT: dict[str, Callable[[], SourceBuild]] = {"yunikorn": _yunikorn, "wasm-extension": _wasm_extension}
 """``tools install NAME`` → its recipe (a new one: a module with a ``RECIPE`` and one line here)."""

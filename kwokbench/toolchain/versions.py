@@ -35,3 +35,10 @@ YuniKorn's modules. It is built on Kubernetes v1.34.2 client libraries (two mino
 
 YUNIKORN_KUBERNETES = "v1.34.2"
 """The k8s.io/kubernetes version YuniKorn's k8shim go.mod requires."""
+
+WASM_EXTENSION = "v0.0.0-9b2791f"
+"""kubernetes-sigs/kube-scheduler-wasm-extension at main 9b2791f (2025-11-23; its only tag, v0.1.0, is older):
+its kube-scheduler with the ``wasm`` plugin, built from the pinned source archive (the proxy refuses it)."""
+
+WASM_EXTENSION_KUBERNETES = "v1.33.4"
+"""The Kubernetes version its scheduler module requires (three minors behind the control plane)."""

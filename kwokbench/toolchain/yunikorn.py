@@ -14,22 +14,10 @@ build is reused (a hash of the binary, well under a second) while it matches; ot
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from kwokbench.errors import ToolchainError
 from kwokbench.progress import Reporter, Silent
 from kwokbench.toolchain import versions
-from kwokbench.toolchain.install import _go_env, cache_dir, check_go, put_in_place, run_logged, staged
-from kwokbench.toolchain.sources import (
-    PinnedSource,
-    default_source,
-    locate,
-    origins,
-    peek_origins,
-    read_record,
-    sha256_of,
-    write_record,
-)
+from kwokbench.toolchain.sources import PinnedSource, SourceBuild
 
 VERSION = versions.YUNIKORN
 SHIM = "github.com/apache/yunikorn-k8shim"
@@ -50,10 +38,6 @@ SOURCES = (
 BINARY = "yunikorn-scheduler"
 
 
-def binary_path(cache: Path | None = None) -> Path:
-    return (cache or cache_dir()) / "toolchain" / f"yunikorn-{VERSION}" / BINARY
-
-
 def ldflags(version: str = VERSION) -> str:
     pkg = f"{SHIM}/pkg/conf"
     v = version.removeprefix("v")
@@ -61,69 +45,25 @@ def ldflags(version: str = VERSION) -> str:
             f"-X {pkg}.isPluginVersion=false")
 
 
-def build_commands(shim: Path, core: Path, si: Path, out: Path) -> list[list[str]]:
+def build_commands(by: dict[str, Path], out: Path) -> list[list[str]]:
     """Run in the k8shim directory: point its two YuniKorn requirements at the source directories, build."""
-    return [["go", "mod", "edit", f"-replace={CORE}={core}", f"-replace={SI}={si}"],
+    return [["go", "mod", "edit", f"-replace={CORE}={by[CORE]}", f"-replace={SI}={by[SI]}"],
             ["go", "mod", "download"],
             ["go", "build", "-trimpath", "-ldflags", ldflags(), "-o", str(out), "./pkg/cmd/shim"]]
 
 
-def build_record(binary: Path) -> dict[str, Any] | None:
-    """The build's record if ``binary`` is the one it describes (``None``: not built, or not that build)."""
-    rec = read_record(binary)
-    if rec is None or rec.get("version") != VERSION or not binary.is_file():
-        return None
-    return rec if rec.get("binary_sha256") == sha256_of(binary) else None
+RECIPE = SourceBuild("yunikorn", VERSION, versions.YUNIKORN_KUBERNETES, SOURCES, BINARY, SHIM, build_commands)
+
+
+def binary_path(cache: Path | None = None) -> Path:
+    return RECIPE.path(cache)
 
 
 def build_yunikorn(source: Path | None = None, reporter: Reporter | None = None, force: bool = False,
                    cache: Path | None = None) -> Path:
-    """YuniKorn's scheduler binary; built when missing, when ``force``, or when ``source`` holds other
-    sources than those of the cached build (about 2.5 min with cold Go caches on 2 cores)."""
-    rep = reporter or Silent()
-    final = binary_path(cache)
-    given = source if source is not None else default_source()
-    rec = build_record(final)
-    if rec is not None and not force and (source is None or peek_origins(SOURCES, source) == rec.get("sources")):
-        rep.cached(f"yunikorn {VERSION}", str(final.parent))
-        return final
-    check_go()
-    with staged(final, "yunikorn") as (work, log):
-        found = locate(SOURCES, given, work, cache or cache_dir())
-        by = {f.source.module: f.dir for f in found}
-        out = work / "out" / BINARY
-        with rep.status(f"building yunikorn {VERSION} from {given or 'upstream sources'} (log: {log})") as update, \
-                log.open("w") as logf:
-            for cmd in build_commands(by[SHIM], by[CORE], by[SI], out):
-                run_logged(cmd, by[SHIM], _go_env(), logf, update)
-        if not out.is_file() or out.read_bytes()[:4] != b"\x7fELF":
-            raise ToolchainError(f"the yunikorn build wrote no binary (see {log})")
-        put_in_place(out, final)
-        write_record(final.parent, {"version": VERSION, "kubernetes": versions.YUNIKORN_KUBERNETES,
-                                    "sources": origins(found), "binary_sha256": sha256_of(final)})
-    return final
+    """YuniKorn's scheduler binary (about 2.5 min to build with cold Go caches on 2 cores)."""
+    return RECIPE.build(source, reporter or Silent(), force, cache)
 
 
-def version_line(cache: Path | None = None) -> str:
-    """What the fairness manifest says of the YuniKorn it ran."""
-    rec = build_record(binary_path(cache)) or {}
-    src = ", ".join(f"{m.rsplit('/', 1)[-1]} {o[:23]}" for m, o in sorted((rec.get("sources") or {}).items()))
-    return f"yunikorn {VERSION} (Kubernetes libraries {versions.YUNIKORN_KUBERNETES}; {src or 'sources unknown'})"
-
-
-class _Recipe:
-    version = VERSION
-
-    def build(self, source: Path | None, rep: Reporter, force: bool) -> Path:
-        return build_yunikorn(source, rep, force)
-
-    def status(self) -> tuple[bool, str, str]:
-        path = binary_path()
-        rec = build_record(path)
-        if rec is None:
-            return False, str(path), "not built" if not path.exists() else "not the recorded build"
-        origin = ", ".join(sorted({o.split(":")[0] for o in (rec.get("sources") or {}).values()}))
-        return True, str(path), f"(from {'pinned archives' if origin == 'sha256' else 'source checkouts'})"
-
-
-RECIPE = _Recipe()
+def version_line() -> str:
+    return RECIPE.version_line()

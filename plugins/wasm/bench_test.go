@@ -3,6 +3,7 @@ package wasm
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -222,5 +223,36 @@ func BenchmarkGuestGC(b *testing.B) {
 			})
 			b.ReportMetric(float64(in.mem.Size())/(1<<20), "MiB-guest-memory")
 		})
+	}
+}
+
+// BenchmarkNodeNumber is the reference WASM extension's NodeNumber rule on this host (plugins/nodenumber-wasm, with
+// and without the per-call deadline): one Score cycle over 1 and 500 nodes. benchmarks/bench_wasm_extension.py runs
+// the reference's own guest on the reference's host in the same shape (benchmarks/wasm_reference) next to it.
+func BenchmarkNodeNumber(b *testing.B) {
+	ctx, pod := context.Background(), benchPod()
+	pod.Name = "pods-x-3"
+	for _, n := range []int{1, 500} {
+		nis := nodeInfos(benchNodes(n))
+		for _, trusted := range []bool{false, true} {
+			name := map[bool]string{false: "own", true: "own-trusted"}[trusted]
+			b.Run(fmt.Sprintf("%s/nodes=%d", name, n), func(b *testing.B) {
+				a := testArgs(buildGuest(b, filepath.Join("..", "nodenumber-wasm"), "-buildmode=c-shared"))
+				a.CallTimeout = metav1.Duration{Duration: time.Second}
+				a.Trusted = trusted
+				p := newTestPlugin(b, a)
+				perCall(b, n, func() {
+					state := newState()
+					if st := p.PreScore(ctx, state, pod, nil); !st.IsSuccess() {
+						b.Fatal(st)
+					}
+					for _, ni := range nis {
+						if _, st := p.Score(ctx, state, pod, ni); !st.IsSuccess() {
+							b.Fatal(st)
+						}
+					}
+				})
+			})
+		}
 	}
 }

@@ -278,6 +278,7 @@ type field int
 const (
 	fieldPodLabels field = iota
 	fieldPodRequests
+	fieldPodName
 	fieldNodeName
 	fieldNodeLabels
 	fieldNodeAllocatable
@@ -302,6 +303,7 @@ type hostFunction struct {
 var hostFunctionSpecs = map[string]hostFunction{
 	"pod_labels":        {fetch(fieldPodLabels), fetchParams, fetchResults},
 	"pod_requests":      {fetch(fieldPodRequests), fetchParams, fetchResults},
+	"pod_name":          {fetch(fieldPodName), fetchParams, fetchResults},
 	"node_name":         {fetch(fieldNodeName), fetchParams, fetchResults},
 	"node_labels":       {fetch(fieldNodeLabels), fetchParams, fetchResults},
 	"node_allocatable":  {fetch(fieldNodeAllocatable), fetchParams, fetchResults},
@@ -350,8 +352,11 @@ func (in *instance) encode(f field) ([]byte, bool) {
 		if in.cd == nil {
 			return nil, false
 		}
-		if f == fieldPodLabels {
+		switch f {
+		case fieldPodLabels:
 			return in.cd.podLabels(), true
+		case fieldPodName:
+			return append(in.scratch[:0], in.cd.pod.Name...), true
 		}
 		return in.cd.podRequests(), true
 	}

@@ -13,6 +13,9 @@ func hostPodLabels(buf unsafe.Pointer, capacity uint32) uint32
 //go:wasmimport kwokbench pod_requests
 func hostPodRequests(buf unsafe.Pointer, capacity uint32) uint32
 
+//go:wasmimport kwokbench pod_name
+func hostPodName(buf unsafe.Pointer, capacity uint32) uint32
+
 //go:wasmimport kwokbench node_name
 func hostNodeName(buf unsafe.Pointer, capacity uint32) uint32
 
@@ -48,6 +51,8 @@ func (wasmHost) fetch(f field, buf []byte) uint32 {
 		return hostPodLabels(p, n)
 	case fieldPodRequests:
 		return hostPodRequests(p, n)
+	case fieldPodName:
+		return hostPodName(p, n)
 	case fieldNodeName:
 		return hostNodeName(p, n)
 	case fieldNodeLabels:

@@ -111,6 +111,12 @@ func (Pod) Labels() Labels { return Labels{bytesOf(fieldPodLabels)} }
 // Requests are the pod's effective requests (containers, init containers and overhead), once per cycle.
 func (Pod) Requests() Resources { return resourcesOf(fieldPodRequests) }
 
+// Name is the pod's name (fetched once per scheduling cycle).
+func (Pod) Name() string {
+	b := bytesOf(fieldPodName)
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
 // Node is the node of the current Filter or Score call.
 type Node struct{ _ [0]func() }
 
@@ -238,6 +244,7 @@ type field uint8
 const (
 	fieldPodLabels field = iota
 	fieldPodRequests
+	fieldPodName
 	fieldNodeName
 	fieldNodeLabels
 	fieldNodeAllocatable
@@ -247,7 +254,7 @@ const (
 	firstNodeField = fieldNodeName
 )
 
-var fieldNames = [numFields]string{"pod labels", "pod requests", "node name", "node labels",
+var fieldNames = [numFields]string{"pod labels", "pod requests", "pod name", "node name", "node labels",
 	"node allocatable", "node taints", "node scores"}
 
 // notAvailable is what a host function returns when the field does not exist in this call

@@ -1,0 +1,118 @@
+"""One rule, three ways, per call: the reference WASM extension's own host and guest next to kwokbench's.
+
+The rule is the reference's NodeNumber example (a node scores 10 when its name ends in the pod's last digit):
+- native: plugins/nodenumber, compiled in (Go);
+- own: plugins/nodenumber-wasm (Go, wasip1 reactor) on kwokbench's host (plugins/wasm), with and without the
+  per-call deadline (``trusted``);
+- reference: the prebuilt ``examples/nodenumber/main.wasm`` (TinyGo) on the reference's host
+  (kube-scheduler-wasm-extension at 9b2791f, wazero 1.7.2), quiet (logSeverity 3, as its own benchmark) and as
+  shipped (it logs every call and records an Event per PreScore).
+
+Each is one Score cycle (PreScore, then Score on every node) over 1 and 500 kwok-like nodes, reported per call.
+The reference runs from its pinned source archive (``$KWOKBENCH_SOURCES`` or ``--source``), extracted to a
+temporary folder with kwokbench's benchmark file (benchmarks/wasm_reference) dropped into its
+``internal/e2e/scheduler`` package, whose go.mod and test helpers it needs. With ``--profile DIR`` every
+benchmark also writes a CPU profile and the top of each (``go tool pprof -top``) is printed: where each host's
+time goes. Needs Go >= 1.26 on PATH.
+
+    python benchmarks/bench_wasm_extension.py [--count 3] [--benchtime 1s] [--profile DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_wasm_plugin import Results, fmt_ns, parse
+
+ROOT = Path(__file__).resolve().parent.parent
+ARCHIVE = "kube-scheduler-wasm-extension-9b2791f.tar.gz"
+BENCH_FILE = ROOT / "benchmarks" / "wasm_reference" / "kwokbench_bench_test.go"
+
+
+def go_bench(cwd: Path, bench: str, count: int, benchtime: str, profile: Path | None) -> str:
+    env = dict(os.environ, GOTOOLCHAIN="local", GOFLAGS="-mod=mod -p=2", CGO_ENABLED="0")
+    cmd = ["go", "test", "-run", "^$", "-bench", bench, "-benchtime", benchtime, "-count", str(count)]
+    if profile is not None:
+        cmd += ["-cpuprofile", str(profile)]
+    print(f"$ cd {cwd} && {' '.join(cmd)}", file=sys.stderr)
+    proc = subprocess.run([*cmd, "."], cwd=cwd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"go test failed ({proc.returncode}) in {cwd}:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    return proc.stdout
+
+
+def pprof_top(cwd: Path, profile: Path, lines: int = 18) -> str:
+    proc = subprocess.run(["go", "tool", "pprof", "-top", f"-nodecount={lines}", str(profile)], cwd=cwd,
+                          env=dict(os.environ, GOTOOLCHAIN="local"), capture_output=True, text=True)
+    return proc.stdout or proc.stderr
+
+
+def reference_tree(source: Path, work: Path) -> Path:
+    archive = source / ARCHIVE if source.is_dir() else source
+    if not archive.is_file():
+        sys.exit(f"no {ARCHIVE} in {source}: give --source or KWOKBENCH_SOURCES")
+    from kwokbench.toolchain.sources import sha256_of
+    from kwokbench.toolchain.wasm_extension import SOURCES
+
+    if (got := sha256_of(archive)) != SOURCES[0].sha256:
+        sys.exit(f"{archive}: sha256 {got} is not the pinned {SOURCES[0].sha256}")
+    with tarfile.open(archive) as tar:
+        tar.extractall(work, filter="data")
+    [top] = [p for p in work.iterdir() if p.is_dir()]
+    pkg = top / "internal" / "e2e" / "scheduler"
+    shutil.copyfile(BENCH_FILE, pkg / BENCH_FILE.name)
+    return pkg
+
+
+def table(res: Results) -> list[str]:
+    rows = ["| way | nodes | per call | allocs/call | × native |", "|---|---|---|---|---|"]
+    for nodes in ("1", "500"):
+        native = res.get(("Score", f"native/nodes={nodes}"), {}).get("ns/call")
+        for (point, name), m in res.items():
+            way, _, n = name.partition("/nodes=")
+            if n != nodes:
+                continue
+            label = {"Score": "", "NodeNumber": "kwokbench host, ", "KwokbenchNodeNumber": "reference host, "}[point]
+            ratio = f"{m['ns/call'] / native:.1f}×" if native and point != "Score" else "-"
+            allocs = f"{m['allocs/call']:.2f}" if "allocs/call" in m else "-"
+            rows.append(f"| {label}{way} | {nodes} | {fmt_ns(m.get('ns/call'))} | {allocs} | {ratio} |")
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--count", type=int, default=3)
+    ap.add_argument("--benchtime", default="1s")
+    ap.add_argument("--source", type=Path, default=Path(os.environ.get("KWOKBENCH_SOURCES")
+                                                         or ROOT.parent / "shared" / "sources"))
+    ap.add_argument("--profile", type=Path, help="write CPU profiles here and print the top of each")
+    a = ap.parse_args()
+    if a.profile:
+        a.profile.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="kwokbench-wasm-ref-") as tmp:
+        ref = reference_tree(a.source, Path(tmp))
+        runs = [("native", ROOT / "plugins" / "nodenumber", "Score"),
+                ("own", ROOT / "plugins" / "wasm", "NodeNumber"),
+                ("reference", ref, "KwokbenchNodeNumber")]
+        res: Results = {}
+        tops = []
+        for name, cwd, bench in runs:
+            prof = a.profile / f"{name}.pprof" if a.profile else None
+            res.update(parse(go_bench(cwd, f"^Benchmark{bench}$", a.count, a.benchtime, prof)))
+            if prof is not None:
+                tops.append((name, pprof_top(cwd, prof)))
+    print("\n".join(table(res)))
+    for name, top in tops:
+        print(f"\n## CPU profile: {name}\n{top}")
+
+
+if __name__ == "__main__":
+    main()
