@@ -32,11 +32,10 @@ from kwokbench.load.watcher import RUN_LABEL
 from kwokbench.progress import Reporter, Silent
 from kwokbench.runner import RunOptions, _setup, check_scenario, cluster_options, run_variant
 from kwokbench.scenario import QpsArrival, Scenario
+from kwokbench.store import SWEEP as SWEEP
+from kwokbench.store import SWEEP_FORMAT_VERSION as SWEEP_FORMAT_VERSION
 from kwokbench.store import _atomic_write, owner, read_versioned, settle_status
 from kwokbench.templates import resolve_template
-
-SWEEP_FORMAT_VERSION = 1
-SWEEP = "sweep.json"
 
 
 @dataclass

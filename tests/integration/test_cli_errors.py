@@ -5,6 +5,7 @@ These need no cluster: every case is caught before one would be created.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -66,6 +67,24 @@ def test_missing_scenario_and_reports_dir_not_writable(tmp_path: Path) -> None:
     res = kwokbench("run", str(REPO / "scenarios" / "quickstart.yaml"), "--out", str(tmp_path / "blocker"))
     assert_one_line_error(res, "cannot create run directory")
     assert_one_line_error(kwokbench("report", str(tmp_path / "none")), "no such run directory")
+
+
+def test_report_refuses_newer_runs_and_an_output_that_is_a_file(tmp_path: Path) -> None:
+    from tests.unit.fake_runs import fake_run, stored
+
+    run = stored(fake_run(tmp_path / "sweep-x", "default", 1, 100.0))
+    out = tmp_path / "a-file"
+    out.write_text("not a folder")
+    assert_one_line_error(kwokbench("report", str(run.path), "-o", str(out)),
+                          f"report folder {out}: exists and is not a folder")
+    meta = json.loads((run.path / "meta.json").read_text())
+    (run.path / "meta.json").write_text(json.dumps({**meta, "scenario": {**meta["scenario"], "schema_version": 2}}))
+    for cmd in ("report", "analyse"):
+        assert_one_line_error(kwokbench(cmd, str(run.path)), "scenario schema_version 2 is not supported")
+    (run.path / "meta.json").write_text(json.dumps(meta))
+    (tmp_path / "sweep-x" / "sweep.json").write_text(json.dumps({"format_version": 2, "points": []}))
+    assert_one_line_error(kwokbench("report", str(tmp_path / "sweep-x"), "-o", str(tmp_path / "r")),
+                          "sweep.json: format version 2 is not supported")
 
 
 def test_schema_is_json_and_help_is_instant() -> None:

@@ -68,3 +68,17 @@ def two_variants(tmp: Path, repeats: int = 4) -> list[StoredRun]:
         runs.append(fake_run(tmp, "default", 2 * i, 100.0 + 2 * i, p50_ms=30.0))
         runs.append(fake_run(tmp, "fast", 2 * i + 1, 120.0 + 2 * i, p50_ms=15.0, unscheduled=1 if i == 1 else 0))
     return runs
+
+
+def stored(run: StoredRun, **meta: Any) -> StoredRun:
+    """``run`` written to its directory as kwokbench stores one (meta.json, summary.json, parquet files), with
+    ``meta`` fields added: for tests of what reads run directories from disk (report, gate, merge)."""
+    from kwokbench.store import PODS, REQUESTS, SUMMARY, RunDir
+
+    rd = RunDir(run.path)
+    run.meta.update(meta)
+    rd.write_meta(run.meta)
+    rd.write_doc(SUMMARY, run.summary or {})
+    rd.write_frame(PODS, run.pods)
+    rd.write_frame(REQUESTS, run.requests)
+    return run
