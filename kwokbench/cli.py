@@ -388,6 +388,9 @@ def run_cmd(
     profile: Annotated[list[str] | None, typer.Option(help="Save a pprof CPU profile of this component over the "
                                                       "first phase: scheduler, apiserver, controller-manager "
                                                       "(repeatable).")] = None,
+    shard: Annotated[str | None, typer.Option(help="Run only shard i/N of the repeats (each repeat with all its "
+                                              "variants), e.g. 2/4 on the second of four machines; join the "
+                                              "shards with `kwokbench merge`.")] = None,
 ) -> None:
     """Run a scenario: cluster up, submit at the target rate, record pod timelines, store, summarise."""
     import signal
@@ -397,7 +400,9 @@ def run_cmd(
     from kwokbench.report.table import summary_rows
     from kwokbench.runner import RunOptions, run_scenario
     from kwokbench.scenario import load_scenario
+    from kwokbench.shard import parse_shard
 
+    part = parse_shard(shard) if shard is not None else None
     sc = load_scenario(file, set_ or [])
 
     def on_term(signum: int, _frame: object) -> None:
@@ -409,7 +414,7 @@ def run_cmd(
     signal.signal(signal.SIGINT, signal.default_int_handler)
     opts = RunOptions(out=out, cluster=cluster, keep_cluster=keep_cluster, submit_workers=submit_workers,
                       variants=variant or [], scrape_interval=scrape_interval, repeat=repeat,
-                      profile=components(profile or []))
+                      profile=components(profile or []), shard=part)
     results = run_scenario(sc, file, opts, console.RichReporter())
     for r in results:
         columns, rows = summary_rows(r.summary or {})
@@ -452,6 +457,9 @@ def sweep(
     keep_clusters: Annotated[bool, typer.Option(help="Do not delete the clusters afterwards.")] = False,
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: path=value.")] = None,
     out: Annotated[Path, typer.Option(help="Root folder for run and sweep directories.")] = Path("reports"),
+    shard: Annotated[str | None, typer.Option(help="Run only shard i/N of the grid's points, e.g. 2/4 on the "
+                                              "second of four machines; join the shards with `kwokbench "
+                                              "merge`.")] = None,
 ) -> None:
     """Capacity planning: every cluster size × submit rate; the knee of each size within the SLO."""
     import signal
@@ -459,12 +467,14 @@ def sweep(
     from kwokbench import console
     from kwokbench.report import sweep as sweep_report
     from kwokbench.scenario import load_scenario
+    from kwokbench.shard import parse_shard
     from kwokbench.sweep import SweepOptions, load, run_sweep
 
+    part = parse_shard(shard) if shard is not None else None
     sc = load_scenario(file, set_ or [])
     opts = SweepOptions(nodes=_numbers(nodes, "--nodes", int), qps=_numbers(qps, "--qps", float),
                         slo_p99=_seconds(slo_p99, "--slo-p99"), min_ratio=min_ratio, duration=duration, out=out,
-                        variant=variant, stop_early=stop_early, keep_clusters=keep_clusters)
+                        variant=variant, stop_early=stop_early, keep_clusters=keep_clusters, shard=part)
 
     def on_term(signum: int, _frame: object) -> None:
         raise KeyboardInterrupt(f"signal {signum}")

@@ -91,6 +91,13 @@ def host_info() -> dict[str, Any]:
             "python": platform.python_version()}
 
 
+def digest(obj: Any) -> str:
+    """A short stable fingerprint of a JSON-able object (keys sorted): whether two shards ran the same scenario."""
+    import hashlib
+
+    return hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
 def owner() -> dict[str, Any]:
     """Which process is writing a document: recorded while its status is ``running``, so a reader can
     tell a run in progress from one whose kwokbench was killed before it could say so."""

@@ -132,10 +132,23 @@ def test_build_scheduler_rejects_non_plugin_directories(tmp_path: Path, files: d
     (["--qps", "0,10"], "--qps '0,10': expected positive numbers"),
     (["--slo-p99", "soon"], "--slo-p99 'soon': expected a duration"),
     (["--variant", "nope"], "unknown scheduler variant nope"),
+    (["--shard", "3/2"], "--shard '3/2': the shard must be between 1 and N"),
+    (["--shard", "0/2"], "--shard '0/2': the shard must be between 1 and N"),
+    (["--shard", "x"], "--shard 'x': expected i/N"),
 ])
 def test_sweep_bad_arguments(tmp_path: Path, args: list[str], needle: str) -> None:
     res = kwokbench("sweep", str(REPO / "scenarios/quickstart.yaml"), "--out", str(tmp_path / "out"), *args)
     assert_one_line_error(res, needle)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("shard", "needle"), [("3/2", "the shard must be between 1 and N"),
+                                                ("0/2", "the shard must be between 1 and N"),
+                                                ("x", "expected i/N")])
+def test_run_bad_shard(tmp_path: Path, shard: str, needle: str) -> None:
+    res = kwokbench("run", str(REPO / "scenarios/quickstart.yaml"), "--repeat", "4", "--shard", shard,
+                    "--out", str(tmp_path / "out"))
+    assert_one_line_error(res, f"--shard {shard!r}: {needle}")
     assert not (tmp_path / "out").exists()
 
 
