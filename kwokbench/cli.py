@@ -495,6 +495,37 @@ def sweep(
 
 @app.command()
 @handled
+def merge(
+    shards: Annotated[list[Path], typer.Argument(help="The shards' folders: sweep directories of `sweep --shard`, "
+                                                 "or folders holding the runs of `run --repeat R --shard`.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="New folder for the merged sweep or run group.")],
+) -> None:
+    """Join shards run on several machines into one sweep (or run group) that report and gate read as one."""
+    from kwokbench import console
+    from kwokbench.merge import merge as merge_shards
+
+    merged = merge_shards(shards, output)
+    for w in merged.warnings:
+        console.warn(w)
+    if merged.kind == "sweep":
+        from kwokbench.report import sweep as sweep_report
+
+        doc = merged.doc
+        columns, rows = sweep_report.rows(doc)
+        console.table(f"sweep {doc['scenario']} ({doc['variant']}), merged from {len(doc['shards'])} shards",
+                      columns, rows)
+        for line in [*doc["sentences"], *sweep_report.trends(doc)]:
+            console.out.print(line)
+        written = sweep_report.write(doc, merged.path)
+        console.out.print(f"stored in {merged.path} ({', '.join(p.name for p in written)})")
+        return
+    doc = merged.doc
+    console.out.print(f"merged {len(doc['cells'])} runs ({doc['repeats']} repeats, shards "
+                      f"{', '.join(doc['shards'])}) into {merged.path}: `kwokbench report {merged.path}`")
+
+
+@app.command()
+@handled
 def ceiling(
     nodes: Annotated[int | None, typer.Option(min=1, help="Cluster size to match.")] = None,
     pods: Annotated[int | None, typer.Option(min=1, help="Pods to match (with --nodes).")] = None,
