@@ -460,11 +460,22 @@ def sweep(
     shard: Annotated[str | None, typer.Option(help="Run only shard i/N of the grid's points, e.g. 2/4 on the "
                                               "second of four machines; join the shards with `kwokbench "
                                               "merge`.")] = None,
+    emit_job: Annotated[int | None, typer.Option(min=1, max=1000, help="Print a Kubernetes Indexed Job (and a "
+                                                 "ConfigMap with the scenario) running this sweep as N shards, "
+                                                 "then exit; run nothing here.")] = None,
+    image: Annotated[str | None, typer.Option(help="With --emit-job: the container image holding kwokbench and its "
+                                              "toolchain.")] = None,
+    parallelism: Annotated[int | None, typer.Option(min=1, help="With --emit-job: shards running at once "
+                                                    "(default: all).")] = None,
+    results_claim: Annotated[str | None, typer.Option(help="With --emit-job: PersistentVolumeClaim mounted at "
+                                                      "/results (default: an emptyDir, lost with the pod).")] = None,
+    namespace: Annotated[str | None, typer.Option(help="With --emit-job: the Job's namespace.")] = None,
 ) -> None:
     """Capacity planning: every cluster size × submit rate; the knee of each size within the SLO."""
     import signal
 
     from kwokbench import console
+    from kwokbench.job_manifest import sweep_args
     from kwokbench.report import sweep as sweep_report
     from kwokbench.scenario import load_scenario
     from kwokbench.shard import parse_shard
@@ -475,6 +486,12 @@ def sweep(
     opts = SweepOptions(nodes=_numbers(nodes, "--nodes", int), qps=_numbers(qps, "--qps", float),
                         slo_p99=_seconds(slo_p99, "--slo-p99"), min_ratio=min_ratio, duration=duration, out=out,
                         variant=variant, stop_early=stop_early, keep_clusters=keep_clusters, shard=part)
+    if emit_job is not None:
+        _emit_job(file, sc.name, emit_job, image, parallelism, results_claim, namespace, part is not None,
+                  sweep_args(nodes, qps, slo_p99, duration, min_ratio, variant, stop_early, set_ or []))
+        return
+    if image or parallelism or results_claim or namespace:
+        raise ScenarioError("--image, --parallelism, --results-claim and --namespace go with --emit-job N")
 
     def on_term(signum: int, _frame: object) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
@@ -491,6 +508,25 @@ def sweep(
         console.out.print(line)
     written = sweep_report.write(doc, path)
     console.out.print(f"stored in {path} ({', '.join(p.name for p in written)})")
+
+
+def _emit_job(file: Path, scenario: str, shards: int, image: str | None, parallelism: int | None,
+              results_claim: str | None, namespace: str | None, sharded: bool, args: list[str]) -> None:
+    import yaml
+
+    from kwokbench.job_manifest import indexed_job, job_name
+
+    if sharded:
+        raise ScenarioError("--emit-job N deals the shards itself; drop --shard")
+    if not image:
+        raise ScenarioError("--emit-job needs --image IMAGE: a container image holding kwokbench and its toolchain")
+    try:
+        text = file.read_text()
+    except OSError as e:
+        raise ScenarioError(f"cannot read scenario {file}: {e.strerror}") from e
+    docs = indexed_job(job_name(scenario), image, shards, parallelism or shards, file.name, text, args,
+                       results_claim, namespace)
+    typer.echo(yaml.safe_dump_all(docs, sort_keys=False), nl=False)
 
 
 @app.command()
