@@ -121,8 +121,13 @@ def acceptance_ratio(rates: dict[str, Any]) -> tuple[float | None, str]:
     return None, "whole"
 
 
-def verdict(ph: dict[str, Any]) -> str | None:
-    """Why a phase did not get its offered load, as one sentence with the evidence (None: it did)."""
+def verdict(ph: dict[str, Any], server: str | None = None) -> str | None:
+    """Why a phase did not get its offered load, as one sentence with the evidence (None: it did).
+
+    ``server`` ("apiserver" or "etcd") is the run's own verdict (:mod:`kwokbench.bottleneck`) when it found
+    that component saturated: then busy connections and a lagging pacer are the server's doing (its slow
+    answers held every connection), and the sentence says so instead of blaming the harness, so a run has
+    one cause wherever it is printed."""
     ratio = ph.get("achieved_ratio")
     if ratio is None or ratio >= ACCEPTED_MIN:
         return None
@@ -141,6 +146,13 @@ def verdict(ph: dict[str, Any]) -> str | None:
     conns = ph.get("connections") or {}
     cap, at_cap = conns.get("cap"), conns.get("waited_at_cap", 0)
     wire50 = wire.get("p50")
+    if server:
+        tail = f", p99 {wire['p99']:.2f} s" if wire.get("p99") is not None else ""
+        held = (f" while all {cap} connections were busy ({at_cap} requests waited up to "
+                f"{wait.get('max') or 0:.2f} s for one)" if cap and at_cap else "")
+        return (f"submission overloaded the {server}: {head}; requests took "
+                + (f"{wire50:.2f} s on the wire (p50{tail})" if wire50 is not None else "an unrecorded time")
+                + f"{held}; the {server} was saturated, so raising workloads[].connections would not help")
     if (late.get("p50") or 0.0) > LATE_PACER:
         return (f"harness-bound: {head}; kwokbench's pacer fell behind its schedule (lateness p50 "
                 f"{late['p50']:.2f} s, max {late.get('max') or 0:.1f} s)")

@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from kwokbench.acceptance import verdict as acceptance_verdict
+
 VERDICTS = ("arrival", "scheduler-client", "scheduler", "apiserver", "etcd", "host", "harness", "kwok")
 BUSY_CORES = 0.8
 """A component at or above this many cores in a second was busy (the scheduling cycle runs one pod at a
@@ -55,6 +57,10 @@ SLOW_APISERVER = 0.5
 """Seconds of p99 create or binding latency from which the apiserver counts as slow."""
 KWOK_LAG = 1.0
 """Seconds (p90) from scheduled to Running from which pods waited on the kwok controller."""
+SATURATED = 0.9
+"""The apiserver (or etcd) was saturated when it spent this share of the window at :data:`BUSY_CORES` or more
+while answering slowly (:data:`SLOW_APISERVER`, p99 of creates, bindings or the submitter's time on the
+wire): busy connections are then its doing, not the harness's."""
 HARNESS = "kwokbench"
 """The submitter's cores in ``evidence["cores"]`` (a mean over its phases; it is sampled once per phase)."""
 
@@ -180,6 +186,7 @@ def evidence(summary: dict[str, Any], meta: dict[str, Any], series: pd.DataFrame
     lag = (pods["running"] - pods["scheduled"]).to_numpy(dtype=np.float64) if "running" in pods else np.zeros(0)
     lag = lag[np.isfinite(lag)]
     binding = summary.get("binding_rate") or {}
+    wire = (main.get("rates") or {}).get("wire_seconds") or {}
     return {
         "window": [window[0], window[1]],
         "window_seconds": window[1] - window[0],
@@ -205,6 +212,7 @@ def evidence(summary: dict[str, Any], meta: dict[str, Any], series: pd.DataFrame
         "client_bound": list(summary.get("labels") or []),
         "create_latency_p99": (api.get("create_pod_latency_seconds") or {}).get("p99"),
         "binding_latency_p99": (api.get("binding_latency_seconds") or {}).get("p99"),
+        "wire_p99": wire.get("p99"),
         "attempt_p99": (sched.get("scheduling_attempt_duration_seconds") or {}).get("p99"),
         "waits_for_running": waits_running,
         "running_lag_p90": float(np.percentile(lag, 90)) if len(lag) else None,
@@ -235,6 +243,15 @@ def _store_busiest(ev: dict[str, Any]) -> bool:
 def _slow(ev: dict[str, Any]) -> bool:
     """The apiserver answered creates or bindings slowly (p99)."""
     return max(ev["create_latency_p99"] or 0.0, ev["binding_latency_p99"] or 0.0) >= SLOW_APISERVER
+
+
+def _saturated(ev: dict[str, Any]) -> bool:
+    """The busier of apiserver and etcd worked flat out for (nearly) the whole window and answered slowly."""
+    comp = "kube-apiserver" if _store(ev) == "apiserver" else "etcd"
+    busy = (ev["cores"].get(comp) or {}).get("busy_share", 0.0)
+    slow = max(ev["create_latency_p99"] or 0.0, ev["binding_latency_p99"] or 0.0,
+               ev.get("wire_p99") or 0.0) >= SLOW_APISERVER
+    return busy >= SATURATED and slow
 
 
 def _cpu(ev: dict[str, Any], comp: str) -> str:
@@ -273,6 +290,11 @@ def decide(ev: dict[str, Any]) -> tuple[str, str]:
         return "scheduler-client", (f"scheduler-client-bound: {ev['client_bound'][0].removeprefix('client-bound: ')}"
                                     f" ({rates}); raise client_qps/client_burst or drop cluster.qps_limits")
     if kept_up:
+        if na.startswith("harness-bound") and _saturated(ev):
+            who = _store(ev)
+            comp = "kube-apiserver" if who == "apiserver" else "etcd"
+            return who, (f"{who}-bound: the offered load was not accepted ({rates}) with {_cpu(ev, comp)}, wire "
+                         f"p99 {_f(_ms(ev.get('wire_p99')))} ms: every connection waited on its slow answers")
         if na.startswith("harness-bound"):
             return "harness", na
         if na:
@@ -324,10 +346,18 @@ def _ms(v: float | None) -> float | None:
 
 def limited_by(summary: dict[str, Any], meta: dict[str, Any], series: pd.DataFrame, procs: pd.DataFrame,
                pods: pd.DataFrame) -> dict[str, Any]:
-    """``{"verdict", "sentence", "evidence"}`` for a stored run (verdict None when nothing was scheduled)."""
+    """``{"verdict", "sentence", "evidence"}`` for a stored run (verdict None when nothing was scheduled).
+
+    When the verdict is the apiserver or etcd, the submission phases' ``not_accepted`` notes (written
+    before, by :func:`kwokbench.acceptance.verdict`) are rewritten to name it too: one cause per run."""
     ev = evidence(summary, meta, series, procs, pods)
     if ev is None:
         return {"verdict": None, "sentence": "undetermined: no pod was scheduled", "evidence": {}}
     verdict, sentence = decide(ev)
     assert verdict in VERDICTS
+    if verdict in ("apiserver", "etcd"):
+        for ph in summary.get("submit") or []:
+            if ph.get("not_accepted"):
+                ph["not_accepted"] = acceptance_verdict(ph, server=verdict)
+        ev["not_accepted"] = _main_phase(summary.get("submit") or []).get("not_accepted")
     return {"verdict": verdict, "sentence": sentence, "evidence": ev}

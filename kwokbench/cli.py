@@ -389,6 +389,9 @@ def run_cmd(
     profile: Annotated[list[str] | None, typer.Option(help="Save a pprof CPU profile of this component over the "
                                                       "first phase: scheduler, apiserver, controller-manager "
                                                       "(repeatable).")] = None,
+    shard: Annotated[str | None, typer.Option(help="Run only shard i/N of the repeats (each repeat with all its "
+                                              "variants), e.g. 2/4 on the second of four machines; join the "
+                                              "shards with `kwokbench merge`.")] = None,
 ) -> None:
     """Run a scenario: cluster up, submit at the target rate, record pod timelines, store, summarise."""
     import signal
@@ -398,7 +401,9 @@ def run_cmd(
     from kwokbench.report.table import summary_rows
     from kwokbench.runner import RunOptions, run_scenario
     from kwokbench.scenario import load_scenario
+    from kwokbench.shard import parse_shard
 
+    part = parse_shard(shard) if shard is not None else None
     sc = load_scenario(file, set_ or [])
 
     def on_term(signum: int, _frame: object) -> None:
@@ -410,7 +415,7 @@ def run_cmd(
     signal.signal(signal.SIGINT, signal.default_int_handler)
     opts = RunOptions(out=out, cluster=cluster, keep_cluster=keep_cluster, submit_workers=submit_workers,
                       variants=variant or [], scrape_interval=scrape_interval, repeat=repeat,
-                      profile=components(profile or []))
+                      profile=components(profile or []), shard=part)
     results = run_scenario(sc, file, opts, console.RichReporter())
     for r in results:
         columns, rows = summary_rows(r.summary or {})
@@ -453,19 +458,41 @@ def sweep(
     keep_clusters: Annotated[bool, typer.Option(help="Do not delete the clusters afterwards.")] = False,
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: path=value.")] = None,
     out: Annotated[Path, typer.Option(help="Root folder for run and sweep directories.")] = Path("reports"),
+    shard: Annotated[str | None, typer.Option(help="Run only shard i/N of the grid's points, e.g. 2/4 on the "
+                                              "second of four machines; join the shards with `kwokbench "
+                                              "merge`.")] = None,
+    emit_job: Annotated[int | None, typer.Option(min=1, max=1000, help="Print a Kubernetes Indexed Job (and a "
+                                                 "ConfigMap with the scenario) running this sweep as N shards, "
+                                                 "then exit; run nothing here.")] = None,
+    image: Annotated[str | None, typer.Option(help="With --emit-job: the container image holding kwokbench and its "
+                                              "toolchain.")] = None,
+    parallelism: Annotated[int | None, typer.Option(min=1, help="With --emit-job: shards running at once "
+                                                    "(default: all).")] = None,
+    results_claim: Annotated[str | None, typer.Option(help="With --emit-job: PersistentVolumeClaim mounted at "
+                                                      "/results (default: an emptyDir, lost with the pod).")] = None,
+    namespace: Annotated[str | None, typer.Option(help="With --emit-job: the Job's namespace.")] = None,
 ) -> None:
     """Capacity planning: every cluster size × submit rate; the knee of each size within the SLO."""
     import signal
 
     from kwokbench import console
+    from kwokbench.job_manifest import sweep_args
     from kwokbench.report import sweep as sweep_report
     from kwokbench.scenario import load_scenario
+    from kwokbench.shard import parse_shard
     from kwokbench.sweep import SweepOptions, load, run_sweep
 
+    part = parse_shard(shard) if shard is not None else None
     sc = load_scenario(file, set_ or [])
     opts = SweepOptions(nodes=_numbers(nodes, "--nodes", int), qps=_numbers(qps, "--qps", float),
                         slo_p99=_seconds(slo_p99, "--slo-p99"), min_ratio=min_ratio, duration=duration, out=out,
-                        variant=variant, stop_early=stop_early, keep_clusters=keep_clusters)
+                        variant=variant, stop_early=stop_early, keep_clusters=keep_clusters, shard=part)
+    if emit_job is not None:
+        _emit_job(file, sc.name, emit_job, image, parallelism, results_claim, namespace, part is not None,
+                  sweep_args(nodes, qps, slo_p99, duration, min_ratio, variant, stop_early, set_ or []))
+        return
+    if image or parallelism or results_claim or namespace:
+        raise ScenarioError("--image, --parallelism, --results-claim and --namespace go with --emit-job N")
 
     def on_term(signum: int, _frame: object) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
@@ -482,6 +509,56 @@ def sweep(
         console.out.print(line)
     written = sweep_report.write(doc, path)
     console.out.print(f"stored in {path} ({', '.join(p.name for p in written)})")
+
+
+def _emit_job(file: Path, scenario: str, shards: int, image: str | None, parallelism: int | None,
+              results_claim: str | None, namespace: str | None, sharded: bool, args: list[str]) -> None:
+    import yaml
+
+    from kwokbench.job_manifest import indexed_job, job_name
+
+    if sharded:
+        raise ScenarioError("--emit-job N deals the shards itself; drop --shard")
+    if not image:
+        raise ScenarioError("--emit-job needs --image IMAGE: a container image holding kwokbench and its toolchain")
+    try:
+        text = file.read_text()
+    except OSError as e:
+        raise ScenarioError(f"cannot read scenario {file}: {e.strerror}") from e
+    docs = indexed_job(job_name(scenario), image, shards, parallelism or shards, file.name, text, args,
+                       results_claim, namespace)
+    typer.echo(yaml.safe_dump_all(docs, sort_keys=False), nl=False)
+
+
+@app.command()
+@handled
+def merge(
+    shards: Annotated[list[Path], typer.Argument(help="The shards' folders: sweep directories of `sweep --shard`, "
+                                                 "or folders holding the runs of `run --repeat R --shard`.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="New folder for the merged sweep or run group.")],
+) -> None:
+    """Join shards run on several machines into one sweep (or run group) that report and gate read as one."""
+    from kwokbench import console
+    from kwokbench.merge import merge as merge_shards
+
+    merged = merge_shards(shards, output)
+    for w in merged.warnings:
+        console.warn(w)
+    if merged.kind == "sweep":
+        from kwokbench.report import sweep as sweep_report
+
+        doc = merged.doc
+        columns, rows = sweep_report.rows(doc)
+        console.table(f"sweep {doc['scenario']} ({doc['variant']}), merged from {len(doc['shards'])} shards",
+                      columns, rows)
+        for line in [*doc["sentences"], *sweep_report.trends(doc)]:
+            console.out.print(line)
+        written = sweep_report.write(doc, merged.path)
+        console.out.print(f"stored in {merged.path} ({', '.join(p.name for p in written)})")
+        return
+    doc = merged.doc
+    console.out.print(f"merged {len(doc['cells'])} runs ({doc['repeats']} repeats, shards "
+                      f"{', '.join(doc['shards'])}) into {merged.path}: `kwokbench report {merged.path}`")
 
 
 @app.command()

@@ -51,6 +51,7 @@ from kwokbench.measure import Measurement, RunContext
 from kwokbench.measure.watch import PodTimeline
 from kwokbench.progress import Reporter, Silent
 from kwokbench.scenario import Scenario, SchedulerSpec, WorkloadSpec
+from kwokbench.shard import Shard, shard_cells
 from kwokbench.store import REQUESTS, RunDir, host_info, owner
 from kwokbench.templates import ManifestFactory, resolve_template
 from kwokbench.toolchain import Toolchain, versions
@@ -76,6 +77,9 @@ class RunOptions:
     repeat: int = 1
     """Runs per variant, each on a fresh cluster; variants are interleaved (A B A B…) so drift of
     the machine over time does not favour one of them."""
+    shard: Shard | None = None
+    """Only this shard's repeats (every variant of a repeat together, :func:`kwokbench.shard.shard_cells`);
+    recorded in each run's ``meta.json`` so ``merge`` can join the shards."""
 
 
 @dataclass
@@ -312,13 +316,14 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
                      k.toolchain, rep)
     group = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     results = []
+    repeats = shard_cells(range(opts.repeat), opts.shard) if opts.shard else list(range(opts.repeat))
     if scenario.concurrent_schedulers:
         together = SchedulerSpec(name=TOGETHER)
-        for i in range(opts.repeat):
+        for i in repeats:
             results.append(run_variant(scenario, base, together, opts, rep, k, group={"id": group, "repeat": i,
                                                                                        "of": opts.repeat}))
         return results
-    for i in range(opts.repeat):
+    for i in repeats:  # a shard deals whole repeats: each keeps its variants' A/B interleaving
         for v in variants:
             if opts.repeat > 1:
                 rep.heading(f"repeat {i + 1}/{opts.repeat}, variant {v.name}")
@@ -388,6 +393,7 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
     phases = _phase_records(scenario, factories)
     rundir.write_meta({
         "status": "running", "run_id": rundir.run_id, "run_label": run_label, "group": group or {},
+        "shard": opts.shard.label if opts.shard else None,
         "started_at": datetime.now(UTC).isoformat(), "owner": owner(), "scenario": scenario.model_dump(mode="json"),
         "scenario_file": str(base), "variant": variant.model_dump(mode="json"),
         "toolchain": {"kwok": versions.KWOK, "kubernetes": versions.KUBERNETES, "etcd": versions.ETCD},

@@ -34,6 +34,11 @@ NODES = "nodes.parquet"
 KUEUE_WORKLOADS = "kueue_workloads.parquet"
 """Kueue Workloads of the run: when each was seen, got quota, was admitted and finished."""
 """Nodes at the end of the run (allocatable CPU/GPUs/pods), for placement quality."""
+SWEEP, SWEEP_FORMAT_VERSION = "sweep.json", 1
+"""A sweep's own document (kwokbench.sweep), at the top of its folder, beside its cells' run directories."""
+SCENARIO_SCHEMA_VERSION = 1
+"""The scenario ``schema_version`` this kwokbench reads (:class:`kwokbench.scenario.Scenario`); a run stores
+its resolved scenario in ``meta.json``, and one written by a newer kwokbench is refused, not half-read."""
 WATCH, SCRAPE_STATS, HOST, CHAOS = "watch.json", "scrape_stats.json", "host.json", "chaos.json"
 EXTENDER, FAILED_SCHEDULING, PROMETHEUS = "extender.json", "failed_scheduling.json", "prometheus.json"
 
@@ -84,6 +89,13 @@ def host_info() -> dict[str, Any]:
     return {"hostname": platform.node(), "cpu_model": cpu, "cpus": os.cpu_count(),
             "memory_bytes": psutil.virtual_memory().total, "kernel": platform.release(),
             "python": platform.python_version()}
+
+
+def digest(obj: Any) -> str:
+    """A short stable fingerprint of a JSON-able object (keys sorted): whether two shards ran the same scenario."""
+    import hashlib
+
+    return hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
 
 def owner() -> dict[str, Any]:
@@ -207,7 +219,13 @@ def read_doc(path: Path, name: str) -> dict[str, Any] | None:
 
 
 def read_meta(path: Path) -> dict[str, Any]:
-    return read_versioned(path, META, FORMAT_VERSION, "run")
+    meta = read_versioned(path, META, FORMAT_VERSION, "run")
+    scenario = meta.get("scenario")
+    found = scenario.get("schema_version") if isinstance(scenario, dict) else None
+    if found is not None and found != SCENARIO_SCHEMA_VERSION:
+        raise StoreError(f"{path / META}: scenario schema_version {found!r} is not supported by kwokbench "
+                         f"{__version__} (it reads version {SCENARIO_SCHEMA_VERSION})")
+    return meta
 
 
 @dataclass
@@ -245,6 +263,9 @@ def find_runs(paths: list[Path]) -> list[Path]:
         if (p / META).exists():
             out.append(p)
         elif p.is_dir():
+            # a sweep's own document says what its cells are: one of a newer format is refused, not skipped
+            for s in sorted(p.rglob(SWEEP)):
+                read_versioned(s.parent, SWEEP, SWEEP_FORMAT_VERSION, "sweep")
             found = sorted(m.parent for m in p.rglob(META))
             if not found:
                 raise StoreError(f"{p}: no kwokbench runs below it")

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from kwokbench import components
+from kwokbench import __version__, components
 from kwokbench.cluster import Kwokctl, NodeGroup, bring_up, watchdog
 from kwokbench.cluster.kwokctl import ClusterInfo
 from kwokbench.cluster.objects import delete_labelled
@@ -32,11 +32,11 @@ from kwokbench.load.watcher import RUN_LABEL
 from kwokbench.progress import Reporter, Silent
 from kwokbench.runner import RunOptions, _setup, check_scenario, cluster_options, run_variant
 from kwokbench.scenario import QpsArrival, Scenario
-from kwokbench.store import _atomic_write, owner, read_versioned, settle_status
+from kwokbench.shard import Shard, shard_cells
+from kwokbench.store import SWEEP as SWEEP
+from kwokbench.store import SWEEP_FORMAT_VERSION as SWEEP_FORMAT_VERSION
+from kwokbench.store import _atomic_write, digest, host_info, owner, read_versioned, settle_status
 from kwokbench.templates import resolve_template
-
-SWEEP_FORMAT_VERSION = 1
-SWEEP = "sweep.json"
 
 
 @dataclass
@@ -54,6 +54,8 @@ class SweepOptions:
     stop_early: bool = True
     keep_clusters: bool = False
     runs: RunOptions = field(default_factory=RunOptions)
+    shard: Shard | None = None
+    """Run only this shard's points of the grid (:func:`kwokbench.shard.shard_cells`); ``merge`` joins them."""
 
 
 def scaled(scenario: Scenario, nodes: int) -> Scenario:
@@ -179,23 +181,33 @@ def run_sweep(scenario: Scenario, scenario_path: Path, opts: SweepOptions, repor
         c.build(rep)
 
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    sweep_dir = opts.out / scenario.name / f"sweep-{stamp}"
+    shard = opts.shard.label if opts.shard else None
+    suffix = f"-shard-{opts.shard.index}-of-{opts.shard.count}" if opts.shard else ""
+    sweep_dir = opts.out / scenario.name / f"sweep-{stamp}{suffix}"
     try:
         sweep_dir.mkdir(parents=True)
     except OSError as e:
         raise StoreError(f"cannot create sweep directory {sweep_dir}: {e.strerror}") from e
     nodes, rates = sorted(set(opts.nodes)), sorted(set(opts.qps))
+    grid = [(n, q) for n in nodes for q in rates]  # canonical order: what a shard's slice is dealt from
+    cells = shard_cells(grid, opts.shard) if opts.shard else grid
+    host = host_info()
     doc: dict[str, Any] = {"format_version": SWEEP_FORMAT_VERSION, "scenario": scenario.name,
+                           "scenario_digest": digest(scenario.model_dump(mode="json")),
+                           "kwokbench_version": __version__, "shard": shard, "host": host,
+                           "cells": [[n, q] for n, q in cells],
                            "scenario_file": str(scenario_path), "variant": variant.name, "status": "running",
                            "started_at": datetime.now(UTC).isoformat(), "owner": owner(), "nodes": nodes, "qps": rates,
                            "slo_p99_seconds": opts.slo_p99, "min_ratio": opts.min_ratio,
                            "duration_seconds": opts.duration, "points": []}
     save(sweep_dir, doc)
-    total = len(nodes) * len(rates)
+    total = len(cells)
+    title = f"sweep {scenario.name}: {len(nodes)} sizes × {len(rates)} rates" + (
+        f", shard {shard}: {total} of {len(grid)} points" if shard else "")
     try:
-        with rep.counter(f"sweep {scenario.name}: {len(nodes)} sizes × {len(rates)} rates", total) as advance:
+        with rep.counter(title, total) as advance:
             done = 0
-            for n in nodes:
+            for n in sorted({n for n, _ in cells}):
                 sized = scaled(scenario, n)
                 cluster = f"kb-sweep-{stamp[-7:-1].lower()}-{n}"
                 copts = cluster_options(sized, base, variant, cluster, k.toolchain, comps)
@@ -211,13 +223,14 @@ def run_sweep(scenario: Scenario, scenario_path: Path, opts: SweepOptions, repor
                     raise
                 try:
                     saturated = ""
-                    for q in rates:
+                    for q in [q for m, q in cells if m == n]:
                         if saturated:
                             doc["points"].append({"nodes": n, "qps": q, "skipped": True, "holds": False,
-                                                  "why": f"skipped: {saturated}"})
+                                                  "why": f"skipped: {saturated}", "shard": shard,
+                                                  "host": host["hostname"]})
                         else:
                             point = _point(sized, scenario_path, q, opts, info, k, rep, variant.name)
-                            point["nodes"] = n
+                            point.update(nodes=n, shard=shard, host=host["hostname"])
                             doc["points"].append(point)
                             rep.info(f"  {n} nodes, {q:g}/s: {point['throughput']:.1f} pods/s, p99 "
                                      f"{_ms(point['p99'])} → {'holds' if point['holds'] else point['why']}")
@@ -252,10 +265,11 @@ def _point(scenario: Scenario, scenario_path: Path, qps: float, opts: SweepOptio
     sc = at_rate(scenario, qps, opts.duration)
     v = next(s for s in sc.schedulers if s.name == variant)
     ropts = RunOptions(out=opts.out, cluster=info.name, scrape_interval=opts.runs.scrape_interval,
-                       submit_workers=opts.runs.submit_workers)
+                       submit_workers=opts.runs.submit_workers, shard=opts.shard)
     res = run_variant(sc, scenario_path.parent, v, ropts, rep, k)
     point = evaluate(res.summary, qps, opts.slo_p99, opts.min_ratio)
     point["run"] = str(res.path)
+    point["ceiling"] = ((res.summary or {}).get("ceiling") or {}).get("pods_per_second")
     label = res.path.name.split("-")[1]
     asyncio.run(delete_labelled(info.credentials(), f"{RUN_LABEL}={label}", wait_seconds=120))
     return point

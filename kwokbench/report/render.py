@@ -15,6 +15,7 @@ from typing import Any
 
 import jinja2
 
+from kwokbench.errors import StoreError
 from kwokbench.gate import DEFAULT_GATES, GateResult, comparability, gate
 from kwokbench.report import variants
 from kwokbench.report.charts import CHARTS
@@ -162,7 +163,12 @@ def write_report(runs: list[StoredRun], out: Path, baseline: list[StoredRun] | N
                  gates: list[str] | None = None) -> Report:
     from kwokbench import __version__
 
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise StoreError(f"report folder {out}: exists and is not a folder") from None
+    except OSError as e:
+        raise StoreError(f"cannot create report folder {out}: {e.strerror}") from e
     charts: list[tuple[str, str]] = []
     paths = []
     for key, (title, fn) in CHARTS.items():

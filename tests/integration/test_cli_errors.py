@@ -5,6 +5,7 @@ These need no cluster: every case is caught before one would be created.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -68,6 +69,24 @@ def test_missing_scenario_and_reports_dir_not_writable(tmp_path: Path) -> None:
     assert_one_line_error(kwokbench("report", str(tmp_path / "none")), "no such run directory")
 
 
+def test_report_refuses_newer_runs_and_an_output_that_is_a_file(tmp_path: Path) -> None:
+    from tests.unit.fake_runs import fake_run, stored
+
+    run = stored(fake_run(tmp_path / "sweep-x", "default", 1, 100.0))
+    out = tmp_path / "a-file"
+    out.write_text("not a folder")
+    assert_one_line_error(kwokbench("report", str(run.path), "-o", str(out)),
+                          f"report folder {out}: exists and is not a folder")
+    meta = json.loads((run.path / "meta.json").read_text())
+    (run.path / "meta.json").write_text(json.dumps({**meta, "scenario": {**meta["scenario"], "schema_version": 2}}))
+    for cmd in ("report", "analyse"):
+        assert_one_line_error(kwokbench(cmd, str(run.path)), "scenario schema_version 2 is not supported")
+    (run.path / "meta.json").write_text(json.dumps(meta))
+    (tmp_path / "sweep-x" / "sweep.json").write_text(json.dumps({"format_version": 2, "points": []}))
+    assert_one_line_error(kwokbench("report", str(tmp_path / "sweep-x"), "-o", str(tmp_path / "r")),
+                          "sweep.json: format version 2 is not supported")
+
+
 def test_schema_is_json_and_help_is_instant() -> None:
     import json
 
@@ -113,10 +132,23 @@ def test_build_scheduler_rejects_non_plugin_directories(tmp_path: Path, files: d
     (["--qps", "0,10"], "--qps '0,10': expected positive numbers"),
     (["--slo-p99", "soon"], "--slo-p99 'soon': expected a duration"),
     (["--variant", "nope"], "unknown scheduler variant nope"),
+    (["--shard", "3/2"], "--shard '3/2': the shard must be between 1 and N"),
+    (["--shard", "0/2"], "--shard '0/2': the shard must be between 1 and N"),
+    (["--shard", "x"], "--shard 'x': expected i/N"),
 ])
 def test_sweep_bad_arguments(tmp_path: Path, args: list[str], needle: str) -> None:
     res = kwokbench("sweep", str(REPO / "scenarios/quickstart.yaml"), "--out", str(tmp_path / "out"), *args)
     assert_one_line_error(res, needle)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("shard", "needle"), [("3/2", "the shard must be between 1 and N"),
+                                                ("0/2", "the shard must be between 1 and N"),
+                                                ("x", "expected i/N")])
+def test_run_bad_shard(tmp_path: Path, shard: str, needle: str) -> None:
+    res = kwokbench("run", str(REPO / "scenarios/quickstart.yaml"), "--repeat", "4", "--shard", shard,
+                    "--out", str(tmp_path / "out"))
+    assert_one_line_error(res, f"--shard {shard!r}: {needle}")
     assert not (tmp_path / "out").exists()
 
 

@@ -68,3 +68,71 @@ def two_variants(tmp: Path, repeats: int = 4) -> list[StoredRun]:
         runs.append(fake_run(tmp, "default", 2 * i, 100.0 + 2 * i, p50_ms=30.0))
         runs.append(fake_run(tmp, "fast", 2 * i + 1, 120.0 + 2 * i, p50_ms=15.0, unscheduled=1 if i == 1 else 0))
     return runs
+
+
+def stored(run: StoredRun, **meta: Any) -> StoredRun:
+    """``run`` written to its directory as kwokbench stores one (meta.json, summary.json, parquet files), with
+    ``meta`` fields added: for tests of what reads run directories from disk (report, gate, merge)."""
+    from kwokbench.store import PODS, REQUESTS, SUMMARY, RunDir
+
+    rd = RunDir(run.path)
+    run.meta.update(meta)
+    rd.write_meta(run.meta)
+    rd.write_doc(SUMMARY, run.summary or {})
+    rd.write_frame(PODS, run.pods)
+    rd.write_frame(REQUESTS, run.requests)
+    return run
+
+
+SWEEP_NODES, SWEEP_QPS = [20, 40], [50.0, 100.0, 200.0]
+
+
+def fake_sweep(root: Path, shard: tuple[int, int] | None, host: str = "h1", scenario: str = "compare",
+               toolchain: str = "v1.36.4", kwokbench_version: str | None = None) -> Path:
+    """A stored sweep as ``sweep --shard i/N`` leaves it on one machine: ``root/<scenario>/sweep-…`` and, beside
+    it, a run directory per point of its shard. 20 nodes bind up to 120 pods/s, 40 nodes up to 150/s: both
+    knees are at 100/s (200/s fails)."""
+    from kwokbench.shard import Shard, shard_cells
+    from kwokbench.store import SWEEP_FORMAT_VERSION, host_info
+    from kwokbench.sweep import evaluate, first_failure, knees, save, sentence
+
+    grid = [(n, q) for n in SWEEP_NODES for q in SWEEP_QPS]
+    cells = shard_cells(grid, Shard(*shard)) if shard else grid
+    label = f"{shard[0]}/{shard[1]}" if shard else None
+    hostd = {**host_info(), "hostname": host}
+    folder = root / scenario
+    points = []
+    for n, q in cells:
+        i = grid.index((n, q))
+        run = fake_run(folder, "default", i, min(q, 120.0 if n == 20 else 150.0), nodes=n)
+        bound = min(q, 120.0 if n == 20 else 150.0)
+        run.summary = {**(run.summary or {}), "binding_rate": {"available": False}, "throughput": {"average": bound},
+                       "latency": {"created_to_scheduled": {"p99": 0.05 if bound == q else 2.0}},
+                       "submit": [{"phase": "pods", "offered_qps": q, "accepted_qps": q}]}
+        meta: dict[str, Any] = {"shard": label, "host": hostd, "toolchain": {"kubernetes": toolchain},
+                                "scenario": {"name": scenario, "schema_version": 1,
+                                             "cluster": {"node_groups": [{"name": "g", "count": n}]},
+                                             "workloads": [{"name": "pods", "count": int(q * 3)}]}}
+        if kwokbench_version:
+            meta["kwokbench_version"] = kwokbench_version
+        stored(run, **meta)
+        if kwokbench_version:  # write_meta stamps this kwokbench's version first: a shard of another one
+            import orjson
+
+            doc = orjson.loads((run.path / "meta.json").read_bytes())
+            (run.path / "meta.json").write_bytes(orjson.dumps({**doc, "kwokbench_version": kwokbench_version}))
+        p = evaluate(run.summary, q, 1.0, 0.95)
+        p.update(nodes=n, run=str(run.path), shard=label, host=host, ceiling=None)
+        points.append(p)
+    sweep_dir = folder / ("sweep-20260101T000000Z" + (f"-shard-{shard[0]}-of-{shard[1]}" if shard else ""))
+    sweep_dir.mkdir(parents=True)
+    ks = knees(points)
+    doc = {"format_version": SWEEP_FORMAT_VERSION, "scenario": scenario, "scenario_file": "s.yaml",
+           "scenario_digest": f"digest-of-{scenario}", "kwokbench_version": kwokbench_version or "0.1.0",
+           "shard": label, "host": hostd, "cells": [list(c) for c in cells], "variant": "default",
+           "status": "complete", "started_at": "2026-01-01T00:00:00+00:00", "ended_at": "2026-01-01T00:10:00+00:00",
+           "nodes": SWEEP_NODES, "qps": SWEEP_QPS, "slo_p99_seconds": 1.0, "min_ratio": 0.95,
+           "duration_seconds": 3.0, "points": points, "knees": {str(n): v for n, v in ks.items()},
+           "sentences": [sentence(n, ks[n], 1.0, SWEEP_QPS, first_failure(points, n)) for n in ks]}
+    save(sweep_dir, doc)
+    return sweep_dir

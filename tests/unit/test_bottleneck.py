@@ -223,3 +223,55 @@ def test_a_client_limit_counts_only_when_binding_fell_behind() -> None:
     assert out["verdict"] == "scheduler-client"
     kept = judge(summary(100, 100, 100, labels=[label]), timeline(1000, 100), QUIET, [0] * 11)
     assert kept["verdict"] == "arrival"
+
+
+def _cap_bound_phase(offered: float, accepted: float, wire_p99: float) -> dict[str, Any]:
+    """A submission phase every connection of which was busy while the wire's median stayed fast: what
+    :func:`kwokbench.acceptance.verdict` alone calls harness-bound."""
+    from kwokbench.acceptance import verdict
+
+    ph: dict[str, Any] = {
+        "phase": "pods", "offered_qps": offered, "accepted_qps": accepted, "requests": 3000, "created": 3000,
+        "achieved_ratio": accepted / offered, "achieved_ratio_window": "steady",
+        "connections": {"cap": 64, "peak": 64, "waited_at_cap": 2500},
+        "rates": {"window": [T0, T0 + 10], "last_answer": T0 + 10,
+                  "steady": {"offered": offered, "accepted": accepted},
+                  "send_lateness_seconds": {"p50": 0.001, "p99": 0.01, "max": 0.02},
+                  "connection_wait_seconds": {"p50": 0.5, "p99": 3.0, "max": 4.2},
+                  "wire_seconds": {"p50": 0.05, "p99": wire_p99, "max": wire_p99 + 1}}}
+    ph["not_accepted"] = verdict(ph)
+    assert ph["not_accepted"].startswith("harness-bound") and "raise workloads[].connections" in ph["not_accepted"]
+    return ph
+
+
+def test_a_saturated_apiserver_is_the_one_cause_not_the_harness() -> None:
+    """The YuniKorn run (1000 nodes, 3000 pods at 500/s) printed "limited by: apiserver-bound" and a submission
+    note "harness-bound … raise workloads[].connections", with the apiserver at 1.05 cores the whole window and
+    wire p99 10.5 s. The note defers to the verdict: the connections were busy because the apiserver was slow."""
+    s = summary(500, 240, 200)
+    s["submit"] = [_cap_bound_phase(500, 240, 10.5)]
+    pods = timeline(3000, 240, bind=200)  # scheduling fell behind too: pods waited outside any scheduler queue
+    out = judge(s, pods, {**QUIET, "kube-apiserver": 1.05}, [0] * 16)
+    assert out["verdict"] == "apiserver" and out["sentence"].startswith("apiserver-bound")
+    note = s["submit"][0]["not_accepted"]
+    assert note.startswith("submission overloaded the apiserver: accepted 240/s of 500/s offered (48%")
+    assert "p99 10.50 s" in note and "would not help" in note and "harness" not in note
+    s["limited_by"] = out
+    printed = " ".join(v for _, v in summary_rows(s)[1])
+    assert "harness-bound" not in printed and "apiserver-bound" in printed
+    assert out["evidence"]["not_accepted"] == note
+
+
+def test_busy_connections_with_a_saturated_apiserver_are_not_harness_bound_when_scheduling_kept_up() -> None:
+    s = summary(500, 240, 240)
+    s["submit"] = [_cap_bound_phase(500, 240, 10.5)]
+    out = judge(s, timeline(2400, 240), {**QUIET, "kube-apiserver": 1.05}, [0] * 11)
+    assert out["verdict"] == "apiserver"
+    assert out["sentence"].startswith("apiserver-bound: the offered load was not accepted (240/s bound")
+    assert "wire p99 10500 ms" in out["sentence"]
+    assert s["submit"][0]["not_accepted"].startswith("submission overloaded the apiserver")
+    # the same busy connections with an idle apiserver answering fast stay the harness's
+    s = summary(500, 240, 240)
+    s["submit"] = [_cap_bound_phase(500, 240, 0.08)]
+    out = judge(s, timeline(2400, 240), {**QUIET, "kube-apiserver": 1.05}, [0] * 11)
+    assert out["verdict"] == "harness" and s["submit"][0]["not_accepted"].startswith("harness-bound")

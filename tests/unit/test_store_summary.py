@@ -30,6 +30,27 @@ def test_run_dir_is_versioned_and_refuses_unknown(tmp_path: Path) -> None:
         find_runs([tmp_path / "nope"])
 
 
+def test_a_run_or_sweep_of_a_newer_kwokbench_is_refused_by_every_reader(tmp_path: Path) -> None:
+    """meta.json's stored scenario and a sweep's sweep.json carry versions too: a newer one is one line,
+    not a silent half-read (report used to read both with exit 0)."""
+    from typing import get_args
+
+    from kwokbench.scenario import Scenario
+    from kwokbench.store import SCENARIO_SCHEMA_VERSION
+
+    assert get_args(Scenario.model_fields["schema_version"].annotation) == (SCENARIO_SCHEMA_VERSION,)
+    rd = RunDir.create(tmp_path / "sweep-x", "sc")
+    rd.write_meta({"status": "complete", "scenario": {"name": "sc", "schema_version": 1}})
+    assert find_runs([tmp_path]) == [rd.path] and load_run(rd.path).meta["status"] == "complete"
+    rd.write_meta({"status": "complete", "scenario": {"name": "sc", "schema_version": 2}})
+    with pytest.raises(StoreError, match=r"scenario schema_version 2 is not supported by kwokbench .* reads version 1"):
+        load_run(rd.path)
+    rd.write_meta({"status": "complete", "scenario": {"name": "sc", "schema_version": 1}})
+    (tmp_path / "sweep-x" / "sweep.json").write_text(json.dumps({"format_version": 7, "points": []}))
+    with pytest.raises(StoreError, match=r"sweep.json: format version 7 is not supported"):
+        find_runs([tmp_path])
+
+
 def test_unwritable_reports_dir(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("a file where the reports folder should be")  # fails even for root
     with pytest.raises(StoreError, match="cannot create run directory"):
