@@ -388,6 +388,10 @@ def run_cmd(
     profile: Annotated[list[str] | None, typer.Option(help="Save a pprof CPU profile of this component over the "
                                                       "first phase: scheduler, apiserver, controller-manager "
                                                       "(repeatable).")] = None,
+    commit: Annotated[str | None, typer.Option(help="Commit of the code under test, recorded for `history` "
+                                               "and `detect` (default: the CI environment's, else git's where "
+                                               "the plugin or scenario lives).")] = None,
+    ref: Annotated[str | None, typer.Option(help="Branch or tag of that commit.")] = None,
 ) -> None:
     """Run a scenario: cluster up, submit at the target rate, record pod timelines, store, summarise."""
     import signal
@@ -409,7 +413,7 @@ def run_cmd(
     signal.signal(signal.SIGINT, signal.default_int_handler)
     opts = RunOptions(out=out, cluster=cluster, keep_cluster=keep_cluster, submit_workers=submit_workers,
                       variants=variant or [], scrape_interval=scrape_interval, repeat=repeat,
-                      profile=components(profile or []))
+                      profile=components(profile or []), commit=commit, ref=ref)
     results = run_scenario(sc, file, opts, console.RichReporter())
     for r in results:
         columns, rows = summary_rows(r.summary or {})
