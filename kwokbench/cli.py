@@ -618,3 +618,53 @@ def gate_cmd(
             f.write(markdown(result.runs, result))
     raise typer.Exit(result.exit_code)
 
+
+
+@app.command("history")
+@handled
+def history_cmd(
+    runs: Annotated[list[Path] | None, typer.Argument(help="Run directories, or folders holding runs "
+                                                      "(default: reports).", show_default=False)] = None,
+    scenario: Annotated[str | None, typer.Option(help="Only runs of this scenario.")] = None,
+    variant: Annotated[str | None, typer.Option(help="Only runs of this scheduler variant.")] = None,
+    metric: Annotated[list[str] | None, typer.Option(help="Only this figure: a gate metric (throughput, "
+                                                     "latency_p99, …) or a dotted summary figure (repeatable; "
+                                                     "default: the gate metrics, and every figure in exports).")
+                      ] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table, csv, json or parquet.")] = "table",
+    output: Annotated[Path | None, typer.Option(help="Write the export here (default: stdout; parquet "
+                                                "needs it).")] = None,
+    index: Annotated[Path | None, typer.Option(help="The index file (default: .kwokbench-history.duckdb in "
+                                               "the folder the runs share).")] = None,
+) -> None:
+    """Index stored runs (DuckDB, incrementally) and list one row per run: scenario, variant, commit, host,
+    ceiling and figures."""
+    from kwokbench import console
+    from kwokbench.history.index import FORMATS, build_index, export, figure_columns, select
+
+    if fmt not in FORMATS:
+        raise ScenarioError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    hist = build_index(runs or [Path("reports")], index)
+    for w in hist.warnings:
+        console.warn(w)
+    rows = select(hist.rows, scenario, variant)
+    if fmt != "table":
+        text = export(rows, fmt, output, metric)
+        if text is not None:
+            typer.echo(text, nl=False)
+        else:
+            console.info(f"{len(rows)} run(s) written to {output}")
+        return
+    cols = figure_columns(rows, metric)
+
+    def cell(r: dict[str, Any], c: str) -> str:
+        v = r.get(c) if c in r else r["figures"].get(c)
+        return "-" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v)
+
+    table_rows = [[r["run_id"], str(r["scenario"]), str(r["variant"]), str(r["status"]), (r["commit"] or "-")[:10],
+                   r["ref"] or "-", r["hostname"] or "-", cell(r, "ceiling_ratio"), *[cell(r, c) for c in cols]]
+                  for r in rows]
+    console.table(f"kwokbench history ({len(rows)} runs)", ["run", "scenario", "variant", "status", "commit", "ref",
+                                                             "host", "of ceiling", *cols], table_rows)
+    console.dim(f"index {hist.index}: {hist.read} run(s) read, {len(hist.rows) - hist.read} unchanged")
+
