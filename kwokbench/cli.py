@@ -668,3 +668,46 @@ def history_cmd(
                                                              "host", "of ceiling", *cols], table_rows)
     console.dim(f"index {hist.index}: {hist.read} run(s) read, {len(hist.rows) - hist.read} unchanged")
 
+
+@app.command("detect")
+@handled
+def detect_cmd(
+    runs: Annotated[list[Path] | None, typer.Argument(help="Run directories, or folders holding runs "
+                                                      "(default: reports).", show_default=False)] = None,
+    metric: Annotated[list[str] | None, typer.Option(help="NAME:+MIN% (a rise is a regression) or NAME:-MIN% "
+                                                     "(a drop is), MIN the smallest change reported, e.g. "
+                                                     "throughput:-10% (default: throughput:-10% and "
+                                                     "latency_p99:+40%).")] = None,
+    scenario: Annotated[str | None, typer.Option(help="The scenario whose history to read.")] = None,
+    variant: Annotated[str | None, typer.Option(help="The scheduler variant whose history to read.")] = None,
+    lookback: Annotated[int | None, typer.Option(min=1, help="Only the last N commits.")] = None,
+    ack: Annotated[Path | None, typer.Option(help="YAML list of accepted changes {metric, commit, reason}: "
+                                             "reported, no longer failing.")] = None,
+    normalise: Annotated[str, typer.Option(help="auto (by the host's ceiling when runs come from several "
+                                           "hosts), ceiling or none.")] = "auto",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    index: Annotated[Path | None, typer.Option(help="The index file (default: .kwokbench-history.duckdb in "
+                                               "the folder the runs share).")] = None,
+) -> None:
+    """Change points over stored runs in commit order (E-divisive means): exit 0 none new, 1 new regression,
+    3 not enough history, 2 bad input."""
+    from kwokbench import console
+    from kwokbench.history.detect import detect, load_acks
+    from kwokbench.history.index import build_index, select
+    from kwokbench.report.history import detect_json, detect_rows
+
+    acks = load_acks(ack) if ack else []
+    hist = build_index(runs or [Path("reports")], index)
+    for w in hist.warnings:
+        console.warn(w)
+    result = detect(select(hist.rows, scenario, variant), metric or [], lookback, normalise, acks)
+    if as_json:
+        typer.echo(detect_json(result))
+        raise typer.Exit(result.exit_code)
+    columns, rows = detect_rows(result)
+    console.table("kwokbench detect", columns, [[r[0], console.styled(r[1], r[1]), *r[2:]] for r in rows])
+    for n in result.notes:
+        console.dim(n)
+    for w in result.warnings:
+        console.warn(w)
+    raise typer.Exit(result.exit_code)
