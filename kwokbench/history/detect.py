@@ -32,8 +32,8 @@ MIN_POINTS = 7
 """Commits a metric needs: on 6 or fewer even a clean 30% step is never significant at p <= 0.05 (too
 few distinct orders for the permutation test). A change is seen once >= 2 commits lie on each side."""
 MIN_SEGMENT = 2
-"""Commits a change needs on each side: one commit apart from its neighbours is an outlier (the first,
-cold run of a session on this machine is one), not a change; scheduler_perf waits for three in a row."""
+"""Commits a change needs on each side: one commit apart from its neighbours is an outlier (as the first,
+cold run of benchmarks/data/noise.json is), not a change; scheduler_perf waits for three in a row."""
 PVALUE = 0.05
 PERMUTATIONS = 100
 """The permutation test's significance and size (the library's defaults, as MongoDB's CI uses them)."""
