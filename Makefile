@@ -9,9 +9,13 @@ PYTHON ?= python3
 
 .PHONY: install system-deps tools lint-workflows test demo bench clean
 
+# signal-processing-algorithms (E-divisive means, `kwokbench detect`) without its declared dependencies: it pins
+# numpy<2, which would take numpy 1.26 under a pyarrow that needs numpy 2; what its detector imports is in pyproject
+SIGNAL_PROCESSING := signal-processing-algorithms==2.1.6
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[test]'
+	$(BIN)/pip install -q --disable-pip-version-check --no-deps '$(SIGNAL_PROCESSING)'
 	touch $@
 
 install: $(BIN)/.installed

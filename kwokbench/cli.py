@@ -392,6 +392,10 @@ def run_cmd(
     shard: Annotated[str | None, typer.Option(help="Run only shard i/N of the repeats (each repeat with all its "
                                               "variants), e.g. 2/4 on the second of four machines; join the "
                                               "shards with `kwokbench merge`.")] = None,
+    commit: Annotated[str | None, typer.Option(help="Commit of the code under test, recorded for `history` "
+                                               "and `detect` (default: the CI environment's, else git's where "
+                                               "the plugin or scenario lives).")] = None,
+    ref: Annotated[str | None, typer.Option(help="Branch or tag of that commit.")] = None,
 ) -> None:
     """Run a scenario: cluster up, submit at the target rate, record pod timelines, store, summarise."""
     import signal
@@ -415,7 +419,8 @@ def run_cmd(
     signal.signal(signal.SIGINT, signal.default_int_handler)
     opts = RunOptions(out=out, cluster=cluster, keep_cluster=keep_cluster, submit_workers=submit_workers,
                       variants=variant or [], scrape_interval=scrape_interval, repeat=repeat,
-                      profile=components(profile or []), shard=part)
+                      profile=components(profile or []), shard=part,
+                      commit=commit, ref=ref)
     results = run_scenario(sc, file, opts, console.RichReporter())
     for r in results:
         columns, rows = summary_rows(r.summary or {})
@@ -692,3 +697,96 @@ def gate_cmd(
             f.write(markdown(result.runs, result))
     raise typer.Exit(result.exit_code)
 
+
+
+@app.command("history")
+@handled
+def history_cmd(
+    runs: Annotated[list[Path] | None, typer.Argument(help="Run directories, or folders holding runs "
+                                                      "(default: reports).", show_default=False)] = None,
+    scenario: Annotated[str | None, typer.Option(help="Only runs of this scenario.")] = None,
+    variant: Annotated[str | None, typer.Option(help="Only runs of this scheduler variant.")] = None,
+    metric: Annotated[list[str] | None, typer.Option(help="Only this figure: a gate metric (throughput, "
+                                                     "latency_p99, …) or a dotted summary figure (repeatable; "
+                                                     "default: the gate metrics, and every figure in exports).")
+                      ] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table, csv, json or parquet.")] = "table",
+    output: Annotated[Path | None, typer.Option(help="Write the export here (default: stdout; parquet "
+                                                "needs it).")] = None,
+    index: Annotated[Path | None, typer.Option(help="The index file (default: .kwokbench-history.duckdb in "
+                                               "the folder the runs share).")] = None,
+) -> None:
+    """Index stored runs (DuckDB, incrementally) and list one row per run: scenario, variant, commit, host,
+    ceiling and figures."""
+    from kwokbench import console
+    from kwokbench.history.index import FORMATS, build_index, export, figure_columns, select
+
+    if fmt not in FORMATS:
+        raise ScenarioError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    hist = build_index(runs or [Path("reports")], index)
+    for w in hist.warnings:
+        console.warn(w)
+    rows = select(hist.rows, scenario, variant)
+    if fmt != "table":
+        text = export(rows, fmt, output, metric)
+        if text is not None:
+            typer.echo(text, nl=False)
+        else:
+            console.info(f"{len(rows)} run(s) written to {output}")
+        return
+    cols = figure_columns(rows, metric)
+
+    def cell(r: dict[str, Any], c: str) -> str:
+        v = r.get(c) if c in r else r["figures"].get(c)
+        return "-" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v)
+
+    table_rows = [[r["run_id"], str(r["scenario"]), str(r["variant"]), str(r["status"]), (r["commit"] or "-")[:10],
+                   r["ref"] or "-", r["hostname"] or "-", cell(r, "ceiling_ratio"), *[cell(r, c) for c in cols]]
+                  for r in rows]
+    console.table(f"kwokbench history ({len(rows)} runs)", ["run", "scenario", "variant", "status", "commit", "ref",
+                                                             "host", "of ceiling", *cols], table_rows)
+    console.dim(f"index {hist.index}: {hist.read} run(s) read, {len(hist.rows) - hist.read} unchanged")
+
+
+@app.command("detect")
+@handled
+def detect_cmd(
+    runs: Annotated[list[Path] | None, typer.Argument(help="Run directories, or folders holding runs "
+                                                      "(default: reports).", show_default=False)] = None,
+    metric: Annotated[list[str] | None, typer.Option(help="NAME:+MIN% (a rise is a regression) or NAME:-MIN% "
+                                                     "(a drop is), MIN the smallest change reported, e.g. "
+                                                     "throughput:-10% (default: throughput:-10% and "
+                                                     "latency_p99:+40%).")] = None,
+    scenario: Annotated[str | None, typer.Option(help="The scenario whose history to read.")] = None,
+    variant: Annotated[str | None, typer.Option(help="The scheduler variant whose history to read.")] = None,
+    lookback: Annotated[int | None, typer.Option(min=1, help="Only the last N commits.")] = None,
+    ack: Annotated[Path | None, typer.Option(help="YAML list of accepted changes {metric, commit, reason}: "
+                                             "reported, no longer failing.")] = None,
+    normalise: Annotated[str, typer.Option(help="auto (by the host's ceiling when runs come from several "
+                                           "hosts), ceiling or none.")] = "auto",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    index: Annotated[Path | None, typer.Option(help="The index file (default: .kwokbench-history.duckdb in "
+                                               "the folder the runs share).")] = None,
+) -> None:
+    """Change points over stored runs in commit order (E-divisive means): exit 0 none new, 1 new regression,
+    3 not enough history, 2 bad input."""
+    from kwokbench import console
+    from kwokbench.history.detect import detect, load_acks
+    from kwokbench.history.index import build_index, select
+    from kwokbench.report.history import detect_json, detect_rows
+
+    acks = load_acks(ack) if ack else []
+    hist = build_index(runs or [Path("reports")], index)
+    for w in hist.warnings:
+        console.warn(w)
+    result = detect(select(hist.rows, scenario, variant), metric or [], lookback, normalise, acks)
+    if as_json:
+        typer.echo(detect_json(result))
+        raise typer.Exit(result.exit_code)
+    columns, rows = detect_rows(result)
+    console.table("kwokbench detect", columns, [[r[0], console.styled(r[1], r[1]), *r[2:]] for r in rows])
+    for n in result.notes:
+        console.dim(n)
+    for w in result.warnings:
+        console.warn(w)
+    raise typer.Exit(result.exit_code)

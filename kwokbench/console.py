@@ -64,7 +64,8 @@ def cached(what: str, where: str) -> None:
 
 
 STATUS_STYLE = {"ok": "green", "problem": "red", "optional": "yellow", "pass": "green", "regression": "red",
-                "inconclusive": "yellow"}
+                "inconclusive": "yellow", "improvement": "green", "no change": "green", "acked": "yellow",
+                "not enough history": "yellow"}
 
 
 def styled(kind: str, text: str) -> str:

@@ -41,6 +41,7 @@ from kwokbench.cluster.attach import AttachedCluster
 from kwokbench.cluster.kwokctl import free_port, home_dir, scheduler_client_limits, scheduler_config_document
 from kwokbench.cluster.nodes import wait_service_account
 from kwokbench.cluster.objects import apply_crds, create_all
+from kwokbench.code_version import code_version
 from kwokbench.components import Base as Component
 from kwokbench.components import PodSettings, Setup
 from kwokbench.errors import ClusterError, KwokbenchError, ScenarioError
@@ -80,6 +81,11 @@ class RunOptions:
     shard: Shard | None = None
     """Only this shard's repeats (every variant of a repeat together, :func:`kwokbench.shard.shard_cells`);
     recorded in each run's ``meta.json`` so ``merge`` can join the shards."""
+    commit: str | None = None
+    """The commit of the code under test (default: the CI environment's, else git's where the plugin or
+    scenario lives): ``meta.json`` ``code``, the order of ``kwokbench detect``."""
+    ref: str | None = None
+    """Its branch or tag."""
 
 
 @dataclass
@@ -391,12 +397,15 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
     cluster_name = opts.cluster or f"kb-{run_label}"
     copts = cluster_options(scenario, base, variant, cluster_name, k.toolchain, comps)
     phases = _phase_records(scenario, factories)
+    source = next((d for c in comps if isinstance(d := getattr(c, "directory", None), Path)), base)
+    code = code_version(source, opts.commit, opts.ref)
     rundir.write_meta({
         "status": "running", "run_id": rundir.run_id, "run_label": run_label, "group": group or {},
         "shard": opts.shard.label if opts.shard else None,
         "started_at": datetime.now(UTC).isoformat(), "owner": owner(), "scenario": scenario.model_dump(mode="json"),
         "scenario_file": str(base), "variant": variant.model_dump(mode="json"),
         "toolchain": {"kwok": versions.KWOK, "kubernetes": versions.KUBERNETES, "etcd": versions.ETCD},
+        **({"code": code} if code else {}),
         "host": host_info(), "fairness": _fairness(scenario, variant, copts, comps), "phases": phases,
         "cluster": {"name": cluster_name, "reused": bool(opts.cluster),
                     "nodes": sum(g.count for g in scenario.cluster.node_groups)},

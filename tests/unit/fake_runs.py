@@ -136,3 +136,29 @@ def fake_sweep(root: Path, shard: tuple[int, int] | None, host: str = "h1", scen
            "sentences": [sentence(n, ks[n], 1.0, SWEEP_QPS, first_failure(points, n)) for n in ks]}
     save(sweep_dir, doc)
     return sweep_dir
+
+
+def run_dir(root: Path, n: int, throughput: float, commit: str | None = None, scenario: str = "perf",
+            variant: str = "default", hostname: str = "h1", ceiling: float | None = None, p99: float = 1.0,
+            status: str = "complete") -> Path:
+    """A run directory on disk (meta.json and summary.json only) as ``run`` stores it, started ``n``
+    minutes after 2026-01-01 with ``commit`` recorded (none: as a run from before commits were recorded)."""
+    from kwokbench.store import RunDir
+
+    started = f"2026-01-01T{n // 60:02d}:{n % 60:02d}:00+00:00"
+    name = f"20260101T{n // 60:02d}{n % 60:02d}00Z-{n:06x}"
+    d = RunDir(root / scenario / name)
+    d.path.mkdir(parents=True)
+    meta: dict[str, Any] = {"status": status, "run_id": name, "started_at": started, "scenario": {"name": scenario},
+                            "variant": {"name": variant}, "toolchain": {"kubernetes": "v1.36.4"},
+                            "host": {"hostname": hostname, "cpu_model": "x", "cpus": 2}, "cluster": {"nodes": 100}}
+    if commit:
+        meta["code"] = {"commit": commit, "ref": "main", "dirty": False, "source": "option"}
+    d.write_meta(meta)
+    summary: dict[str, Any] = {"throughput": {"average": throughput}, "pods_scheduled": 3000, "pods_expected": 3000,
+                               "pods_unscheduled": 0, "latency": {"created_to_scheduled": {"p50": p99 / 2, "p99": p99}},
+                               "processes": {"etcd": {"cpu_seconds": 1.5}}}
+    if ceiling:
+        summary["ceiling"] = {"pods_per_second": ceiling, "ratio": throughput / ceiling}
+    d.write_doc("summary.json", summary)
+    return d.path

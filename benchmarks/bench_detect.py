@@ -1,0 +1,121 @@
+"""False alarms and detections of ``kwokbench detect`` on histories made of measured runs.
+
+A history is ``--commits`` commits, one run each, whose figures are drawn (with replacement) from the
+complete runs of a file written by ``benchmarks/bench_noise.py``: identical runs of
+scenarios/perf-gate.yaml on this project's 2-core machine (``noise.json``: a quiet host; ``noise-busy.json``:
+other work sharing the cores; each file's ``origin`` says when and how). In an A/A history every commit is
+the same code; in a step history the throughput of every commit from a random one on (at least
+``MIN_SEGMENT`` commits from either end) is lowered by ``--step``. Each history goes through the detector
+exactly as ``kwokbench detect`` runs it (index rows → commit order → E-divisive → minimum magnitude):
+
+- false alarm: an A/A history in which ``detect`` reports any regression (exit 1);
+- detection: a step history in which it reports a regression; "at the commit" when the change it reports
+  is the injected one (the first commit after the step, within one commit).
+
+Drawing runs independently ignores drift of the host over a session; ``tests/unit/test_detect.py`` checks
+the in-order series of the same files as they were measured.
+
+    python benchmarks/bench_detect.py [--trials 500] [--commits 20] [--step 0.15] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from kwokbench.history.detect import MIN_SEGMENT, detect  # noqa: E402
+
+DATA = REPO / "benchmarks" / "data"
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def measured(name: str) -> tuple[str, list[dict[str, float]]]:
+    doc = json.loads((DATA / name).read_text())
+    return doc["origin"], [r["metrics"] for r in doc["runs"] if r["status"] == "complete"]
+
+
+def history(runs: list[dict[str, float]], commits: int, rng: np.random.Generator, step: float,
+            step_at: int | None) -> list[dict[str, Any]]:
+    """Index rows of one history (what ``kwokbench history`` returns for stored runs)."""
+    rows = []
+    for i, j in enumerate(rng.integers(0, len(runs), commits)):
+        figures = dict(runs[j])
+        if step_at is not None and i >= step_at:
+            figures["throughput"] *= 1 - step
+        rows.append({"run_id": f"run-{i:03d}", "scenario": "perf-gate", "variant": "default", "status": "complete",
+                     "commit": f"{i:040x}", "ref": "main", "started_at": T0 + timedelta(minutes=i), "host": "vm",
+                     "ceiling_pods_per_second": None, **figures})
+    return rows
+
+
+def rates(name: str, trials: int, commits: int, step: float, specs: list[str], seed: int) -> dict[str, Any]:
+    origin, runs = measured(name)
+    rng = np.random.default_rng(seed)
+    aa = found = at_commit = 0
+    aa_by_metric: dict[str, int] = {s.split(":")[0]: 0 for s in specs}
+    by_after: dict[str, list[int]] = {}
+    """Step histories by commits measured after the step: [detected, trials]."""
+    for t in range(trials):
+        result = detect(history(runs, commits, rng, step, None), specs, seed=t)
+        aa += result.exit_code == 1
+        for s in result.series:
+            aa_by_metric[s.spec.metric.name] += any(c.new_regression for c in s.changes)
+        k = int(rng.integers(MIN_SEGMENT, commits - MIN_SEGMENT + 1))
+        result = detect(history(runs, commits, rng, step, k), ["throughput:-10%"], seed=t)
+        hits = [c for c in result.series[0].changes if c.new_regression]
+        found += bool(hits)
+        bucket = by_after.setdefault(_bucket(commits - k), [0, 0])
+        bucket[0] += bool(hits)
+        bucket[1] += 1
+        at_commit += any(abs(c.index - k) <= 1 for c in hits)
+    return {"data": name, "origin": origin, "runs": len(runs), "trials": trials, "commits": commits, "step": step,
+            "aa_specs": specs, "false_alarms": aa, "false_alarm_rate": aa / trials,
+            "false_alarms_by_metric": aa_by_metric, "detected": found, "detection_rate": found / trials,
+            "at_commit": at_commit, "at_commit_rate": at_commit / trials,
+            "detected_by_commits_after": {b: by_after[b] for b in sorted(by_after, key=lambda b: int(b.rstrip("+")))}}
+
+
+def _bucket(after: int) -> str:
+    return str(after) if after < 6 else "6+"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trials", type=int, default=500)
+    ap.add_argument("--commits", type=int, default=20)
+    ap.add_argument("--step", type=float, default=0.15, help="the injected drop of throughput")
+    ap.add_argument("--seed", type=int, default=27)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    specs = ["throughput:-10%", "latency_p99:+40%"]
+    out = []
+    for name in ("noise.json", "noise-busy.json"):
+        start = time.monotonic()
+        r = rates(name, args.trials, args.commits, args.step, specs, args.seed)
+        r["seconds"] = round(time.monotonic() - start, 1)
+        out.append(r)
+        if not args.json:
+            print(f"{name} ({r['runs']} measured runs; {r['origin']})")
+            print(f"  A/A, {' '.join(specs)}: false alarms {r['false_alarms']}/{r['trials']} "
+                  f"({r['false_alarm_rate'] * 100:.1f}%; by metric {r['false_alarms_by_metric']})")
+            print(f"  {args.step * 100:g}% throughput step, throughput:-10%: detected {r['detected']}/{r['trials']} "
+                  f"({r['detection_rate'] * 100:.1f}%), at the injected commit ±1 {r['at_commit']}/{r['trials']} "
+                  f"({r['at_commit_rate'] * 100:.1f}%)  [{r['seconds']} s]")
+            print("  detected by commits measured after the step: " + ", ".join(
+                f"{b}: {d}/{n} ({d / n * 100:.0f}%)" for b, (d, n) in r["detected_by_commits_after"].items()))
+    if args.json:
+        print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()

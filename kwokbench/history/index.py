@@ -1,0 +1,282 @@
+"""An embedded index of stored runs: one row per run, in a DuckDB file next to the runs.
+
+The run directories are the source of truth. The index only saves reading every ``meta.json`` and
+``summary.json`` again: a run whose two files have the same size and modification time as when it was
+indexed is not read, a changed one is read again (``kwokbench analyse`` rewrites summaries), a removed one
+leaves the index, and an index of another format version is rebuilt. Deleting the file loses nothing.
+
+Each row holds what orders and selects a history (scenario, variant, the code under test's commit and
+ref, start time, host, ceiling) and every gate metric as a column; every numeric figure of the summary,
+flattened to a dotted name, is kept beside it (table ``figures``) for export.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from kwokbench.ceiling import host_fingerprint
+from kwokbench.errors import ScenarioError, StoreError
+from kwokbench.gate import METRICS
+from kwokbench.store import META, SUMMARY, find_runs, read_doc, read_meta, settle_status
+
+INDEX_NAME = ".kwokbench-history.duckdb"
+INDEX_VERSION = 1
+"""Version history: 1 the first. Another version in a file: the index is dropped and rebuilt."""
+
+# the row of a run: name → DuckDB type (then one DOUBLE column per gate metric)
+COLUMNS: dict[str, str] = {
+    "run_id": "VARCHAR", "path": "VARCHAR", "scenario": "VARCHAR", "variant": "VARCHAR", "status": "VARCHAR",
+    "started_at": "TIMESTAMPTZ", "kwokbench_version": "VARCHAR", "commit": "VARCHAR", "ref": "VARCHAR",
+    "dirty": "BOOLEAN", "code_source": "VARCHAR", "hostname": "VARCHAR", "host": "VARCHAR",
+    "kubernetes": "VARCHAR", "nodes": "BIGINT", "ceiling_pods_per_second": "DOUBLE", "ceiling_ratio": "DOUBLE",
+    "pods_scheduled": "BIGINT",
+}
+ROW_COLUMNS = [*COLUMNS, *METRICS]
+FORMATS = ("table", "csv", "json", "parquet")
+
+
+@dataclass
+class History:
+    """The indexed runs that were asked for, in start order, and what could not be indexed."""
+
+    index: Path
+    rows: list[dict[str, Any]]
+    """One per run: :data:`ROW_COLUMNS` and ``figures`` (every numeric summary figure by dotted name)."""
+    warnings: list[str] = field(default_factory=list)
+    read: int = 0
+    """Runs read from their directories this time (the others came from the index unchanged)."""
+
+
+def default_index(paths: list[Path]) -> Path:
+    """The index file in the folder the paths share (a run's parent when one run is named)."""
+    root = Path(os.path.commonpath([p.resolve() for p in paths]))
+    if (root / META).exists():
+        root = root.parent
+    return root / INDEX_NAME
+
+
+def flatten(doc: Any, prefix: str = "") -> dict[str, float]:
+    """Every number of a nested document by dotted path (lists and the format bookkeeping left out)."""
+    out: dict[str, float] = {}
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            if prefix == "" and k in ("format_version", "migrated_from"):
+                continue
+            out.update(flatten(v, f"{prefix}{k}."))
+    elif isinstance(doc, int | float) and not isinstance(doc, bool):
+        out[prefix[:-1]] = float(doc)
+    return out
+
+
+def _started(meta: dict[str, Any], path: Path) -> datetime | None:
+    """``started_at``, else the UTC time a run directory's name starts with (runs of any kwokbench)."""
+    for text, fmt in ((meta.get("started_at"), None), (path.name.split("-")[0], "%Y%m%dT%H%M%SZ")):
+        if not isinstance(text, str):
+            continue
+        try:
+            t = datetime.strptime(text, fmt) if fmt else datetime.fromisoformat(text)
+        except ValueError:
+            continue
+        return t if t.tzinfo else t.replace(tzinfo=UTC)
+    return None
+
+
+def run_row(path: Path, meta: dict[str, Any], summary: dict[str, Any] | None) -> dict[str, Any]:
+    """A run's row (without the ``figures``) from its documents, older runs' included (absent: None)."""
+    s = summary or {}
+    code: dict[str, Any] = meta["code"] if isinstance(meta.get("code"), dict) else {}
+    host: dict[str, Any] = meta["host"] if isinstance(meta.get("host"), dict) else {}
+    ceiling: dict[str, Any] = s["ceiling"] if isinstance(s.get("ceiling"), dict) else {}
+    nodes = (meta.get("cluster") or {}).get("nodes")
+    scheduled = s.get("pods_scheduled")
+    row: dict[str, Any] = {
+        "run_id": str(meta.get("run_id") or path.name), "path": str(path.resolve()),
+        "scenario": (meta.get("scenario") or {}).get("name"), "variant": (meta.get("variant") or {}).get("name"),
+        "status": meta.get("status"), "started_at": _started(meta, path),
+        "kwokbench_version": meta.get("kwokbench_version"), "commit": code.get("commit"), "ref": code.get("ref"),
+        "dirty": code.get("dirty"), "code_source": code.get("source"), "hostname": host.get("hostname"),
+        "host": host_fingerprint(host) if host else None, "kubernetes": (meta.get("toolchain") or {}).get("kubernetes"),
+        "nodes": int(nodes) if isinstance(nodes, int | float) else None,
+        "ceiling_pods_per_second": ceiling.get("pods_per_second"), "ceiling_ratio": ceiling.get("ratio"),
+        "pods_scheduled": int(scheduled) if isinstance(scheduled, int | float) else None,
+    }
+    for name, m in METRICS.items():
+        row[name] = m.get(s) if summary is not None else None
+    return row
+
+
+def _stamp(path: Path) -> str:
+    """Size and modification time of the two documents a row comes from: unchanged, not read again."""
+    parts = []
+    for name in (META, SUMMARY):
+        try:
+            st = (path / name).stat()
+            parts.append(f"{st.st_size}:{st.st_mtime_ns}")
+        except OSError:
+            parts.append("-")
+    return "|".join(parts)
+
+
+def _connect(index: Path) -> Any:
+    import duckdb
+
+    try:
+        con = duckdb.connect(str(index))
+    except duckdb.Error as e:
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise StoreError(f"history index {index}: cannot open it ({first}); another kwokbench may be using "
+                         "it, or the folder is not writable (choose another file with --index)") from e
+    con.execute("CREATE TABLE IF NOT EXISTS info (key VARCHAR PRIMARY KEY, value VARCHAR)")
+    found = con.execute("SELECT value FROM info WHERE key = 'version'").fetchone()
+    if found is None or found[0] != str(INDEX_VERSION):
+        con.execute("DROP TABLE IF EXISTS runs")
+        con.execute("DROP TABLE IF EXISTS figures")
+        con.execute("INSERT OR REPLACE INTO info VALUES ('version', ?)", [str(INDEX_VERSION)])
+    cols = ", ".join(f'"{c}" {t}' for c, t in {**COLUMNS, **dict.fromkeys(METRICS, "DOUBLE")}.items())
+    con.execute(f"CREATE TABLE IF NOT EXISTS runs (key VARCHAR PRIMARY KEY, stamp VARCHAR, {cols})")
+    con.execute("CREATE TABLE IF NOT EXISTS figures (key VARCHAR, name VARCHAR, value DOUBLE)")
+    return con
+
+
+def _key(path: Path, root: Path) -> str:
+    """A run's key: its path relative to the index's folder (a copied folder keeps its index), else absolute."""
+    p = path.resolve()
+    return str(p.relative_to(root)) if p.is_relative_to(root) else str(p)
+
+
+def build_index(paths: list[Path], index: Path | None = None) -> History:
+    """Index the runs in ``paths`` (run directories or folders of runs) incrementally and return their rows.
+
+    An unreadable run (a broken or newer ``meta.json`` / ``summary.json``) is left out with one warning;
+    StoreError when the paths hold no run at all or the index cannot be opened."""
+    import pandas as pd
+
+    run_paths = find_runs(paths)
+    index = (index or default_index(paths)).resolve()
+    root = index.parent
+    con = _connect(index)
+    try:
+        stamps = dict(con.execute("SELECT key, stamp FROM runs").fetchall())
+        warnings: list[str] = []
+        wanted: list[str] = []
+        rows: list[dict[str, Any]] = []
+        figures: list[tuple[str, str, float]] = []
+        stale: list[str] = []
+        for path in run_paths:
+            key, stamp = _key(path, root), _stamp(path)
+            if stamps.get(key) == stamp:
+                wanted.append(key)
+                continue
+            stale.append(key)
+            try:
+                meta = settle_status(read_meta(path))
+                summary = read_doc(path, SUMMARY)
+            except StoreError as e:
+                warnings.append(f"skipped an unreadable run: {e}")
+                continue
+            wanted.append(key)
+            rows.append({"key": key, "stamp": stamp, **run_row(path, meta, summary)})
+            figures += [(key, name, v) for name, v in flatten(summary or {}).items()]
+        # runs removed from disk leave the index (wherever they were, as the directories are the truth)
+        gone = [k for k in stamps if not ((root / k) / META).exists()]
+        con.execute("BEGIN")
+        for table in ("runs", "figures"):
+            for k in stale + gone:
+                con.execute(f"DELETE FROM {table} WHERE key = ?", [k])
+        if rows:
+            frame = pd.DataFrame(rows, columns=["key", "stamp", *ROW_COLUMNS])
+            con.register("new_runs", frame)
+            con.execute("INSERT INTO runs SELECT * FROM new_runs")
+            con.unregister("new_runs")
+        if figures:
+            con.register("new_figures", pd.DataFrame(figures, columns=["key", "name", "value"]))
+            con.execute("INSERT INTO figures SELECT * FROM new_figures")
+            con.unregister("new_figures")
+        con.execute("COMMIT")
+        out = _select(con, wanted)
+    finally:
+        con.close()
+    return History(index, out, warnings, len(rows))
+
+
+def _select(con: Any, keys: list[str]) -> list[dict[str, Any]]:
+    import pandas as pd
+
+    con.register("wanted", pd.DataFrame({"key": keys}, dtype=object))
+    cols = ", ".join(f'r."{c}"' for c in ROW_COLUMNS)
+    cur = con.execute(f"SELECT r.key, {cols} FROM runs r JOIN wanted w USING (key) ORDER BY r.started_at, r.run_id")
+    names = [d[0] for d in cur.description]
+    rows = [dict(zip(names, values, strict=True)) for values in cur.fetchall()]
+    by_key: dict[str, dict[str, float]] = {r["key"]: {} for r in rows}
+    for key, name, value in con.execute("SELECT f.key, f.name, f.value FROM figures f JOIN wanted w USING (key)"
+                                        ).fetchall():
+        by_key[key][name] = value
+    con.unregister("wanted")
+    for r in rows:
+        r["figures"] = by_key[r.pop("key")]
+    return rows
+
+
+def select(rows: list[dict[str, Any]], scenario: str | None = None,
+           variant: str | None = None) -> list[dict[str, Any]]:
+    """The rows of one scenario and/or variant; ScenarioError naming those present when none match."""
+    out = [r for r in rows if (scenario is None or r["scenario"] == scenario)
+           and (variant is None or r["variant"] == variant)]
+    if rows and not out:
+        present = ", ".join(sorted({f"{r['scenario']}/{r['variant']}" for r in rows}))
+        raise ScenarioError(f"no run of {'scenario ' + scenario if scenario else ''}"
+                            f"{' and ' if scenario and variant else ''}{'variant ' + variant if variant else ''} "
+                            f"(scenario/variant present: {present})")
+    return out
+
+
+def figure_columns(rows: list[dict[str, Any]], metrics: list[str] | None) -> list[str]:
+    """The figure columns to show or export: ``metrics`` (gate metrics or dotted summary figures), else
+    every gate metric that any row has, then (``metrics is None`` only) every other figure."""
+    known = {n for r in rows for n in r["figures"]}
+    if metrics:
+        unknown = [m for m in metrics if m not in METRICS and m not in known]
+        if unknown:
+            raise ScenarioError(f"--metric {unknown[0]}: neither a gate metric ({', '.join(METRICS)}) nor a "
+                                "summary figure of these runs (dotted, e.g. processes.kube-scheduler.cpu_seconds)")
+        return list(dict.fromkeys(metrics))
+    return [m for m in METRICS if any(r.get(m) is not None for r in rows)]
+
+
+def frame(rows: list[dict[str, Any]], metrics: list[str] | None = None, every_figure: bool = True) -> Any:
+    """The rows as a pandas DataFrame: the run's columns, then the figures asked for (``every_figure``
+    without ``metrics``: every numeric summary figure too, sorted by name)."""
+    import pandas as pd
+
+    cols = figure_columns(rows, metrics)
+    extra = [] if metrics or not every_figure else sorted({n for r in rows for n in r["figures"]})
+    data = []
+    for r in rows:
+        d = {c: r[c] for c in COLUMNS}
+        d.update({c: r[c] if c in METRICS else r["figures"].get(c) for c in cols})
+        d.update({c: r["figures"].get(c) for c in extra if c not in d})
+        data.append(d)
+    return pd.DataFrame(data, columns=list(dict.fromkeys([*COLUMNS, *cols, *extra])))
+
+
+def export(rows: list[dict[str, Any]], fmt: str, output: Path | None, metrics: list[str] | None = None) -> str | None:
+    """CSV / JSON / parquet of the rows, written to ``output`` (parquet needs one); the text when
+    ``output`` is None."""
+    if fmt not in FORMATS[1:]:
+        raise ScenarioError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    df = frame(rows, metrics)
+    df["started_at"] = df["started_at"].map(lambda t: t.isoformat() if t is not None and t == t else None)
+    if fmt == "parquet":
+        if output is None:
+            raise ScenarioError("--format parquet needs --output FILE")
+        df.to_parquet(output, index=False)
+        return None
+    text = df.to_csv(index=False) if fmt == "csv" else df.to_json(orient="records", indent=1) + "\n"
+    if output is None:
+        return str(text)
+    output.write_text(str(text))
+    return None

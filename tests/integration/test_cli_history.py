@@ -1,0 +1,65 @@
+"""history and detect through the real CLI: rows, exit codes, one-line errors and warnings. No cluster."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import assert_one_line_error, kwokbench
+from tests.unit.fake_runs import run_dir
+
+STEP = [220.0, 231.0, 214.0, 226.0, 219.0, 224.0, 229.0, 216.0, 187.0, 190.0, 184.0, 193.0, 189.0, 186.0]
+"""Throughput of 14 commits, the last 6 about 15% lower."""
+
+
+def _history(root: Path) -> list[Path]:
+    return [run_dir(root, i, v, commit=f"{i:02d}" + "c" * 38) for i, v in enumerate(STEP)]
+
+
+def test_history_lists_runs_and_skips_an_unreadable_one_with_one_warning(tmp_path: Path) -> None:
+    runs = _history(tmp_path)
+    (runs[3] / "summary.json").write_text("{broken")
+    res = kwokbench("history", str(tmp_path), "--format", "json")
+    assert res.returncode == 0, res.stderr
+    rows = json.loads(res.stdout)
+    assert len(rows) == len(STEP) - 1 and rows[0]["commit"] == "00" + "c" * 38 and rows[0]["throughput"] == 220.0
+    warnings = [line for line in res.stderr.splitlines() if line.strip()]
+    assert len(warnings) == 1 and "skipped an unreadable run" in warnings[0] and runs[3].name in warnings[0]
+    table = kwokbench("history", str(tmp_path), "--metric", "throughput")
+    assert table.returncode == 0 and "00cccccccc" in table.stdout and "index " in table.stdout
+
+
+def test_detect_finds_the_drop_and_an_ack_mutes_it(tmp_path: Path) -> None:
+    _history(tmp_path / "runs")
+    res = kwokbench("detect", str(tmp_path / "runs"), "--metric", "throughput:-10%", "--json")
+    assert res.returncode == 1, (res.stdout, res.stderr)
+    [change] = json.loads(res.stdout)["metrics"][0]["changes"]
+    assert change["before"]["commit"].startswith("07") and change["after"]["commit"].startswith("08")
+    assert change["direction"] == "regression" and change["new"]
+    ack = tmp_path / "ack.yaml"
+    ack.write_text("- metric: throughput\n  commit: 08ccccc\n  reason: accepted in review\n")
+    res = kwokbench("detect", str(tmp_path / "runs"), "--metric", "throughput:-10%", "--ack", str(ack))
+    assert res.returncode == 0, (res.stdout, res.stderr)
+    assert "acked" in res.stdout and "07cccccccccc → 08cccccccccc" in res.stdout
+
+
+def test_detect_with_too_little_history_exits_3(tmp_path: Path) -> None:
+    for i in range(4):
+        run_dir(tmp_path, i, 200.0, commit=f"{i:02d}" + "c" * 38)
+    res = kwokbench("detect", str(tmp_path), "--metric", "throughput:-10%")
+    assert res.returncode == 3, (res.stdout, res.stderr)
+    assert "not enough history" in res.stdout and "needs >= 7" in res.stdout
+
+
+def test_detect_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    _history(tmp_path / "runs")
+    ack = tmp_path / "ack.yaml"
+    ack.write_text("- metric: thruput\n  commit: 08ccccc\n  reason: typo\n")
+    res = kwokbench("detect", str(tmp_path / "runs"), "--ack", str(ack))
+    assert_one_line_error(res, "entry 1: unknown metric 'thruput'")
+    assert len(res.stderr.strip().splitlines()) == 1
+    assert_one_line_error(kwokbench("detect", str(tmp_path / "runs"), "--metric", "speed:+5%"),
+                          "unknown metric 'speed'")
+    assert_one_line_error(kwokbench("detect", str(tmp_path / "nowhere")), "no such run directory")
+    assert_one_line_error(kwokbench("history", str(tmp_path / "runs"), "--format", "xml"),
+                          "--format 'xml': expected one of table, csv, json, parquet")
