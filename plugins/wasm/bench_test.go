@@ -129,24 +129,27 @@ func BenchmarkFilter(b *testing.B) {
 	}
 }
 
+// scoreCycle is one scheduling cycle's PreScore and Score on every node, as the scheduler runs them.
+func scoreCycle(b *testing.B, p *Plugin, pod *v1.Pod, nis []fwk.NodeInfo) {
+	ctx, state := context.Background(), newState()
+	if st := p.PreScore(ctx, state, pod, nil); !st.IsSuccess() {
+		b.Fatal(st)
+	}
+	for _, ni := range nis {
+		if _, st := p.Score(ctx, state, pod, ni); !st.IsSuccess() {
+			b.Fatal(st)
+		}
+	}
+}
+
 func BenchmarkScore(b *testing.B) {
-	ctx, pod := context.Background(), benchPod()
+	pod := benchPod()
 	for _, n := range []int{1, 500} {
 		nis := nodeInfos(benchNodes(n))
 		for _, v := range benchVariants() {
 			b.Run(fmt.Sprintf("%s/nodes=%d", v.name, n), func(b *testing.B) {
 				p := benchPlugin(b, v)
-				perCall(b, n, func() {
-					state := newState()
-					if st := p.PreScore(ctx, state, pod, nil); !st.IsSuccess() {
-						b.Fatal(st)
-					}
-					for _, ni := range nis {
-						if _, st := p.Score(ctx, state, pod, ni); !st.IsSuccess() {
-							b.Fatal(st)
-						}
-					}
-				})
+				perCall(b, n, func() { scoreCycle(b, p, pod, nis) })
 			})
 		}
 	}
@@ -230,7 +233,7 @@ func BenchmarkGuestGC(b *testing.B) {
 // and without the per-call deadline): one Score cycle over 1 and 500 nodes. benchmarks/bench_wasm_extension.py runs
 // the reference's own guest on the reference's host in the same shape (benchmarks/wasm_reference) next to it.
 func BenchmarkNodeNumber(b *testing.B) {
-	ctx, pod := context.Background(), benchPod()
+	pod := benchPod()
 	pod.Name = "pods-x-3"
 	for _, n := range []int{1, 500} {
 		nis := nodeInfos(benchNodes(n))
@@ -241,17 +244,7 @@ func BenchmarkNodeNumber(b *testing.B) {
 				a.CallTimeout = metav1.Duration{Duration: time.Second}
 				a.Trusted = trusted
 				p := newTestPlugin(b, a)
-				perCall(b, n, func() {
-					state := newState()
-					if st := p.PreScore(ctx, state, pod, nil); !st.IsSuccess() {
-						b.Fatal(st)
-					}
-					for _, ni := range nis {
-						if _, st := p.Score(ctx, state, pod, ni); !st.IsSuccess() {
-							b.Fatal(st)
-						}
-					}
-				})
+				perCall(b, n, func() { scoreCycle(b, p, pod, nis) })
 			})
 		}
 	}

@@ -5,7 +5,6 @@ load — each one line, exit 2, no scheduler left running."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,9 +13,8 @@ import pytest
 
 from kwokbench.store import load_run
 from tests.conftest import REPO, assert_one_line_error, kwokbench
+from tests.e2e.sources import ENV, SOURCES, processes
 
-SOURCES = Path(os.environ.get("KWOKBENCH_SOURCES") or REPO.parent / "shared" / "sources")
-ENV = {"KWOKBENCH_SOURCES": str(SOURCES)}
 ARCHIVE = "kube-scheduler-wasm-extension-9b2791f.tar.gz"
 pytestmark = pytest.mark.skipif(not (SOURCES / ARCHIVE).is_file(), reason=f"no pinned {ARCHIVE} in {SOURCES}")
 SCENARIO = REPO / "scenarios/wasm-upstream.yaml"
@@ -28,17 +26,7 @@ TRAPS = bytes.fromhex("0061736d01000000" "010401600000" "03020100" "0503010001"
 
 
 def _extension_processes() -> list[psutil.Process]:
-    out = []
-    for p in psutil.process_iter(["cmdline"]):
-        cmd = p.info["cmdline"] or []
-        if cmd and "/wasm-extension-" in cmd[0]:
-            out.append(p)
-    return out
-
-
-def _only_run(root: Path):  # type: ignore[no-untyped-def]
-    [path] = sorted(p for p in root.iterdir() if p.is_dir())
-    return load_run(path)
+    return processes(lambda exe: "/wasm-extension-" in exe)
 
 
 def matching_share(pods) -> float:  # type: ignore[no-untyped-def]

@@ -5,7 +5,6 @@ archive, an invalid queue configuration (YuniKorn's own message), its fixed port
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 from collections.abc import Iterator
@@ -14,27 +13,15 @@ from pathlib import Path
 import psutil
 import pytest
 
-from kwokbench.store import load_run
 from tests.conftest import REPO, assert_one_line_error, kwokbench
+from tests.e2e.sources import ENV, SOURCES, only_run, processes
 
-SOURCES = Path(os.environ.get("KWOKBENCH_SOURCES") or REPO.parent / "shared" / "sources")
-ENV = {"KWOKBENCH_SOURCES": str(SOURCES)}
 pytestmark = pytest.mark.skipif(not (SOURCES / "yunikorn-k8shim-v1.8.0.tar.gz").is_file(),
                                 reason=f"the pinned YuniKorn sources are not in {SOURCES}")
 
 
-def _only_run(root: Path):  # type: ignore[no-untyped-def]
-    [path] = sorted(p for p in root.iterdir() if p.is_dir())
-    return load_run(path)
-
-
 def _yunikorn_processes() -> list[psutil.Process]:
-    out = []
-    for p in psutil.process_iter(["cmdline"]):
-        cmd = p.info["cmdline"] or []
-        if cmd and cmd[0].endswith("/yunikorn-scheduler"):
-            out.append(p)
-    return out
+    return processes(lambda exe: exe.endswith("/yunikorn-scheduler"))
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +38,7 @@ def test_yunikorn_binds_every_pod_and_is_measured(built: None, tmp_path: Path) -
     kwokbench("run", str(REPO / "scenarios/yunikorn-vs-kube-scheduler.yaml"), "--variant", "yunikorn-100ms",
               "--out", str(tmp_path), "--set", "cluster.node_groups.0.count=100", "--set", "workloads.0.count=500",
               "--set", "workloads.0.arrival.qps=200", "--profile", "scheduler", env=ENV, check=True)
-    run = _only_run(tmp_path / "yunikorn-vs-kube-scheduler")
+    run = only_run(tmp_path / "yunikorn-vs-kube-scheduler")
     assert run.meta["status"] == "complete"
     [sched] = run.meta["schedulers"]
     assert sched["kind"] == "yunikorn" and sched["scheduler_name"] == "yunikorn"
@@ -79,7 +66,7 @@ def test_two_queues_are_held_to_their_configured_shares(built: None, tmp_path: P
     exactly its max, the rest wait in its queue."""
     res = kwokbench("run", str(REPO / "scenarios/yunikorn-queues.yaml"), "--out", str(tmp_path), env=ENV)
     assert res.returncode == 0, res.stderr
-    run = _only_run(tmp_path / "yunikorn-queues")
+    run = only_run(tmp_path / "yunikorn-queues")
     placed = run.pods[run.pods["scheduled"].notna()].groupby("workload").size().to_dict()
     assert placed == {"tenant-a": 100, "tenant-b": 60}
     q = run.summary["yunikorn"]["queues"]
@@ -97,7 +84,7 @@ def test_gangs_are_placed_whole_or_not_at_all(built: None, tmp_path: Path) -> No
                     str(tmp_path), "--set", "cluster.node_groups.0.count=10", "--set", "workloads.0.count=96",
                     "--set", "workloads.0.timeout_seconds=25", env=ENV)
     assert res.returncode == 0, res.stderr
-    run = _only_run(tmp_path / "yunikorn-gangs")
+    run = only_run(tmp_path / "yunikorn-gangs")
     [g] = run.summary["placement"]["gangs"]
     assert g["gangs"] == 8 and g["partial"] == 0, g
     assert 1 <= g["complete"] <= 6, g  # 80 CPUs hold at most 6 gangs of 12
@@ -126,7 +113,7 @@ def test_invalid_queue_configuration_is_yunikorns_own_one_line(built: None, tmp_
     assert_one_line_error(res, "guaranteed resource map is larger than maximum resource map for queue a")
     assert "YuniKorn exited with code" in res.stderr
     assert not _yunikorn_processes()
-    run = _only_run(tmp_path / "out" / "bad")  # the run is recorded as failed, with the reason
+    run = only_run(tmp_path / "out" / "bad")  # the run is recorded as failed, with the reason
     assert run.meta["status"] == "failed" and "guaranteed resource map" in run.meta["error"]
     status = kwokbench("status")
     assert run.meta["cluster"]["name"] not in status.stdout + status.stderr  # its cluster is gone
