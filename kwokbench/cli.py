@@ -216,25 +216,31 @@ def up(
     context: Annotated[str | None, typer.Option(help="With --kubeconfig: the context to use.")] = None,
     yes_this_is_a_test_cluster: Annotated[bool, typer.Option(
         "--yes-this-is-a-test-cluster", help="With --kubeconfig: do not ask before creating fake nodes.")] = False,
+    kwok_controllers: Annotated[str, typer.Option(
+        "--kwok-controllers", metavar="K", help="kwok controllers sharing the fake nodes (1-16), each managing the "
+        "nodes labelled kwokbench.io/kwok-partition=i.")] = "1",
 ) -> None:
     """Create a kwokctl cluster with N Ready fake nodes (or attach to an existing one with --kubeconfig)."""
     from kwokbench import console
     from kwokbench.cluster import ClusterOptions, Kwokctl, NodeGroup, bring_up
+    from kwokbench.cluster.kwok_controllers import check_count
     from kwokbench.cluster.kwokctl import free_port
     from kwokbench.cluster.lifecycle import check_node_groups
     from kwokbench.templates import resolve_template
 
+    k = check_count(kwok_controllers)
     groups = [NodeGroup("default", nodes, resolve_template(node_template), parse_params(param or []))]
     check_node_groups(groups)  # before asking to attach, or building the toolchain
     if kubeconfig is not None:
-        _attach(name, kubeconfig, context, groups, yes_this_is_a_test_cluster)
+        _attach(name, kubeconfig, context, groups, yes_this_is_a_test_cluster, k)
         return
     if context is not None or yes_this_is_a_test_cluster:
         raise ScenarioError("--context and --yes-this-is-a-test-cluster only go with --kubeconfig")
     if scheduler_config is not None and not scheduler_config.is_file():
         raise ScenarioError(f"--scheduler-config {scheduler_config}: no such file")
     opts = ClusterOptions(name=name, qps_limits=qps_limits, scheduler_config=scheduler_config,
-                          apiserver_port=apiserver_port, prometheus_port=free_port() if prometheus else None)
+                          apiserver_port=apiserver_port, prometheus_port=free_port() if prometheus else None,
+                          kwok_controllers=k)
     res = bring_up(Kwokctl(), opts, groups, console.RichReporter())
     info = res.cluster
     rows = [["kubeconfig", str(info.kubeconfig)], *[[f"{k} metrics", v] for k, v in
@@ -247,7 +253,8 @@ def up(
     console.out.print(f"export KUBECONFIG={info.kubeconfig}")
 
 
-def _attach(name: str, kubeconfig: Path, context: str | None, groups: list[Any], yes: bool) -> None:
+def _attach(name: str, kubeconfig: Path, context: str | None, groups: list[Any], yes: bool,
+            kwok_controllers: int = 1) -> None:
     import sys
 
     from kwokbench import console
@@ -260,17 +267,20 @@ def _attach(name: str, kubeconfig: Path, context: str | None, groups: list[Any],
         if not sys.stdin.isatty():
             raise ScenarioError(f"refusing to create fake nodes in context {ctx!r} ({server}) without "
                                 "--yes-this-is-a-test-cluster (no terminal to ask)")
-        if not typer.confirm(f"Create {sum(g.count for g in groups)} fake nodes and run a kwok controller "
+        controllers = f"{kwok_controllers} kwok controllers" if kwok_controllers > 1 else "a kwok controller"
+        if not typer.confirm(f"Create {sum(g.count for g in groups)} fake nodes and run {controllers} "
                              f"against context {ctx!r} at {server}? Only do this on a test cluster"):
             raise typer.Exit(1)
     k = Kwokctl()
     k.toolchain.install("auto", console.RichReporter())
     info, nodes, version = attach.attach(k.home, k.toolchain.path("kwok"), k.toolchain.path("stages.yaml"),
-                                         kubeconfig, context, name, groups, console.RichReporter())
+                                         kubeconfig, context, name, groups, console.RichReporter(),
+                                         kwok_controllers)
+    pids = ", ".join(str(p) for p in (info.kwok_pid, *(q for q, _ in info.more_kwok)))
     console.table(f"attached {name} to {server} (Kubernetes {version}) with {nodes.ready if nodes else 0} "
                   "Ready fake nodes", ["", ""],
                   [["kubeconfig", f"{info.kubeconfig} (context {ctx})"], ["label", f"{attach.ATTACH_LABEL}={name}"],
-                   ["taint", "kwok.x-k8s.io/node=fake:NoSchedule"], ["kwok controller", f"pid {info.kwok_pid}"],
+                   ["taint", "kwok.x-k8s.io/node=fake:NoSchedule"], ["kwok controller", f"pid {pids}"],
                    ["runs", f"kwokbench run FILE --cluster {name}"], ["remove", f"kwokbench down {name}"]])
 
 

@@ -355,7 +355,8 @@ def cluster_options(scenario: Scenario, base: Path, variant: SchedulerSpec, name
         kwok_configs=[kueue.write_stage_config(home_dir() / "configs" / "kwok-complete-after.yaml")]
         if any(w.complete_after for w in scenario.workloads) else [],
         kwok_stages=kwok_stages(tc, scenario.cluster.pod_lifecycle),
-        node_lease_seconds=scenario.cluster.node_lease_seconds, pin_scheduler=scenario.cluster.pin_scheduler)
+        node_lease_seconds=scenario.cluster.node_lease_seconds, pin_scheduler=scenario.cluster.pin_scheduler,
+        kwok_controllers=scenario.cluster.kwok_controllers)
     for c in comps:
         c.configure(copts)
     if any(c.replaces_kube_scheduler for c in comps):

@@ -88,6 +88,10 @@ class ClusterSpec(_Model):
         "Run Kueue (sigs.k8s.io/kueue, built from Go modules on first use) with these queues; workloads with a "
         "`queue` are submitted to it as suspended Jobs labelled kueue.x-k8s.io/queue-name. Runs without "
         "webhooks (kwokctl clusters have no Service networking): what they would default is set on the Job."))
+    kwok_controllers: int = Field(1, ge=1, le=16, strict=True, description=(
+        "kwok controllers sharing the fake nodes: node j gets label kwokbench.io/kwok-partition=j mod K and "
+        "controller i manages partition i (kwokctl's own is 0, the others run as processes of the cluster), "
+        "so node heartbeats and pod stages are spread over K processes."))
     pin_scheduler: bool = Field(False, description=(
         "Pin the scheduler(s) to CPU 0 and every other component to the remaining CPUs (Linux affinity), so "
         "the scheduler does not share a core with the apiserver."))

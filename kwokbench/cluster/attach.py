@@ -3,10 +3,12 @@
 ``kwokbench up --kubeconfig FILE [--context C]`` checks that the apiserver answers, starts a kwok
 controller *locally* against it that manages only nodes carrying this attachment's label, and creates
 fake nodes with that label, kwok's annotation, and the taint ``kwok.x-k8s.io/node=fake:NoSchedule`` so
-that no real workload lands on them. Runs on the attachment (``run --cluster NAME``) label every object
-with the attachment as well as the run, and pin their pods to the fake nodes. ``down NAME`` deletes
-exactly the objects carrying the attachment's label (pods, Jobs, PodGroups, namespaces it created,
-nodes) and stops its kwok controller; nothing else is touched.
+that no real workload lands on them. With ``--kwok-controllers K`` it starts K controllers, each selecting
+one partition of the fake nodes as well (:mod:`kwokbench.cluster.kwok_controllers`). Runs on the
+attachment (``run --cluster NAME``) label every object with the attachment as well as the run, and pin
+their pods to the fake nodes. ``down NAME`` deletes exactly the objects carrying the attachment's label
+(pods, Jobs, PodGroups, namespaces it created, nodes) and stops its kwok controllers; nothing else is
+touched.
 
 The attachment's state lives in ``$KWOKBENCH_HOME/attached/<name>/attach.json`` (the kubeconfig's
 *path*; a kubeconfig is only written there, 0600, when a ``--context`` other than the file's current
@@ -31,7 +33,8 @@ import yaml
 
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.kubeconfig import Credentials, load_kubeconfig
-from kwokbench.cluster.kwokctl import KWOK_NODE_ANNOTATION, free_port, validate_name
+from kwokbench.cluster.kwok_controllers import attached_argv, check_count, component_name
+from kwokbench.cluster.kwokctl import KWOK_NODE_ANNOTATION, free_ports, validate_name
 from kwokbench.cluster.nodes import NodeGroup, NodesResult, create_nodes
 from kwokbench.cluster.objects import delete_labelled
 from kwokbench.errors import ApiError, ClusterError
@@ -51,6 +54,8 @@ class AttachedCluster:
     kwok_port: int
     kwok_pid: int = 0
     kwok_kubeconfig: str = ""
+    more_kwok: tuple[tuple[int, int], ...] = ()
+    """(pid, port) of the kwok controllers of partitions 1… (``up --kwok-controllers K``); the first is 0."""
 
     def credentials(self) -> Credentials:
         return load_kubeconfig(self.kubeconfig, self.context)
@@ -58,7 +63,13 @@ class AttachedCluster:
     def metrics_endpoints(self) -> dict[str, str]:
         """Only what an existing cluster exposes to a client: the apiserver's /metrics (when RBAC allows)
         and the local kwok controller. The scheduler's and controller-manager's are reported missing."""
-        return {"kube-apiserver": f"{self.server}/metrics", "kwok-controller": f"http://127.0.0.1:{self.kwok_port}/metrics"}
+        return {"kube-apiserver": f"{self.server}/metrics", "kwok-controller": f"http://127.0.0.1:{self.kwok_port}/metrics",
+                **{component_name(i): f"http://127.0.0.1:{port}/metrics"
+                   for i, (_, port) in enumerate(self.more_kwok, start=1)}}
+
+    @property
+    def kwok_controllers(self) -> int:
+        return 1 + len(self.more_kwok)
 
     @property
     def labels(self) -> dict[str, str]:
@@ -80,7 +91,8 @@ def get(home: Path, name: str) -> AttachedCluster | None:
     if not f.exists():
         return None
     doc = json.loads(f.read_text())
-    return AttachedCluster(**{**doc, "dir": Path(doc["dir"]), "kubeconfig": Path(doc["kubeconfig"])})
+    return AttachedCluster(**{**doc, "dir": Path(doc["dir"]), "kubeconfig": Path(doc["kubeconfig"]),
+                              "more_kwok": tuple((int(p), int(q)) for p, q in doc.get("more_kwok") or ())})
 
 
 def describe(kubeconfig: Path, context: str | None) -> tuple[str, str]:
@@ -105,10 +117,11 @@ async def _check_reachable(creds: Credentials, kubeconfig: Path, context: str) -
 
 
 def attach(home: Path, kwok_binary: Path, stages: Path, kubeconfig: Path, context: str | None, name: str,
-           groups: list[NodeGroup],
-           reporter: Reporter | None = None) -> tuple[AttachedCluster, NodesResult | None, str]:
+           groups: list[NodeGroup], reporter: Reporter | None = None,
+           kwok_controllers: int = 1) -> tuple[AttachedCluster, NodesResult | None, str]:
     rep = reporter or Silent()
     validate_name(name)
+    k = check_count(kwok_controllers)
     if get(home, name) is not None:
         raise ClusterError(f"attachment {name!r} already exists (use another --name, or `kwokbench down {name}`)")
     if not stages.is_file():
@@ -126,21 +139,24 @@ def attach(home: Path, kwok_binary: Path, stages: Path, kubeconfig: Path, contex
         fd = os.open(kwok_kubeconfig, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             yaml.safe_dump(doc, f)
-    port = free_port()
-    args = [str(kwok_binary), f"--kubeconfig={kwok_kubeconfig}", f"--config={stages}", "--manage-all-nodes=false",
-            f"--manage-nodes-with-label-selector={ATTACH_LABEL}={name}", "--node-lease-duration-seconds=40",
-            f"--server-address=127.0.0.1:{port}"]
-    with (d / "kwok.log").open("ab") as log:
-        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
-    info = AttachedCluster(name, d, kubeconfig.resolve(), context, server, port, proc.pid,
-                           str(kwok_kubeconfig) if kwok_kubeconfig != kubeconfig else "")
+    ports = free_ports(k)
+    procs = []
+    for i, port in enumerate(ports):
+        args = attached_argv(kwok_binary, kwok_kubeconfig, stages, f"{ATTACH_LABEL}={name}", i, k, port)
+        with (d / _log_name(i)).open("ab") as log:
+            procs.append(subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                          start_new_session=True))
+    info = AttachedCluster(name, d, kubeconfig.resolve(), context, server, ports[0], procs[0].pid,
+                           str(kwok_kubeconfig) if kwok_kubeconfig != kubeconfig else "",
+                           tuple((p.pid, port) for p, port in zip(procs[1:], ports[1:], strict=True)))
     _save(info)
     try:
         time.sleep(0.5)
-        if proc.poll() is not None:
-            tail = (d / "kwok.log").read_text(errors="replace").strip().splitlines()[-1:] or [""]
-            raise ClusterError(f"the kwok controller exited at start (exit {proc.returncode}): {tail[0][:300]}")
+        for i, proc in enumerate(procs):
+            if proc.poll() is not None:
+                tail = (d / _log_name(i)).read_text(errors="replace").strip().splitlines()[-1:] or [""]
+                raise ClusterError(f"the kwok controller{f' of partition {i}' if k > 1 else ''} exited at start "
+                                   f"(exit {proc.returncode}): {tail[0][:300]} (log: {d / _log_name(i)})")
         nodes = None
         marked = [NodeGroup(g.name, g.count, g.template, {**g.params, "labels": {**(g.params.get("labels") or {}),
                                                                                  ATTACH_LABEL: name},
@@ -150,11 +166,15 @@ def attach(home: Path, kwok_binary: Path, stages: Path, kubeconfig: Path, contex
         total = sum(g.count for g in groups)
         if total:
             with rep.counter(f"creating {total} fake nodes in {server}", total) as advance:
-                nodes = asyncio.run(create_nodes(creds, marked, on_ready=advance))
+                nodes = asyncio.run(create_nodes(creds, marked, on_ready=advance, partitions=k))
     except BaseException:
         detach(home, name)
         raise
     return info, nodes, version
+
+
+def _log_name(partition: int) -> str:
+    return "kwok.log" if partition == 0 else f"kwok-{partition}.log"
 
 
 def _save(info: AttachedCluster) -> None:
@@ -187,13 +207,14 @@ def detach(home: Path, name: str, reporter: Reporter | None = None) -> dict[str,
         with rep.status(f"deleting what kwokbench created in {info.server} (label {ATTACH_LABEL}={name})"):
             counts = asyncio.run(_delete_labelled(info.credentials(), f"{ATTACH_LABEL}={name}"))
     finally:
-        with contextlib.suppress(psutil.Error):
-            p = psutil.Process(info.kwok_pid)
-            if "kwok" in p.name():
-                p.terminate()
-                try:
-                    p.wait(10)
-                except psutil.TimeoutExpired:
-                    p.kill()
+        for pid in (info.kwok_pid, *(p for p, _ in info.more_kwok)):
+            with contextlib.suppress(psutil.Error):
+                p = psutil.Process(pid)
+                if "kwok" in p.name():
+                    p.terminate()
+                    try:
+                        p.wait(10)
+                    except psutil.TimeoutExpired:
+                        p.kill()
         shutil.rmtree(info.dir, ignore_errors=True)
     return counts

@@ -25,7 +25,7 @@ from typing import Any
 import psutil
 import yaml
 
-from kwokbench.cluster import processes
+from kwokbench.cluster import kwok_controllers, processes
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.cluster.processes import ComponentProcess
 from kwokbench.errors import ClusterError, ScenarioError, ToolchainError
@@ -77,6 +77,9 @@ class ClusterOptions:
     """After start: kube-scheduler on CPU 0, the other components on the remaining CPUs."""
     kwok_configs: list[Path] = field(default_factory=list)
     """More kwok configuration files (e.g. a Stage completing Job pods after a delay), given with ``--config``."""
+    kwok_controllers: int = 1
+    """kwok controllers sharing the fake nodes by partition label (:mod:`kwokbench.cluster.kwok_controllers`);
+    kwokctl's own is partition 0, the others are started by :meth:`Kwokctl.start_kwok_controllers`."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,7 @@ class ClusterInfo:
             "kube-scheduler": f"https://127.0.0.1:{self.scheduler_port}/metrics",
             "kube-controller-manager": f"https://127.0.0.1:{self.controller_manager_port}/metrics",
             "kwok-controller": f"http://127.0.0.1:{self.kwok_controller_port}/metrics",
+            **kwok_controllers.endpoints(self.dir),
         }
 
 
@@ -353,6 +357,23 @@ class Kwokctl:
         return {"component": component, "old_pid": old.pid, "new_pid": new.pid, "stopped": stopped,
                 "started": started, "ready": ready}
 
+    def start_kwok_controllers(self, info: ClusterInfo, k: int) -> list[dict[str, Any]]:
+        """Start partitions 1…k-1 of the fake nodes' kwok controllers (kwokctl's own is partition 0) with its
+        command line, working directory and environment, each on a free port; returns their records."""
+        if k <= 1:
+            return []
+        known, why = processes.from_pid_file(info.dir, kwok_controllers.COMPONENT)
+        base = known.process(info.dir)[0] if known else None
+        if base is None:
+            raise ClusterError(f"cannot start {k - 1} more kwok controllers: kwokctl's "
+                               f"{why or 'kwok controller is not running'}")
+        try:
+            cmd, cwd, env = base.cmdline(), base.cwd(), base.environ()
+        except psutil.Error as e:
+            raise ClusterError(f"cannot start {k - 1} more kwok controllers: kwokctl's is gone ({e})") from e
+        launches = kwok_controllers.plan(cmd, k, free_ports(k - 1))
+        return kwok_controllers.start(launches, info.dir, cwd, env)
+
     def delete(self, name: str, reporter: Reporter | None = None, missing_ok: bool = False) -> list[int]:
         """Delete the cluster and make sure none of its processes survive; returns the pids it had.
 
@@ -434,10 +455,14 @@ def kwokctl_documents(toolchain_options: dict[str, object], opts: ClusterOptions
     if opts.node_lease_seconds:
         options["nodeLeaseDurationSeconds"] = opts.node_lease_seconds
     par = opts.kwok_parallelism
+    patches: list[dict[str, Any]] = [{"name": c, "extraEnvs": [{"name": "GOGC", "value": str(opts.gogc)}]}
+                                     for c in ("kube-apiserver", "etcd")] if opts.gogc else []
+    if opts.kwok_controllers > 1:  # kwokctl's controller is partition 0 (ANDed with its annotation selector)
+        patches.append({"name": kwok_controllers.COMPONENT, "extraArgs": [
+            {"key": "manage-nodes-with-label-selector", "value": kwok_controllers.selector(0)}]})
     return [*opts.kwok_stages,
         {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokctlConfiguration", "options": options,
-         "componentsPatches": [{"name": c, "extraEnvs": [{"name": "GOGC", "value": str(opts.gogc)}]}
-                               for c in ("kube-apiserver", "etcd")] if opts.gogc else []},
+         "componentsPatches": patches},
         {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokConfiguration",
          "options": {"nodePlayStageParallelism": par, "podPlayStageParallelism": par, "nodeLeaseParallelism": par}},
     ]

@@ -54,13 +54,23 @@ def bring_up(kwokctl: Kwokctl, opts: ClusterOptions, groups: list[NodeGroup],
         kwokctl.delete(opts.name)
         raise
     timings["components ready"] = time.monotonic() - t
+    k = opts.kwok_controllers
+    if k > 1:
+        t = time.monotonic()
+        try:
+            with rep.status(f"starting {k - 1} more kwok controllers (nodes in {k} partitions)"):
+                kwokctl.start_kwok_controllers(info, k)
+        except BaseException:
+            kwokctl.delete(opts.name)
+            raise
+        timings["kwok controllers ready"] = time.monotonic() - t
     nodes = None
     total = sum(g.count for g in groups)
     if total:
         try:
             with rep.counter(f"creating {total} nodes", total) as advance:
                 nodes = asyncio.run(create_nodes(info.credentials(), groups, timeout=node_timeout,
-                                                 on_ready=advance))
+                                                 on_ready=advance, partitions=k))
         except BaseException:
             kwokctl.delete(opts.name)
             raise

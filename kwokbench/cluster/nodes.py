@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +13,7 @@ import orjson
 
 from kwokbench.cluster.api import Api, gather_limited
 from kwokbench.cluster.kubeconfig import Credentials
+from kwokbench.cluster.kwok_controllers import partition_of, with_partition
 from kwokbench.errors import ApiError, ClusterError
 from kwokbench.templates import ManifestFactory
 
@@ -43,7 +44,10 @@ def is_ready(node: dict[str, Any]) -> bool:
 
 
 async def create_nodes(creds: Credentials, groups: list[NodeGroup], timeout: float = 300.0,
-                       concurrency: int = 64, on_ready: Callable[[int], None] | None = None) -> NodesResult:
+                       concurrency: int = 64, on_ready: Callable[[int], None] | None = None,
+                       partitions: int = 1) -> NodesResult:
+    """Create the groups' nodes and wait until all are Ready; with ``partitions`` > 1 each node is labelled
+    with the kwok controller partition that manages it (round-robin over all groups)."""
     factories = [(g, ManifestFactory(g.template, {**g.params, "group": g.name}, g.prefix or f"kb-{g.name}"))
                  for g in groups]
     wanted = {f.name(i) for g, f in factories for i in range(g.count)}
@@ -73,11 +77,7 @@ async def create_nodes(creds: Credentials, groups: list[NodeGroup], timeout: flo
                                               synced=synced))
         try:
             await asyncio.wait_for(synced.wait(), 60)
-            jobs = []
-            for g, f in factories:
-                path = f.namespaced_path(None)
-                for i in range(g.count):
-                    jobs.append(_post_job(api, path, f.body(i), f.name(i)))
+            jobs = [_post_job(api, path, body, name) for path, name, body in node_bodies(factories, partitions)]
             results = await gather_limited(jobs, concurrency)
             created = sum(1 for r in results if r)
             t_created = time.monotonic() - t0
@@ -91,6 +91,19 @@ async def create_nodes(creds: Credentials, groups: list[NodeGroup], timeout: flo
             stop.set()
             await asyncio.gather(watch, return_exceptions=True)
     return NodesResult(created, len(ready), t_created, time.monotonic() - t0)
+
+
+def node_bodies(factories: list[tuple[NodeGroup, ManifestFactory]],
+                partitions: int = 1) -> Iterator[tuple[str, str, bytes]]:
+    """(collection path, name, JSON body) of every node of the groups, in order; with ``partitions`` > 1 each
+    carries the label of its kwok controller partition, dealt round-robin over all groups."""
+    j = 0
+    for g, f in factories:
+        path = f.namespaced_path(None)
+        for i in range(g.count):
+            body = f.body(i)
+            yield path, f.name(i), with_partition(body, partition_of(j, partitions)) if partitions > 1 else body
+            j += 1
 
 
 async def wait_service_account(creds: Credentials, namespace: str = "default", timeout: float = 60.0) -> None:

@@ -34,6 +34,15 @@ BINARIES: dict[str, tuple[str, ...]] = {
 """Names a component's executable may have: kwokctl links each as ``bin/<component>``; ``kwok`` is the
 kwok controller's own name."""
 
+def binaries(component: str) -> tuple[str, ...]:
+    """Executable names of ``component``; ``kwok-controller-2`` (a partition's controller, see
+    :mod:`kwokbench.cluster.kwok_controllers`) runs the kwok controller's binary."""
+    if component in BINARIES:
+        return BINARIES[component]
+    stem, _, n = component.rpartition("-")
+    return BINARIES[stem] if n.isdigit() and stem in BINARIES else (component,)
+
+
 START_TOLERANCE = 1.0
 """Seconds two start times of one process may differ by (psutil derives them from boot time and ticks)."""
 
@@ -80,7 +89,7 @@ def is_component(p: psutil.Process, cluster_dir: Path, component: str | None = N
 
 
 def _matches(argv: list[str], cwd: str | None, cluster_dir: Path, component: str | None, comm: str = "") -> bool:
-    names = BINARIES.get(component, (component,)) if component else tuple(n for v in BINARIES.values() for n in v)
+    names = binaries(component) if component else tuple(n for v in BINARIES.values() for n in v)
     real = os.path.realpath(cluster_dir)
     in_cluster_dir = cwd is not None and os.path.realpath(cwd) == real
     if not argv:  # for a moment after exec the kernel shows no command line: go by the (15-character) name

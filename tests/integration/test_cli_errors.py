@@ -163,3 +163,11 @@ def test_extender_variant_refuses_a_reused_cluster(tmp_path: Path) -> None:
                     "--out", str(tmp_path / "out"))
     assert_one_line_error(res, "a variant with an extender needs a fresh cluster")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("k", ["0", "17", "two"])
+def test_up_kwok_controllers_out_of_range(tmp_path: Path, k: str) -> None:
+    """Refused before any toolchain or cluster is touched (KWOKBENCH_HOME stays empty)."""
+    res = kwokbench("up", "--kwok-controllers", k, env={"KWOKBENCH_HOME": str(tmp_path / "home")})
+    assert_one_line_error(res, f"--kwok-controllers {k!r}: expected a whole number from 1 to 16")
+    assert not (tmp_path / "home").exists()
