@@ -222,6 +222,12 @@ def record(cluster_dir: Path, component: str, pid: int) -> None:
     tmp.replace(d / f"{component}.pid")
 
 
+_SPAWNED: list[subprocess.Popen[bytes]] = []
+"""The components :func:`spawn` started, while they run: a ``Popen`` garbage-collected with its process still
+running warns (an error under the tests' warning filter) — the process is stopped through its pid file, not
+this object. Each spawn polls the older ones, which also reaps those that exited."""
+
+
 def spawn(cluster_dir: Path, component: str, argv: list[str], cwd: Path | str,
           env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     """Start a process as one more component of the cluster, the way kwokctl starts its own: output
@@ -233,6 +239,8 @@ def spawn(cluster_dir: Path, component: str, argv: list[str], cwd: Path | str,
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     record(cluster_dir, component, proc.pid)
+    _SPAWNED[:] = [p for p in _SPAWNED if p.poll() is None]
+    _SPAWNED.append(proc)
     return proc
 
 
