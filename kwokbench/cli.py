@@ -646,15 +646,39 @@ def analyse(
 @app.command()
 @handled
 def report(
-    runs: Annotated[list[Path], typer.Argument(help="Run directories, or folders holding runs.")],
+    runs: Annotated[list[Path], typer.Argument(help="Run directories, or folders holding runs (with --history: "
+                                               "also a history index file, for the folder it indexes).")],
     baseline: Annotated[list[Path] | None, typer.Option(help="Baseline run(s) or folder; deltas with "
                                                        "confidence intervals are shown against them.")] = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Output folder.")] = Path("reports/report"),
     metric: Annotated[list[str] | None, typer.Option(help="Gate metric NAME:MAX_REGRESSION for the "
-                                                     "baseline comparison (repeatable).")] = None,
+                                                     "baseline comparison (repeatable); with --history, as "
+                                                     "`detect --metric`: NAME:+MIN% or NAME:-MIN%.")] = None,
+    history: Annotated[bool, typer.Option("--history", help="Instead: the runs' trend over commits as one "
+                                          "interactive HTML file (trend.html), with detect's change points and "
+                                          "a two-run comparison.")] = False,
+    scenario: Annotated[str | None, typer.Option(help="With --history: the scenario whose history to draw.")
+                        ] = None,
+    variant: Annotated[str | None, typer.Option(help="With --history: the scheduler variant whose history "
+                                                "to draw.")] = None,
+    lookback: Annotated[int | None, typer.Option(min=1, help="With --history: only the last N commits.")] = None,
+    ack: Annotated[Path | None, typer.Option(help="With --history: detect's ack file (accepted changes are "
+                                             "marked acked).")] = None,
+    normalise: Annotated[str, typer.Option(help="With --history: as detect's (auto, ceiling or none).")] = "auto",
+    index: Annotated[Path | None, typer.Option(help="With --history: the index file (default: "
+                                               ".kwokbench-history.duckdb in the folder the runs share).")] = None,
 ) -> None:
-    """Charts (PNG), one self-contained HTML file and a Markdown summary from stored runs (offline)."""
+    """Charts (PNG), one self-contained HTML file and a Markdown summary from stored runs (offline); with
+    --history, the trend of a history instead."""
     from kwokbench import console
+
+    if history:
+        _trend(runs, output, metric or [], scenario, variant, lookback, ack, normalise, index, bool(baseline))
+        return
+    given = [o for o, v in (("--scenario", scenario), ("--variant", variant), ("--lookback", lookback),
+                            ("--ack", ack), ("--index", index)) if v is not None]
+    if given or normalise != "auto":
+        raise ScenarioError(f"{(given or ['--normalise'])[0]} goes with --history")
     from kwokbench.report.render import write_report
 
     base = _load(baseline or [])
@@ -664,6 +688,30 @@ def report(
     for w in rep.warnings:
         console.warn(w)
     console.out.print(f"report: {rep.html}\nmarkdown: {rep.markdown}\ncharts: {len(rep.charts)} PNG in {output}")
+
+
+def _trend(runs: list[Path], output: Path, metric: list[str], scenario: str | None, variant: str | None,
+           lookback: int | None, ack: Path | None, normalise: str, index: Path | None, baseline: bool) -> None:
+    from kwokbench import console
+    from kwokbench.history.detect import detect, load_acks
+    from kwokbench.history.index import build_index, select, sources
+    from kwokbench.report.trend import write_trend
+
+    if baseline:
+        raise ScenarioError("--history draws the runs' trend over commits; --baseline goes with a comparison "
+                            "report (compare any two runs in the trend's page instead)")
+    acks = load_acks(ack) if ack else []
+    hist = build_index(*sources(runs, index))
+    for w in hist.warnings:
+        console.warn(w)
+    rows = select(hist.rows, scenario, variant)
+    result = detect(rows, metric, lookback, normalise, acks)
+    path = write_trend(rows, result, output)
+    for w in result.warnings:
+        console.warn(w)
+    changes = [c for s in result.series for c in s.changes]
+    console.out.print(f"trend: {path} ({len(rows)} runs, {len(changes)} change point(s), "
+                      f"{sum(c.new_regression for c in changes)} new regression(s))")
 
 
 @app.command("gate")
@@ -712,7 +760,8 @@ def gate_cmd(
 @app.command("history")
 @handled
 def history_cmd(
-    runs: Annotated[list[Path] | None, typer.Argument(help="Run directories, or folders holding runs "
+    runs: Annotated[list[Path] | None, typer.Argument(help="Run directories, or folders holding runs, "
+                                                      "or a history index file for the folder it indexes "
                                                       "(default: reports).", show_default=False)] = None,
     scenario: Annotated[str | None, typer.Option(help="Only runs of this scenario.")] = None,
     variant: Annotated[str | None, typer.Option(help="Only runs of this scheduler variant.")] = None,
@@ -729,11 +778,11 @@ def history_cmd(
     """Index stored runs (DuckDB, incrementally) and list one row per run: scenario, variant, commit, host,
     ceiling and figures."""
     from kwokbench import console
-    from kwokbench.history.index import FORMATS, build_index, export, figure_columns, select
+    from kwokbench.history.index import FORMATS, build_index, export, figure_columns, select, sources
 
     if fmt not in FORMATS:
         raise ScenarioError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
-    hist = build_index(runs or [Path("reports")], index)
+    hist = build_index(*sources(runs or [Path("reports")], index))
     for w in hist.warnings:
         console.warn(w)
     rows = select(hist.rows, scenario, variant)
@@ -761,7 +810,8 @@ def history_cmd(
 @app.command("detect")
 @handled
 def detect_cmd(
-    runs: Annotated[list[Path] | None, typer.Argument(help="Run directories, or folders holding runs "
+    runs: Annotated[list[Path] | None, typer.Argument(help="Run directories, or folders holding runs, "
+                                                      "or a history index file for the folder it indexes "
                                                       "(default: reports).", show_default=False)] = None,
     metric: Annotated[list[str] | None, typer.Option(help="NAME:+MIN% (a rise is a regression) or NAME:-MIN% "
                                                      "(a drop is), MIN the smallest change reported, e.g. "
@@ -782,11 +832,11 @@ def detect_cmd(
     3 not enough history, 2 bad input."""
     from kwokbench import console
     from kwokbench.history.detect import detect, load_acks
-    from kwokbench.history.index import build_index, select
+    from kwokbench.history.index import build_index, select, sources
     from kwokbench.report.history import detect_json, detect_rows
 
     acks = load_acks(ack) if ack else []
-    hist = build_index(runs or [Path("reports")], index)
+    hist = build_index(*sources(runs or [Path("reports")], index))
     for w in hist.warnings:
         console.warn(w)
     result = detect(select(hist.rows, scenario, variant), metric or [], lookback, normalise, acks)

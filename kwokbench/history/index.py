@@ -59,6 +59,18 @@ def default_index(paths: list[Path]) -> Path:
     return root / INDEX_NAME
 
 
+def sources(paths: list[Path], index: Path | None = None) -> tuple[list[Path], Path | None]:
+    """The run folders and index file a command reads: an index file named among the paths stands for the
+    folder it indexes (its keys are relative to it), as if that folder were named with ``--index FILE``."""
+    files = [p for p in paths if p.is_file() and p.suffix == ".duckdb"]
+    if not files:
+        return paths, index
+    if len({f.resolve() for f in files}) > 1 or (index is not None and index.resolve() != files[0].resolve()):
+        raise ScenarioError(f"{files[0]}: one history index at a time (also given: "
+                            f"{next(str(f) for f in [*files[1:], index] if f is not None)})")
+    return [p.parent if p in files else p for p in paths], files[0]
+
+
 def flatten(doc: Any, prefix: str = "") -> dict[str, float]:
     """Every number of a nested document by dotted path (lists and the format bookkeeping left out)."""
     out: dict[str, float] = {}

@@ -63,3 +63,25 @@ def test_detect_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert_one_line_error(kwokbench("detect", str(tmp_path / "nowhere")), "no such run directory")
     assert_one_line_error(kwokbench("history", str(tmp_path / "runs"), "--format", "xml"),
                           "--format 'xml': expected one of table, csv, json, parquet")
+
+
+def test_report_history_writes_the_trend_page_and_bad_input_is_2(tmp_path: Path) -> None:
+    _history(tmp_path / "runs")
+    res = kwokbench("report", "--history", str(tmp_path / "runs"), "--metric", "throughput:-10%", "-o",
+                    str(tmp_path / "out"))
+    assert res.returncode == 0, (res.stdout, res.stderr)
+    assert "trend.html (14 runs, 1 change point(s), 1 new regression(s))" in res.stdout
+    page = (tmp_path / "out" / "trend.html").read_text()
+    assert "Plotly.newPlot(" in page and "-15.3% regression" in page
+    # the index file stands for the folder it indexes
+    index = tmp_path / "runs" / ".kwokbench-history.duckdb"
+    res = kwokbench("report", "--history", str(index), "-o", str(tmp_path / "again"))
+    assert res.returncode == 0 and (tmp_path / "again" / "trend.html").exists(), res.stderr
+    assert_one_line_error(kwokbench("report", "--history", str(tmp_path / "runs"), "--baseline",
+                                    str(tmp_path / "runs"), "-o", str(tmp_path / "x")), "--baseline goes with")
+    assert_one_line_error(kwokbench("report", str(tmp_path / "runs"), "--lookback", "3", "-o", str(tmp_path / "x")),
+                          "--lookback goes with --history")
+    assert_one_line_error(kwokbench("report", "--history", str(tmp_path / "runs"), "--metric", "speed:-10%"),
+                          "unknown metric 'speed'")
+    assert_one_line_error(kwokbench("report", "--history", str(tmp_path / "runs"), "--scenario", "nope"),
+                          "no run of scenario nope")

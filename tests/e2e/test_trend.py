@@ -1,0 +1,94 @@
+"""A history of ten real runs on the session cluster, one per (made-up) commit: detect finds a step injected
+into the last five, an ack file mutes it, and `report --history` opens in headless Chromium with its plot
+and a working two-run comparison.
+
+The runs are short (100 pods at 100/s: arrival-bound, so their throughput is steady); the step is made in a
+copy of them (throughput x 0.8 in the last five summaries), as a regression would leave it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kwokbench.cluster import ClusterInfo
+from kwokbench.store import SUMMARY, find_runs, read_meta
+from tests.conftest import REPO, kwokbench
+from tests.e2e.test_report import _browser
+
+COMMITS = [f"{i:02d}" + "7e2e" * 9 + "ab" for i in range(10)]
+STEP_AT = 5
+"""The first commit after the step (its runs and every later one's lose 20% of their throughput)."""
+
+
+@pytest.fixture(scope="module")
+def history(cluster: ClusterInfo, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    measured = tmp_path_factory.mktemp("measured")
+    for commit in COMMITS:
+        kwokbench("run", str(REPO / "scenarios/quickstart.yaml"), "--cluster", cluster.name, "--out", str(measured),
+                  "--commit", commit, "--ref", "main", "--set", "workloads.0.count=100",
+                  "--set", "workloads.0.arrival.qps=100", check=True)
+    stepped = tmp_path_factory.mktemp("history") / "quickstart"
+    shutil.copytree(measured / "quickstart", stepped)
+    for run in find_runs([stepped]):
+        if COMMITS.index(read_meta(run)["code"]["commit"]) >= STEP_AT:
+            doc = json.loads((run / SUMMARY).read_text())
+            doc["throughput"]["average"] *= 0.8
+            (run / SUMMARY).write_text(json.dumps(doc))
+    return stepped
+
+
+def test_detect_finds_the_step_and_an_ack_mutes_it(history: Path, tmp_path: Path) -> None:
+    res = kwokbench("detect", str(history), "--metric", "throughput:-10%", "--json")
+    assert res.returncode == 1, (res.stdout, res.stderr)
+    [metric] = json.loads(res.stdout)["metrics"]
+    [change] = metric["changes"]
+    assert change["before"]["commit"] == COMMITS[STEP_AT - 1] and change["after"]["commit"] == COMMITS[STEP_AT]
+    assert change["direction"] == "regression" and -0.25 < change["magnitude"] < -0.15
+    ack = tmp_path / "ack.yaml"
+    ack.write_text(f"- metric: throughput\n  commit: {COMMITS[STEP_AT][:10]}\n  reason: e2e step\n")
+    res = kwokbench("detect", str(history), "--metric", "throughput:-10%", "--ack", str(ack))
+    assert res.returncode == 0, (res.stdout, res.stderr)
+    assert "acked" in res.stdout
+
+
+def test_trend_opens_in_chromium_with_its_plot_and_comparison(history: Path, tmp_path: Path) -> None:
+    res = kwokbench("report", "--history", str(history), "-o", str(tmp_path / "trend"), check=True)
+    assert "1 new regression(s)" in res.stdout
+    page = tmp_path / "trend" / "trend.html"
+
+    browser, driver_path = _browser()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.support.ui import Select
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = browser
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--window-size=1300,2000", f"--user-data-dir={tmp_path / 'profile'}"):
+        opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(driver_path), options=opts)
+    try:
+        driver.get(page.as_uri())
+        # the plot drew: one line per default metric (throughput, latency_p99) and the change point's line
+        assert driver.execute_script("return document.querySelectorAll('.plotly .main-svg').length") > 0
+        assert driver.execute_script("return document.querySelectorAll('.scatterlayer .trace').length") == 2
+        assert driver.execute_script("return document.querySelectorAll('.shapelayer path').length") >= 1
+        assert "regression" in driver.find_element("css selector", "table.changes").text
+        runs = driver.find_elements("css selector", "#baseline option")
+        assert len(runs) == len(COMMITS)
+        Select(driver.find_element("id", "baseline")).select_by_index(0)
+        Select(driver.find_element("id", "candidate")).select_by_index(len(COMMITS) - 1)
+        rows = {r.find_elements("tag name", "td")[0].text: [td.text for td in r.find_elements("tag name", "td")]
+                for r in driver.find_elements("css selector", "#compare tbody tr")}
+        assert {"throughput", "latency_p99", "unscheduled"} <= set(rows)
+        assert rows["throughput"][5] == "worse" and rows["throughput"][4].startswith("-")
+        assert rows["unscheduled"][5] == "pass"
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert errors == []
+    finally:
+        driver.quit()
