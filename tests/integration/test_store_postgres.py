@@ -188,3 +188,18 @@ def test_a_run_whose_row_is_not_taken_is_kept_with_one_warning_saying_how_to_pus
     [line] = rep.lines
     assert "not written to the store" in line and f"kwokbench history {path} --store postgresql://kb@" in line
     assert (path / "meta.json").exists() and (path / "summary.json").exists()
+
+
+def test_a_host_that_takes_the_connection_but_never_answers_fails_in_connect_timeout() -> None:
+    import socket
+
+    from kwokbench.errors import StoreError
+
+    with socket.socket() as silent:  # the kernel completes the handshake; nothing ever replies
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"postgresql://kb@127.0.0.1:{silent.getsockname()[1]}/db?connect_timeout=2"
+        t0 = time.monotonic()
+        with pytest.raises(StoreError, match="cannot connect: connection timeout expired"):
+            open_store(url)
+        assert 1.5 < time.monotonic() - t0 < 6
