@@ -20,13 +20,15 @@ $(BIN)/.installed: pyproject.toml
 
 install: $(BIN)/.installed
 
-# Debian's prometheus (for --prometheus and its e2e test) and chromium (report e2e), each skipped when present. GitHub's
-# Ubuntu runners already have Google Chrome and its chromedriver ($CHROMEWEBDRIVER); Ubuntu's chromium is a snap stub.
-# `dpkg --configure -a` first: an install killed half-way (a machine handed on mid-install) leaves dpkg refusing every
-# later install until it is run (a CI failure).
+# Debian's prometheus (for --prometheus and its e2e test), chromium (report e2e) and postgresql (the shared store's
+# tests start their own server from its binaries, in /usr/lib/postgresql/<ver>/bin, off PATH), each skipped when
+# present. GitHub's Ubuntu runners already have Google Chrome and its chromedriver ($CHROMEWEBDRIVER); Ubuntu's
+# chromium is a snap stub. `dpkg --configure -a` first: an install killed half-way (a machine handed on mid-install)
+# leaves dpkg refusing every later install until it is run (a CI failure).
 BROWSERS := chromium google-chrome google-chrome-stable
 system-deps:
 	@debs=""; command -v prometheus >/dev/null || debs=" prometheus"; \
+	{ ls /usr/lib/postgresql/*/bin/initdb || command -v initdb; } >/dev/null 2>&1 || debs="$$debs postgresql"; \
 	browser=""; for b in $(BROWSERS); do command -v $$b >/dev/null && browser=1; done; \
 	driver=""; { command -v chromedriver || ls "$${CHROMEWEBDRIVER:-/nonexistent}/chromedriver"; } >/dev/null 2>&1 && driver=1; \
 	[ -n "$$browser" ] && [ -n "$$driver" ] || debs="$$debs chromium chromium-driver"; \

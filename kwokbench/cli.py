@@ -73,6 +73,12 @@ def parse_params(items: list[str]) -> dict[str, Any]:
     return out
 
 
+STORE_HELP = ("A PostgreSQL database a team shares, postgresql://USER@HOST:PORT/DB (the password from "
+              "~/.pgpass or PGPASSWORD; ?connect_timeout=SECONDS, default 5).")
+LOCATION_HELP = ("Where the run directories can be found, recorded in the store: a URL with {run_id} filled in, "
+                 "e.g. https://ci.example/artifacts/{run_id} (default: this host's name and the absolute path).")
+
+
 # ---- tools ----------------------------------------------------------------------------------------
 
 
@@ -406,6 +412,9 @@ def run_cmd(
                                                "and `detect` (default: the CI environment's, else git's where "
                                                "the plugin or scenario lives).")] = None,
     ref: Annotated[str | None, typer.Option(help="Branch or tag of that commit.")] = None,
+    store: Annotated[str | None, typer.Option(help=STORE_HELP + " Each run's row is written to it once the run "
+                                              "is stored; checked before any cluster is created.")] = None,
+    location: Annotated[str | None, typer.Option(help=LOCATION_HELP)] = None,
 ) -> None:
     """Run a scenario: cluster up, submit at the target rate, record pod timelines, store, summarise."""
     import signal
@@ -419,6 +428,16 @@ def run_cmd(
 
     part = parse_shard(shard) if shard is not None else None
     sc = load_scenario(file, set_ or [])
+    rep = console.RichReporter()
+    on_stored = None
+    if store:
+        from kwokbench.history.store import check_location, open_store, push_runs
+
+        check_location(location)
+        shared = open_store(store)  # a store that does not answer fails now, before any cluster
+
+        def on_stored(r: Any) -> None:
+            push_runs(shared, [r.path], location, rep)
 
     def on_term(signum: int, _frame: object) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
@@ -430,8 +449,8 @@ def run_cmd(
     opts = RunOptions(out=out, cluster=cluster, keep_cluster=keep_cluster, submit_workers=submit_workers,
                       variants=variant or [], scrape_interval=scrape_interval, repeat=repeat,
                       profile=components(profile or []), shard=part,
-                      commit=commit, ref=ref)
-    results = run_scenario(sc, file, opts, console.RichReporter())
+                      commit=commit, ref=ref, on_stored=on_stored)
+    results = run_scenario(sc, file, opts, rep)
     for r in results:
         columns, rows = summary_rows(r.summary or {})
         console.table(f"{sc.name} / {r.path.name} ({r.status})", columns, rows)
@@ -774,18 +793,33 @@ def history_cmd(
                                                 "needs it).")] = None,
     index: Annotated[Path | None, typer.Option(help="The index file (default: .kwokbench-history.duckdb in "
                                                "the folder the runs share).")] = None,
+    store: Annotated[str | None, typer.Option(help=STORE_HELP + " With RUN_DIRS: their rows are written to it "
+                                              "(again: replaced); without: the runs it holds are listed.")] = None,
+    location: Annotated[str | None, typer.Option(help=LOCATION_HELP)] = None,
 ) -> None:
     """Index stored runs (DuckDB, incrementally) and list one row per run: scenario, variant, commit, host,
-    ceiling and figures."""
+    ceiling and figures; with --store, push them to a store a team shares, or list what it holds."""
     from kwokbench import console
-    from kwokbench.history.index import FORMATS, build_index, export, figure_columns, select, sources
+    from kwokbench.history.index import FORMATS, LocalIndex, export, figure_columns, sources
+    from kwokbench.history.store import Filters, check_location, open_store, push_rows
 
     if fmt not in FORMATS:
         raise ScenarioError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
-    hist = build_index(*sources(runs or [Path("reports")], index))
-    for w in hist.warnings:
-        console.warn(w)
-    rows = select(hist.rows, scenario, variant)
+    check_location(location)
+    shared = open_store(store) if store else None
+    local = LocalIndex(*sources(runs or [Path("reports")], index))
+    if shared and not runs:
+        rows = shared.rows(Filters(scenario, variant))
+        footer = f"store {shared.where}: {len(rows)} run(s)"
+    else:
+        rows = local.rows(Filters(scenario, variant))
+        hist = local.history
+        assert hist is not None
+        for w in hist.warnings:
+            console.warn(w)
+        footer = f"index {hist.index}: {hist.read} run(s) read, {len(hist.rows) - hist.read} unchanged"
+        if shared:
+            footer += f"; {push_rows(shared, rows, location)} row(s) written to the store {shared.where}"
     if fmt != "table":
         text = export(rows, fmt, output, metric)
         if text is not None:
@@ -804,7 +838,7 @@ def history_cmd(
                   for r in rows]
     console.table(f"kwokbench history ({len(rows)} runs)", ["run", "scenario", "variant", "status", "commit", "ref",
                                                              "host", "of ceiling", *cols], table_rows)
-    console.dim(f"index {hist.index}: {hist.read} run(s) read, {len(hist.rows) - hist.read} unchanged")
+    console.dim(footer)
 
 
 @app.command("detect")
@@ -827,19 +861,27 @@ def detect_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     index: Annotated[Path | None, typer.Option(help="The index file (default: .kwokbench-history.duckdb in "
                                                "the folder the runs share).")] = None,
+    store: Annotated[str | None, typer.Option(help=STORE_HELP + " Its runs are read instead of run "
+                                              "directories (push those with `history RUN_DIRS --store`).")] = None,
 ) -> None:
     """Change points over stored runs in commit order (E-divisive means): exit 0 none new, 1 new regression,
     3 not enough history, 2 bad input."""
     from kwokbench import console
     from kwokbench.history.detect import detect, load_acks
-    from kwokbench.history.index import build_index, select, sources
+    from kwokbench.history.index import LocalIndex, sources
+    from kwokbench.history.store import Filters, Store, open_store
     from kwokbench.report.history import detect_json, detect_rows
 
+    if store and (runs or index):
+        raise ScenarioError("detect reads either run directories or --store, not both (push runs to the store "
+                            "with `kwokbench history RUN_DIRS --store URL`)")
     acks = load_acks(ack) if ack else []
-    hist = build_index(*sources(runs or [Path("reports")], index))
-    for w in hist.warnings:
+    local = LocalIndex(*sources(runs or [Path("reports")], index))
+    source: Store = open_store(store) if store else local
+    history = source.rows(Filters(scenario, variant))
+    for w in local.history.warnings if local.history else []:
         console.warn(w)
-    result = detect(select(hist.rows, scenario, variant), metric or [], lookback, normalise, acks)
+    result = detect(history, metric or [], lookback, normalise, acks)
     if as_json:
         typer.echo(detect_json(result))
         raise typer.Exit(result.exit_code)

@@ -86,6 +86,9 @@ class RunOptions:
     scenario lives): ``meta.json`` ``code``, the order of ``kwokbench detect``."""
     ref: str | None = None
     """Its branch or tag."""
+    on_stored: Callable[[VariantRun], None] | None = None
+    """Called with each run once its directory is complete (e.g. to push its row to a shared store), so a
+    later failure or interruption does not take the rows of runs already done with it."""
 
 
 @dataclass
@@ -328,6 +331,8 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
         for i in repeats:
             results.append(run_variant(scenario, base, together, opts, rep, k, group={"id": group, "repeat": i,
                                                                                        "of": opts.repeat}))
+            if opts.on_stored:
+                opts.on_stored(results[-1])
         return results
     for i in repeats:  # a shard deals whole repeats: each keeps its variants' A/B interleaving
         for v in variants:
@@ -335,6 +340,8 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
                 rep.heading(f"repeat {i + 1}/{opts.repeat}, variant {v.name}")
             results.append(run_variant(scenario, base, v, opts, rep, k, multi=len(variants) > 1,
                                        group={"id": group, "repeat": i, "of": opts.repeat}))
+            if opts.on_stored:
+                opts.on_stored(results[-1])
     return results
 
 

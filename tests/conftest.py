@@ -51,3 +51,91 @@ def assert_one_line_error(res: subprocess.CompletedProcess[str], needle: str, co
     assert res.returncode == code, (res.returncode, res.stdout, res.stderr)
     assert "Traceback" not in res.stderr + res.stdout
     assert needle in res.stderr, res.stderr
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on (now)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def postgres_bindir() -> Path | None:
+    """The newest PostgreSQL server's binaries: Debian keeps them in /usr/lib/postgresql/<ver>/bin, off PATH."""
+    import shutil
+
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parent.parent.name)
+                   if p.parent.parent.name.isdigit() else 0)
+    if found:
+        return found[-1].parent
+    on_path = shutil.which("initdb")
+    return Path(on_path).parent if on_path else None
+
+
+class Postgres:
+    """A PostgreSQL server of the test session on 127.0.0.1, password login for ``kb``."""
+
+    user, password = "kb", "secret"
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+
+    def url(self, db: str, password: str | None = None) -> str:
+        return f"postgresql://{self.user}:{password or self.password}@127.0.0.1:{self.port}/{db}"
+
+    def create_db(self, name: str) -> str:
+        import psycopg
+
+        with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.url(name)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Postgres]:
+    """A real PostgreSQL server for the session: initdb into a temporary folder, started on a free port
+    (as the ``postgres`` user when the tests run as root: initdb refuses root), stopped and removed at the
+    end. Skipped when the server's binaries are absent (``make system-deps`` installs them)."""
+    import pwd
+    import shutil
+    import tempfile
+
+    bindir = postgres_bindir()
+    if bindir is None:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not found: `make system-deps` installs them")
+    prefix: list[str] = []
+    owner = None
+    if os.geteuid() == 0:  # initdb refuses root: run the server as Debian's postgres user
+        try:
+            owner = pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.skip("running as root and there is no postgres user to run initdb as")
+        prefix = ["runuser", "-u", "postgres", "--"]
+    root = Path(tempfile.mkdtemp(prefix="kb-pg-"))
+    pwfile = root / "pw"
+    pwfile.write_text(Postgres.password + "\n")
+    if owner:
+        for p in (root, pwfile):
+            os.chown(p, owner.pw_uid, owner.pw_gid)
+    data, port = root / "data", free_port()
+    try:
+        subprocess.run([*prefix, str(bindir / "initdb"), "-D", str(data), "-U", Postgres.user,
+                        f"--pwfile={pwfile}", "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8",
+                        "--no-sync"], check=True, capture_output=True, timeout=120)
+        # fsync off: a test server, its data thrown away (the guarantees tested are about clients)
+        opts = (f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync=off -c max_connections=60 "
+                "-c shared_buffers=16MB")
+        subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-w", "-t", "60",
+                        "-o", opts, "start"], check=True, capture_output=True, timeout=90)
+    except subprocess.CalledProcessError as e:
+        shutil.rmtree(root, ignore_errors=True)
+        raise AssertionError(f"PostgreSQL did not start: {e.stderr.decode(errors='replace')}") from e
+    try:
+        yield Postgres(port)
+    finally:
+        subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
+                       capture_output=True, timeout=60)
+        shutil.rmtree(root, ignore_errors=True)

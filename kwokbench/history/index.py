@@ -13,15 +13,19 @@ flattened to a dotted name, is kept beside it (table ``figures``) for export.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kwokbench.ceiling import host_fingerprint
 from kwokbench.errors import ScenarioError, StoreError
 from kwokbench.gate import METRICS
 from kwokbench.store import META, SUMMARY, find_runs, read_doc, read_meta, settle_status
+
+if TYPE_CHECKING:
+    from kwokbench.history.store import Filters
 
 INDEX_NAME = ".kwokbench-history.duckdb"
 INDEX_VERSION = 1
@@ -121,6 +125,13 @@ def run_row(path: Path, meta: dict[str, Any], summary: dict[str, Any] | None) ->
     return row
 
 
+def read_row(path: Path) -> dict[str, Any]:
+    """A run's row and its ``figures``, read from its directory; StoreError when it is unreadable."""
+    meta = settle_status(read_meta(path))
+    summary = read_doc(path, SUMMARY)
+    return {**run_row(path, meta, summary), "figures": flatten(summary or {})}
+
+
 def _stamp(path: Path) -> str:
     """Size and modification time of the two documents a row comes from: unchanged, not read again."""
     parts = []
@@ -185,14 +196,13 @@ def build_index(paths: list[Path], index: Path | None = None) -> History:
                 continue
             stale.append(key)
             try:
-                meta = settle_status(read_meta(path))
-                summary = read_doc(path, SUMMARY)
+                row = read_row(path)
             except StoreError as e:
                 warnings.append(f"skipped an unreadable run: {e}")
                 continue
             wanted.append(key)
-            rows.append({"key": key, "stamp": stamp, **run_row(path, meta, summary)})
-            figures += [(key, name, v) for name, v in flatten(summary or {}).items()]
+            figures += [(key, name, v) for name, v in row.pop("figures").items()]
+            rows.append({"key": key, "stamp": stamp, **row})
         # runs removed from disk leave the index (wherever they were, as the directories are the truth)
         gone = [k for k in stamps if not ((root / k) / META).exists()]
         con.execute("BEGIN")
@@ -233,6 +243,28 @@ def _select(con: Any, keys: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
+@dataclass
+class LocalIndex:
+    """The embedded index as a :class:`~kwokbench.history.store.Store`: the runs below ``paths``, indexed in
+    ``index`` (default: :func:`default_index`). Upserting rows re-reads their run directories, which stay
+    the truth; ``history`` is the last build (its warnings, how many runs were read)."""
+
+    paths: list[Path]
+    index: Path | None = None
+    history: History | None = None
+
+    @property
+    def where(self) -> str:
+        return str(self.index or default_index(self.paths))
+
+    def upsert(self, rows: Iterable[dict[str, Any]]) -> int:
+        return build_index([Path(r["path"]) for r in rows], self.index or default_index(self.paths)).read
+
+    def rows(self, filters: Filters) -> list[dict[str, Any]]:
+        self.history = build_index(self.paths, self.index)
+        return select(self.history.rows, filters.scenario, filters.variant)
+
+
 def select(rows: list[dict[str, Any]], scenario: str | None = None,
            variant: str | None = None) -> list[dict[str, Any]]:
     """The rows of one scenario and/or variant; ScenarioError naming those present when none match."""
@@ -266,13 +298,15 @@ def frame(rows: list[dict[str, Any]], metrics: list[str] | None = None, every_fi
 
     cols = figure_columns(rows, metrics)
     extra = [] if metrics or not every_figure else sorted({n for r in rows for n in r["figures"]})
+    # rows from a shared store also say where each run directory is
+    base = [*COLUMNS, "location"] if any("location" in r for r in rows) else list(COLUMNS)
     data = []
     for r in rows:
-        d = {c: r[c] for c in COLUMNS}
+        d = {c: r.get(c) for c in base}
         d.update({c: r[c] if c in METRICS else r["figures"].get(c) for c in cols})
         d.update({c: r["figures"].get(c) for c in extra if c not in d})
         data.append(d)
-    return pd.DataFrame(data, columns=list(dict.fromkeys([*COLUMNS, *cols, *extra])))
+    return pd.DataFrame(data, columns=list(dict.fromkeys([*base, *cols, *extra])))
 
 
 def export(rows: list[dict[str, Any]], fmt: str, output: Path | None, metrics: list[str] | None = None) -> str | None:
