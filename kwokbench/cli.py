@@ -665,8 +665,9 @@ def analyse(
 @app.command()
 @handled
 def report(
-    runs: Annotated[list[Path], typer.Argument(help="Run directories, or folders holding runs (with --history: "
-                                               "also a history index file, for the folder it indexes).")],
+    runs: Annotated[list[Path] | None, typer.Argument(help="Run directories, or folders holding runs (with "
+                                                      "--history: also a history index file, for the folder it "
+                                                      "indexes; default reports).", show_default=False)] = None,
     baseline: Annotated[list[Path] | None, typer.Option(help="Baseline run(s) or folder; deltas with "
                                                        "confidence intervals are shown against them.")] = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Output folder.")] = Path("reports/report"),
@@ -686,20 +687,25 @@ def report(
     normalise: Annotated[str, typer.Option(help="With --history: as detect's (auto, ceiling or none).")] = "auto",
     index: Annotated[Path | None, typer.Option(help="With --history: the index file (default: "
                                                ".kwokbench-history.duckdb in the folder the runs share).")] = None,
+    store: Annotated[str | None, typer.Option(help="With --history: " + STORE_HELP + " Its runs are drawn "
+                                              "instead of run directories.")] = None,
 ) -> None:
     """Charts (PNG), one self-contained HTML file and a Markdown summary from stored runs (offline); with
     --history, the trend of a history instead."""
     from kwokbench import console
 
     if history:
-        _trend(runs, output, metric or [], scenario, variant, lookback, ack, normalise, index, bool(baseline))
+        _trend(runs or [], output, metric or [], scenario, variant, lookback, ack, normalise, index, store,
+               bool(baseline))
         return
     given = [o for o, v in (("--scenario", scenario), ("--variant", variant), ("--lookback", lookback),
-                            ("--ack", ack), ("--index", index)) if v is not None]
+                            ("--ack", ack), ("--index", index), ("--store", store)) if v is not None]
     if given or normalise != "auto":
         raise ScenarioError(f"{(given or ['--normalise'])[0]} goes with --history")
     from kwokbench.report.render import write_report
 
+    if not runs:
+        raise ScenarioError("report: name the run directories or folders to report on")
     base = _load(baseline or [])
     cands = _load(runs)
     rep = write_report(base + [r for r in cands if r.path not in {b.path for b in base}], output, base or None,
@@ -710,20 +716,26 @@ def report(
 
 
 def _trend(runs: list[Path], output: Path, metric: list[str], scenario: str | None, variant: str | None,
-           lookback: int | None, ack: Path | None, normalise: str, index: Path | None, baseline: bool) -> None:
+           lookback: int | None, ack: Path | None, normalise: str, index: Path | None, store: str | None,
+           baseline: bool) -> None:
     from kwokbench import console
     from kwokbench.history.detect import detect, load_acks
-    from kwokbench.history.index import build_index, select, sources
+    from kwokbench.history.index import LocalIndex, sources
+    from kwokbench.history.store import Filters, Store, open_store
     from kwokbench.report.trend import write_trend
 
     if baseline:
         raise ScenarioError("--history draws the runs' trend over commits; --baseline goes with a comparison "
                             "report (compare any two runs in the trend's page instead)")
+    if store and (runs or index):
+        raise ScenarioError("--history draws either run directories or --store, not both (push runs to the store "
+                            "with `kwokbench history RUN_DIRS --store URL`)")
     acks = load_acks(ack) if ack else []
-    hist = build_index(*sources(runs, index))
-    for w in hist.warnings:
+    local = LocalIndex(*sources(runs or [Path("reports")], index))
+    source: Store = open_store(store) if store else local
+    rows = source.rows(Filters(scenario, variant))
+    for w in local.history.warnings if local.history else []:
         console.warn(w)
-    rows = select(hist.rows, scenario, variant)
     result = detect(rows, metric, lookback, normalise, acks)
     path = write_trend(rows, result, output)
     for w in result.warnings:

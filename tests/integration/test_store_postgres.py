@@ -150,6 +150,11 @@ def test_cli_pushes_lists_and_detects_over_the_store(store_url: str, tmp_path: P
     assert change["before"]["commit"].startswith("07") and change["after"]["commit"].startswith("08")
     both = kwokbench("detect", str(tmp_path / "runs"), "--store", store_url)
     assert_one_line_error(both, "detect reads either run directories or --store, not both")
+    trend = kwokbench("report", "--history", "--store", store_url, "-o", str(tmp_path / "trend"))
+    assert trend.returncode == 0, trend.stderr
+    assert f"({len(STEP)} runs, 1 change point(s), 1 new regression(s))" in " ".join(trend.stdout.split())
+    page = (tmp_path / "trend" / "trend.html").read_text()
+    assert runs[0].name in page and runs[-1].name in page  # drawn from the store's rows
 
 
 def test_a_store_that_does_not_answer_or_refuses_is_one_line_and_exit_2(postgres: Postgres, store_url: str,
