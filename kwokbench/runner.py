@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import subprocess
 import time
 from collections.abc import Callable
@@ -485,6 +486,8 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
         _stop_measurements(started, ctx, rep)
         rundir.write_frame(REQUESTS, pd.concat(logs, ignore_index=True) if logs
                            else _log_frame(RequestLog.empty(0), ""))
+        if status != "complete" and info is not None:
+            _keep_logs(getattr(info, "dir", None), rundir, rep)
         _teardown(k, cluster_name, created=not opts.cluster and info is not None, keep=opts.keep_cluster,
                   comps=comps, guard=guard, rep=rep)
         if copts.pin_scheduler:
@@ -577,6 +580,24 @@ def _stop_measurements(started: list[Measurement], ctx: RunContext | None, rep: 
             m.collect(ctx)
         except Exception as e:
             rep.warn(f"{m.name}: could not collect: {e}")
+
+
+def _keep_logs(cluster_dir: Path | None, rundir: RunDir, rep: Reporter) -> None:
+    """A run that did not complete keeps its cluster's component logs (``<run>/logs/``): the error names a log
+    in the cluster's folder, which the teardown deletes."""
+    logs = sorted(cluster_dir.glob("logs/*.log")) if cluster_dir is not None else []
+    if not logs:
+        return
+    dest = rundir.path / "logs"
+    try:
+        dest.mkdir(exist_ok=True)
+        for f in logs:
+            shutil.copyfile(f, dest / f.name)
+    except OSError as e:
+        rep.warn(f"could not keep the cluster's logs in {dest}: {e.strerror or e}")
+        return
+    rundir.update_meta(logs="logs")
+    rep.info(f"the cluster's component logs are kept in {dest}")
 
 
 def _teardown(k: Kwokctl, name: str, created: bool, keep: bool, comps: list[Component],

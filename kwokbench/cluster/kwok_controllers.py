@@ -144,7 +144,7 @@ def start(launches: list[Launch], cluster_dir: Path, cwd: Path | str, env: dict[
             while not _healthy(launch.port):
                 if proc.poll() is not None:
                     raise ClusterError(f"{launch.component} exited with code {proc.returncode} at start: "
-                                       f"{_last_line(log)} (log: {log})")
+                                       f"{processes.telling_line(log)} (log: {log})")
                 if time.monotonic() - t0 > timeout:
                     raise ClusterError(f"{launch.component}: http://127.0.0.1:{launch.port}/healthz did not answer "
                                        f"200 within {timeout:g}s (log: {log})")
@@ -167,10 +167,3 @@ def endpoints(cluster_dir: Path) -> dict[str, str]:
         return {}
     return {str(r["component"]): f"http://127.0.0.1:{int(r['port'])}/metrics" for r in records}
 
-
-def _last_line(log: Path) -> str:
-    with contextlib.suppress(OSError):
-        lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
-        if lines:
-            return lines[-1].strip()[:300]
-    return "(no output)"

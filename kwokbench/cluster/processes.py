@@ -222,6 +222,19 @@ def record(cluster_dir: Path, component: str, pid: int) -> None:
     tmp.replace(d / f"{component}.pid")
 
 
+def telling_line(log: Path) -> str:
+    """The line of a component's log that says why it stopped: a Go runtime's ``panic:`` or ``fatal error:``
+    line (the stack trace after it names only functions), else the last line; ``(no output)``."""
+    with contextlib.suppress(OSError):
+        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+        for ln in reversed(lines):
+            if ln.startswith(("panic: ", "fatal error: ")):
+                return ln[:300]
+        if lines:
+            return lines[-1][:300]
+    return "(no output)"
+
+
 _SPAWNED: list[subprocess.Popen[bytes]] = []
 """The components :func:`spawn` started, while they run: a ``Popen`` garbage-collected with its process still
 running warns (an error under the tests' warning filter) — the process is stopped through its pid file, not

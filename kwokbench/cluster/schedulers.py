@@ -148,13 +148,6 @@ def version(argv: list[str], cwd: Path, timeout: float = 10.0) -> str:
     return line[:200] if res.returncode == 0 and line else f"unknown (exit {res.returncode}: {line[:120]})"
 
 
-def _last_line(log: Path) -> str:
-    with contextlib.suppress(OSError):
-        lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
-        if lines:
-            return lines[-1].strip()[:300]
-    return "(no output)"
-
 
 def _answers(url: str, creds: Credentials, https: bool) -> bool:
     ctx = None
@@ -189,7 +182,7 @@ def start(launch: Launch, info: ClusterInfo) -> dict[str, Any]:
         code = proc.poll()
         if code is not None:
             raise ClusterError(f"scheduler {launch.variant}: its command exited with code {code} after "
-                               f"{time.time() - t0:.1f}s: {_last_line(log)} (log: {log})")
+                               f"{time.time() - t0:.1f}s: {processes.telling_line(log)} (log: {log})")
         if launch.ready_url is not None:
             if _answers(launch.ready_url, creds, launch.https):
                 ready = time.time()
@@ -202,7 +195,7 @@ def start(launch: Launch, info: ClusterInfo) -> dict[str, Any]:
         stop(info, launch.component)
         what = f"{launch.ready_url} did not answer 200" if launch.ready_url else "it did not stay up"
         raise ClusterError(f"scheduler {launch.variant} was not ready within {launch.ready_timeout:g}s ({what}); "
-                           f"last log line: {_last_line(log)} (log: {log})")
+                           f"last log line: {processes.telling_line(log)} (log: {log})")
     return {"variant": launch.variant, "component": launch.component, "scheduler_name": launch.scheduler_name,
             "pid": proc.pid, "argv": launch.argv, "version": ver, "metrics_url": launch.metrics_url,
             "ready_seconds": ready - t0, "log": str(log)}

@@ -215,7 +215,7 @@ class YuniKorn(Scheduler):
             code = proc.poll()
             if code is not None:
                 self.stop()
-                why = fatal_line(log) or own._last_line(log)
+                why = fatal_line(log) or processes.telling_line(log)
                 err = ScenarioError if "config" in why.lower() else ClusterError
                 raise err(f"scheduler {self.name}: YuniKorn exited with code {code} after {time.time() - t0:.1f}s: "
                           f"{why} (log: {log})")
@@ -225,7 +225,8 @@ class YuniKorn(Scheduler):
         self.stop()
         raise ClusterError(f"scheduler {self.name}: YuniKorn was not ready within "
                            f"{self.variant.ready_timeout_seconds:g}s ({url} healthy: {_healthy(url)}, nodes known "
-                           f"{_active_nodes()} of {self.nodes}); last log line: {own._last_line(log)} (log: {log})")
+                           f"{_active_nodes()} of {self.nodes}); last log line: {processes.telling_line(log)} "
+                           f"(log: {log})")
 
     def version(self) -> str:
         from kwokbench.toolchain.yunikorn import version_line

@@ -78,3 +78,6 @@ def test_bad_guests_are_one_line(built: None, tmp_path: Path, guest: str, needle
     res = kwokbench("run", str(scenario), "--variant", "nodenumber", "--out", str(tmp_path / "out"), env=ENV)
     assert_one_line_error(res, needle)
     assert not _extension_processes()
+    if "its command exited" in needle:  # failed once its cluster was up: the run keeps the cluster's logs
+        [run] = (tmp_path / "out" / "wasm-upstream").iterdir()
+        assert (run / "logs" / "kube-scheduler.log").stat().st_size > 0

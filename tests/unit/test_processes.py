@@ -214,3 +214,13 @@ def test_just_after_exec_the_name_and_directory_decide(tmp_path: Path) -> None:
     assert processes._matches([], d, tmp_path, None, "kwok")
     assert not processes._matches([], "/", tmp_path, "kube-controller-manager", "kube-controller")
     assert not processes._matches([], d, tmp_path, "etcd", "sleep")
+
+
+def test_telling_line_is_a_go_panic_not_its_stack_trace(tmp_path: Path) -> None:
+    log = tmp_path / "kube-scheduler.log"
+    log.write_text("I1125 started\npanic: failed to get wasm plugins: guest trapped\n\ngoroutine 1 [running]:\n"
+                   "main.main()\n\tsigs.k8s.io/x/cmd/scheduler/main.go:46 +0x21b\n")
+    assert processes.telling_line(log) == "panic: failed to get wasm plugins: guest trapped"
+    log.write_text("I1125 started\nE1125 the last word\n\n")
+    assert processes.telling_line(log) == "E1125 the last word"
+    assert processes.telling_line(tmp_path / "absent.log") == "(no output)"
