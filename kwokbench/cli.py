@@ -715,27 +715,37 @@ def report(
     console.out.print(f"report: {rep.html}\nmarkdown: {rep.markdown}\ncharts: {len(rep.charts)} PNG in {output}")
 
 
-def _trend(runs: list[Path], output: Path, metric: list[str], scenario: str | None, variant: str | None,
-           lookback: int | None, ack: Path | None, normalise: str, index: Path | None, store: str | None,
-           baseline: bool) -> None:
+def _history_rows(runs: list[Path], index: Path | None, store: str | None, scenario: str | None,
+                  variant: str | None, what: str) -> list[dict[str, Any]]:
+    """The history ``detect`` and the trend page read: stored runs through the embedded index, or a store's rows
+    — one or the other; the index's warnings (an unreadable run skipped) are printed."""
     from kwokbench import console
-    from kwokbench.history.detect import detect, load_acks
     from kwokbench.history.index import LocalIndex, sources
     from kwokbench.history.store import Filters, Store, open_store
-    from kwokbench.report.trend import write_trend
 
-    if baseline:
-        raise ScenarioError("--history draws the runs' trend over commits; --baseline goes with a comparison "
-                            "report (compare any two runs in the trend's page instead)")
     if store and (runs or index):
-        raise ScenarioError("--history draws either run directories or --store, not both (push runs to the store "
-                            "with `kwokbench history RUN_DIRS --store URL`)")
-    acks = load_acks(ack) if ack else []
+        raise ScenarioError(f"{what} either run directories or --store, not both (push runs to the store with "
+                            "`kwokbench history RUN_DIRS --store URL`)")
     local = LocalIndex(*sources(runs or [Path("reports")], index))
     source: Store = open_store(store) if store else local
     rows = source.rows(Filters(scenario, variant))
     for w in local.history.warnings if local.history else []:
         console.warn(w)
+    return rows
+
+
+def _trend(runs: list[Path], output: Path, metric: list[str], scenario: str | None, variant: str | None,
+           lookback: int | None, ack: Path | None, normalise: str, index: Path | None, store: str | None,
+           baseline: bool) -> None:
+    from kwokbench import console
+    from kwokbench.history.detect import detect, load_acks
+    from kwokbench.report.trend import write_trend
+
+    if baseline:
+        raise ScenarioError("--history draws the runs' trend over commits; --baseline goes with a comparison "
+                            "report (compare any two runs in the trend's page instead)")
+    acks = load_acks(ack) if ack else []
+    rows = _history_rows(runs, index, store, scenario, variant, "--history draws")
     result = detect(rows, metric, lookback, normalise, acks)
     path = write_trend(rows, result, output)
     for w in result.warnings:
@@ -880,20 +890,11 @@ def detect_cmd(
     3 not enough history, 2 bad input."""
     from kwokbench import console
     from kwokbench.history.detect import detect, load_acks
-    from kwokbench.history.index import LocalIndex, sources
-    from kwokbench.history.store import Filters, Store, open_store
     from kwokbench.report.history import detect_json, detect_rows
 
-    if store and (runs or index):
-        raise ScenarioError("detect reads either run directories or --store, not both (push runs to the store "
-                            "with `kwokbench history RUN_DIRS --store URL`)")
     acks = load_acks(ack) if ack else []
-    local = LocalIndex(*sources(runs or [Path("reports")], index))
-    source: Store = open_store(store) if store else local
-    history = source.rows(Filters(scenario, variant))
-    for w in local.history.warnings if local.history else []:
-        console.warn(w)
-    result = detect(history, metric or [], lookback, normalise, acks)
+    result = detect(_history_rows(runs or [], index, store, scenario, variant, "detect reads"), metric or [], lookback,
+                    normalise, acks)
     if as_json:
         typer.echo(detect_json(result))
         raise typer.Exit(result.exit_code)
