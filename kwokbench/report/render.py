@@ -159,16 +159,21 @@ FILE</code> for the call graph.</small></p>
 """)
 
 
-def write_report(runs: list[StoredRun], out: Path, baseline: list[StoredRun] | None = None,
-                 gates: list[str] | None = None) -> Report:
-    from kwokbench import __version__
-
+def make_report_dir(out: Path) -> None:
+    """The folder a report is written to; StoreError (one line) when it is a file or cannot be made."""
     try:
         out.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
         raise StoreError(f"report folder {out}: exists and is not a folder") from None
     except OSError as e:
         raise StoreError(f"cannot create report folder {out}: {e.strerror}") from e
+
+
+def write_report(runs: list[StoredRun], out: Path, baseline: list[StoredRun] | None = None,
+                 gates: list[str] | None = None) -> Report:
+    from kwokbench import __version__
+
+    make_report_dir(out)
     charts: list[tuple[str, str]] = []
     paths = []
     for key, (title, fn) in CHARTS.items():

@@ -21,7 +21,6 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from kwokbench.errors import StoreError
 from kwokbench.gate import METRICS
 from kwokbench.history.detect import COUNTS, MIN_POINTS, RATES, ChangePoint, DetectResult, Point, SeriesResult
 from kwokbench.report.history import detect_rows
@@ -282,12 +281,9 @@ def trend_html(rows: list[dict[str, Any]], result: DetectResult) -> str:
 
 def write_trend(rows: list[dict[str, Any]], result: DetectResult, out: Path) -> Path:
     """``out/trend.html``; StoreError when the folder cannot be made."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise StoreError(f"report folder {out}: exists and is not a folder") from None
-    except OSError as e:
-        raise StoreError(f"cannot create report folder {out}: {e.strerror}") from e
+    from kwokbench.report.render import make_report_dir
+
+    make_report_dir(out)
     path = out / FILE_NAME
     path.write_text(trend_html(rows, result))
     return path

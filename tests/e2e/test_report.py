@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -11,6 +9,7 @@ import pytest
 from kwokbench.cluster import ClusterInfo
 from kwokbench.report.charts import CHARTS
 from tests.conftest import REPO, assert_one_line_error, kwokbench
+from tests.e2e.browser import headless
 
 EVIL = "<script>alert('x')</script> & co"
 
@@ -25,19 +24,6 @@ def two_runs(cluster: ClusterInfo, tmp_path_factory: pytest.TempPathFactory) -> 
     return out / "quickstart"
 
 
-def _browser() -> tuple[str, str]:
-    """A Chrome-family browser and its chromedriver: on GitHub's Ubuntu runners the preinstalled Google Chrome and
-    the driver of the same version in $CHROMEWEBDRIVER (Ubuntu's chromium is a snap stub), else what is on PATH
-    (Debian's chromium and chromium-driver, installed by `make system-deps`)."""
-    chrome = shutil.which("google-chrome") or shutil.which("google-chrome-stable")
-    runner_driver = Path(os.environ.get("CHROMEWEBDRIVER") or "/nonexistent") / "chromedriver"
-    if chrome and runner_driver.is_file():
-        return chrome, str(runner_driver)
-    browser, driver = shutil.which("chromium") or chrome, shutil.which("chromedriver")
-    assert browser and driver, "make system-deps installs Debian's chromium and chromium-driver"
-    return browser, driver
-
-
 def test_report_opens_in_chromium_with_charts_and_escapes(two_runs: Path, tmp_path: Path) -> None:
     runs = sorted(p for p in two_runs.iterdir() if p.is_dir())
     res = kwokbench("report", str(runs[1]), "--baseline", str(runs[0]), "-o", str(tmp_path / "rep"), check=True)
@@ -48,18 +34,7 @@ def test_report_opens_in_chromium_with_charts_and_escapes(two_runs: Path, tmp_pa
     md = (tmp_path / "rep" / "summary.md").read_text()
     assert md.startswith("## kwokbench: quickstart") and "pods scheduled" in md
 
-    browser, driver_path = _browser()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = browser
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--window-size=1300,2000", f"--user-data-dir={tmp_path / 'profile'}"):
-        opts.add_argument(flag)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(driver_path), options=opts)
+    driver = headless(tmp_path / "profile")
     try:
         driver.get((tmp_path / "rep" / "report.html").as_uri())
         images = driver.execute_script(

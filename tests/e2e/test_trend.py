@@ -16,7 +16,7 @@ import pytest
 from kwokbench.cluster import ClusterInfo
 from kwokbench.store import SUMMARY, find_runs, read_meta
 from tests.conftest import REPO, kwokbench
-from tests.e2e.test_report import _browser
+from tests.e2e.browser import headless
 
 COMMITS = [f"{i:02d}" + "7e2e" * 9 + "ab" for i in range(10)]
 STEP_AT = 5
@@ -59,19 +59,9 @@ def test_trend_opens_in_chromium_with_its_plot_and_comparison(history: Path, tmp
     assert "1 new regression(s)" in res.stdout
     page = tmp_path / "trend" / "trend.html"
 
-    browser, driver_path = _browser()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.support.ui import Select
 
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = browser
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--window-size=1300,2000", f"--user-data-dir={tmp_path / 'profile'}"):
-        opts.add_argument(flag)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(driver_path), options=opts)
+    driver = headless(tmp_path / "profile")
     try:
         driver.get(page.as_uri())
         # the plot drew: one line per default metric (throughput, latency_p99) and the change point's line
