@@ -798,12 +798,16 @@ def gate_cmd(
 
 
 
+HistoryRuns = Annotated[list[Path] | None, typer.Argument(
+    help="Run directories, or folders holding runs, or a history index file for the folder it indexes (default: "
+    "reports).", show_default=False)]
+"""The runs ``history`` and ``detect`` read."""
+
+
 @app.command("history")
 @handled
 def history_cmd(
-    runs: Annotated[list[Path] | None, typer.Argument(help="Run directories, or folders holding runs, "
-                                                      "or a history index file for the folder it indexes "
-                                                      "(default: reports).", show_default=False)] = None,
+    runs: HistoryRuns = None,
     scenario: Annotated[str | None, typer.Option(help="Only runs of this scenario.")] = None,
     variant: Annotated[str | None, typer.Option(help="Only runs of this scheduler variant.")] = None,
     metric: Annotated[list[str] | None, typer.Option(help="Only this figure: a gate metric (throughput, "
@@ -866,9 +870,7 @@ def history_cmd(
 @app.command("detect")
 @handled
 def detect_cmd(
-    runs: Annotated[list[Path] | None, typer.Argument(help="Run directories, or folders holding runs, "
-                                                      "or a history index file for the folder it indexes "
-                                                      "(default: reports).", show_default=False)] = None,
+    runs: HistoryRuns = None,
     metric: Annotated[list[str] | None, typer.Option(help="NAME:+MIN% (a rise is a regression) or NAME:-MIN% "
                                                      "(a drop is), MIN the smallest change reported, e.g. "
                                                      "throughput:-10% (default: throughput:-10% and "
