@@ -755,6 +755,17 @@ def _trend(runs: list[Path], output: Path, metric: list[str], scenario: str | No
                       f"{sum(c.new_regression for c in changes)} new regression(s))")
 
 
+def _verdicts(title: str, columns: list[str], rows: list[list[str]], notes: list[str], warnings: list[str]) -> None:
+    """A verdict table (its second column styled by the verdict), then its notes and warnings."""
+    from kwokbench import console
+
+    console.table(title, columns, [[r[0], console.styled(r[1], r[1]), *r[2:]] for r in rows])
+    for n in notes:
+        console.dim(n)
+    for w in warnings:
+        console.warn(w)
+
+
 @app.command("gate")
 @handled
 def gate_cmd(
@@ -773,19 +784,13 @@ def gate_cmd(
     """Compare candidate runs with baseline runs: exit 0 pass, 1 regression, 3 inconclusive, 2 bad input."""
     import os
 
-    from kwokbench import console
     from kwokbench.gate import gate
     from kwokbench.report.render import gate_rows, markdown
     from kwokbench.report.render import junit as junit_xml
 
     base, cand = _load(baseline), _load(candidate)
     result = gate(base, cand, metric or [], baseline_variant, candidate_variant)
-    columns, rows = gate_rows(result)
-    console.table("kwokbench gate", columns, [[r[0], console.styled(r[1], r[1]), *r[2:]] for r in rows])
-    for n in result.notes:
-        console.dim(n)
-    for w in result.warnings:
-        console.warn(w)
+    _verdicts("kwokbench gate", *gate_rows(result), result.notes, result.warnings)
     if junit:
         junit.write_text(junit_xml(result))
     if github:
@@ -890,7 +895,6 @@ def detect_cmd(
 ) -> None:
     """Change points over stored runs in commit order (E-divisive means): exit 0 none new, 1 new regression,
     3 not enough history, 2 bad input."""
-    from kwokbench import console
     from kwokbench.history.detect import detect, load_acks
     from kwokbench.report.history import detect_json, detect_rows
 
@@ -900,10 +904,5 @@ def detect_cmd(
     if as_json:
         typer.echo(detect_json(result))
         raise typer.Exit(result.exit_code)
-    columns, rows = detect_rows(result)
-    console.table("kwokbench detect", columns, [[r[0], console.styled(r[1], r[1]), *r[2:]] for r in rows])
-    for n in result.notes:
-        console.dim(n)
-    for w in result.warnings:
-        console.warn(w)
+    _verdicts("kwokbench detect", *detect_rows(result), result.notes, result.warnings)
     raise typer.Exit(result.exit_code)

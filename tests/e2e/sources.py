@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 
 from kwokbench.store import StoredRun, load_run
-from tests.conftest import REPO
+from tests.conftest import REPO, kwokbench
 
 SOURCES = Path(os.environ.get("KWOKBENCH_SOURCES") or REPO.parent / "shared" / "sources")
 ENV = {"KWOKBENCH_SOURCES": str(SOURCES)}
@@ -29,3 +29,11 @@ def processes(binary: Callable[[str], bool]) -> list[psutil.Process]:
         if cmd and binary(cmd[0]):
             out.append(p)
     return out
+
+
+def install(name: str) -> None:
+    """``tools install NAME`` from the pinned archives (built cold the first time), then again: reused from the
+    cache."""
+    kwokbench("tools", "install", name, "--source", str(SOURCES), check=True, timeout=1200)
+    again = kwokbench("tools", "install", name, "--source", str(SOURCES), check=True)
+    assert "cached" in again.stdout + again.stderr

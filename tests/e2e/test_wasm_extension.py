@@ -13,7 +13,7 @@ import pytest
 
 from kwokbench.store import load_run
 from tests.conftest import REPO, assert_one_line_error, kwokbench
-from tests.e2e.sources import ENV, SOURCES, processes
+from tests.e2e.sources import ENV, SOURCES, install, processes
 
 ARCHIVE = "kube-scheduler-wasm-extension-9b2791f.tar.gz"
 pytestmark = pytest.mark.skipif(not (SOURCES / ARCHIVE).is_file(), reason=f"no pinned {ARCHIVE} in {SOURCES}")
@@ -37,9 +37,7 @@ def matching_share(pods) -> float:  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def built() -> Iterator[None]:
-    kwokbench("tools", "install", "wasm-extension", "--source", str(SOURCES), check=True, timeout=1200)
-    again = kwokbench("tools", "install", "wasm-extension", "--source", str(SOURCES), check=True)
-    assert "cached" in again.stdout + again.stderr
+    install("wasm-extension")
     yield
     assert not _extension_processes(), "a wasm-extension scheduler outlived its run"
 

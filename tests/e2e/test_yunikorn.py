@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from tests.conftest import REPO, assert_one_line_error, kwokbench
-from tests.e2e.sources import ENV, SOURCES, only_run, processes
+from tests.e2e.sources import ENV, SOURCES, install, only_run, processes
 
 pytestmark = pytest.mark.skipif(not (SOURCES / "yunikorn-k8shim-v1.8.0.tar.gz").is_file(),
                                 reason=f"the pinned YuniKorn sources are not in {SOURCES}")
@@ -27,9 +27,7 @@ def _yunikorn_processes() -> list[psutil.Process]:
 @pytest.fixture(scope="module")
 def built() -> Iterator[None]:
     """YuniKorn built from the pinned archives (about 2.5 min cold), then reused from the cache."""
-    kwokbench("tools", "install", "yunikorn", "--source", str(SOURCES), check=True, timeout=1200)
-    again = kwokbench("tools", "install", "yunikorn", "--source", str(SOURCES), check=True)
-    assert "cached" in again.stdout + again.stderr
+    install("yunikorn")
     yield
     assert not _yunikorn_processes(), "a YuniKorn process outlived its run"
 
