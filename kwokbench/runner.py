@@ -251,6 +251,7 @@ def fairness_manifest(scenario: Scenario, variant: SchedulerSpec, opts: ClusterO
         "etcd_unsafe_no_fsync": True,
         "gogc_apiserver_etcd": opts.gogc,
         "kwok_parallelism": opts.kwok_parallelism,
+        "kwok_controllers": opts.kwok_controllers,
         "controller_manager": "kube-controller-manager" not in opts.disable,
         "new_nodes_tainted_not_ready": False,  # TaintNodesByCondition admission off (cluster/kwokctl.py)
         "pod_lifecycle": scenario.cluster.pod_lifecycle,

@@ -302,6 +302,23 @@ def test_not_comparable_runs_name_each_field(tmp_path: Path) -> None:
     assert comparability([a, b]) == []
 
 
+def test_runs_with_a_different_number_of_kwok_controllers_are_not_comparable(tmp_path: Path) -> None:
+    from kwokbench.runner import cluster_options, fairness_manifest
+    from kwokbench.scenario import parse_scenario
+
+    metas = []
+    for k in (1, 2):
+        sc = parse_scenario("schema_version: 1\nname: s\ncluster: {kwok_controllers: %d, node_groups: "
+                            "[{name: c, count: 1}]}\nworkloads: [{name: p, count: 1}]\n" % k)
+        metas.append(fairness_manifest(sc, sc.schedulers[0], cluster_options(sc, tmp_path, sc.schedulers[0], "x",
+                                                                             None)))  # type: ignore[arg-type]
+    assert [m["kwok_controllers"] for m in metas] == [1, 2]
+    a, b = _run(tmp_path, "a", 400, variant="a"), _run(tmp_path, "b", 400, variant="b")
+    a.meta["fairness"]["kwok_controllers"], b.meta["fairness"]["kwok_controllers"] = 1, 2
+    assert "not comparable: runs differ in fairness.kwok_controllers: 1 in a (1 run); 2 in b (1 run)" in \
+        comparability([a, b])
+
+
 @pytest.mark.parametrize("spec", ["throughput", "nope:10%", "throughput:150%", "throughput:-1"])
 def test_bad_gate_specs(spec: str) -> None:
     with pytest.raises(ScenarioError):
