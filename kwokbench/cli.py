@@ -77,6 +77,9 @@ STORE_HELP = ("A PostgreSQL database a team shares, postgresql://USER@HOST:PORT/
               "~/.pgpass or PGPASSWORD; ?connect_timeout=SECONDS, default 5).")
 LOCATION_HELP = ("Where the run directories can be found, recorded in the store: a URL with {run_id} filled in, "
                  "e.g. https://ci.example/artifacts/{run_id} (default: this host's name and the absolute path).")
+COMMIT_HELP = ("Commit of the code under test, recorded for `history` and `detect` (default: the CI environment's, "
+               "else git's where the plugin or scenario lives).")
+REF_HELP = "Branch or tag of that commit."
 
 
 # ---- tools ----------------------------------------------------------------------------------------
@@ -408,10 +411,8 @@ def run_cmd(
     shard: Annotated[str | None, typer.Option(help="Run only shard i/N of the repeats (each repeat with all its "
                                               "variants), e.g. 2/4 on the second of four machines; join the "
                                               "shards with `kwokbench merge`.")] = None,
-    commit: Annotated[str | None, typer.Option(help="Commit of the code under test, recorded for `history` "
-                                               "and `detect` (default: the CI environment's, else git's where "
-                                               "the plugin or scenario lives).")] = None,
-    ref: Annotated[str | None, typer.Option(help="Branch or tag of that commit.")] = None,
+    commit: Annotated[str | None, typer.Option(help=COMMIT_HELP)] = None,
+    ref: Annotated[str | None, typer.Option(help=REF_HELP)] = None,
     store: Annotated[str | None, typer.Option(help=STORE_HELP + " Each run's row is written to it once the run "
                                               "is stored; checked before any cluster is created.")] = None,
     location: Annotated[str | None, typer.Option(help=LOCATION_HELP)] = None,
@@ -505,6 +506,9 @@ def sweep(
     results_claim: Annotated[str | None, typer.Option(help="With --emit-job: PersistentVolumeClaim mounted at "
                                                       "/results (default: an emptyDir, lost with the pod).")] = None,
     namespace: Annotated[str | None, typer.Option(help="With --emit-job: the Job's namespace.")] = None,
+    commit: Annotated[str | None, typer.Option(help=COMMIT_HELP + " Passed on to every shard by --emit-job, whose "
+                                               "pods have neither.")] = None,
+    ref: Annotated[str | None, typer.Option(help=REF_HELP)] = None,
 ) -> None:
     """Capacity planning: every cluster size × submit rate; the knee of each size within the SLO."""
     import signal
@@ -512,6 +516,7 @@ def sweep(
     from kwokbench import console
     from kwokbench.job_manifest import sweep_args
     from kwokbench.report import sweep as sweep_report
+    from kwokbench.runner import RunOptions
     from kwokbench.scenario import load_scenario
     from kwokbench.shard import parse_shard
     from kwokbench.sweep import SweepOptions, load, run_sweep
@@ -520,10 +525,11 @@ def sweep(
     sc = load_scenario(file, set_ or [])
     opts = SweepOptions(nodes=_numbers(nodes, "--nodes", int), qps=_numbers(qps, "--qps", float),
                         slo_p99=_seconds(slo_p99, "--slo-p99"), min_ratio=min_ratio, duration=duration, out=out,
-                        variant=variant, stop_early=stop_early, keep_clusters=keep_clusters, shard=part)
+                        variant=variant, stop_early=stop_early, keep_clusters=keep_clusters, shard=part,
+                        runs=RunOptions(commit=commit, ref=ref))
     if emit_job is not None:
         _emit_job(file, sc.name, emit_job, image, parallelism, results_claim, namespace, part is not None,
-                  sweep_args(nodes, qps, slo_p99, duration, min_ratio, variant, stop_early, set_ or []))
+                  sweep_args(nodes, qps, slo_p99, duration, min_ratio, variant, stop_early, set_ or [], commit, ref))
         return
     if image or parallelism or results_claim or namespace:
         raise ScenarioError("--image, --parallelism, --results-claim and --namespace go with --emit-job N")

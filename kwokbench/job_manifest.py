@@ -57,7 +57,7 @@ def indexed_job(name: str, image: str, shards: int, parallelism: int, scenario_f
 
 
 def sweep_args(nodes: str, qps: str, slo_p99: str, duration: float, min_ratio: float, variant: str | None,
-               stop_early: bool, sets: list[str]) -> list[str]:
+               stop_early: bool, sets: list[str], commit: str | None = None, ref: str | None = None) -> list[str]:
     """The sweep's own options, passed on unchanged to every shard's ``kwokbench sweep``."""
     args = ["--nodes", nodes, "--qps", qps, "--slo-p99", slo_p99, "--duration", f"{duration:g}",
             "--min-ratio", f"{min_ratio:g}"]
@@ -67,6 +67,10 @@ def sweep_args(nodes: str, qps: str, slo_p99: str, duration: float, min_ratio: f
         args.append("--no-stop-early")
     for s in sets:
         args += ["--set", s]
+    if commit:
+        args += ["--commit", commit]
+    if ref:
+        args += ["--ref", ref]
     return args
 
 

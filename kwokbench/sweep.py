@@ -265,7 +265,8 @@ def _point(scenario: Scenario, scenario_path: Path, qps: float, opts: SweepOptio
     sc = at_rate(scenario, qps, opts.duration)
     v = next(s for s in sc.schedulers if s.name == variant)
     ropts = RunOptions(out=opts.out, cluster=info.name, scrape_interval=opts.runs.scrape_interval,
-                       submit_workers=opts.runs.submit_workers, shard=opts.shard)
+                       submit_workers=opts.runs.submit_workers, shard=opts.shard, commit=opts.runs.commit,
+                       ref=opts.runs.ref)
     res = run_variant(sc, scenario_path.parent, v, ropts, rep, k)
     point = evaluate(res.summary, qps, opts.slo_p99, opts.min_ratio)
     point["run"] = str(res.path)

@@ -1,6 +1,7 @@
 """The emitted Indexed Job is accepted by a real apiserver (server-side dry run: nothing is created), and its
 pods' command, run here as the Job's containers would run it (same shell command, JOB_COMPLETION_INDEX set, the
-ConfigMap's scenario and the results volume at local folders), leaves shards that merge into one sweep."""
+ConfigMap's scenario and the results volume at local folders), leaves shards that merge into one sweep, each
+run recording the commit given to ``sweep --emit-job``."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def test_emitted_job_passes_server_side_dry_run(cluster: ClusterInfo, toolchain:
 def test_the_jobs_own_command_leaves_shards_that_merge(tmp_path: Path) -> None:
     res = kwokbench("sweep", str(REPO / "scenarios/quickstart.yaml"), "--nodes", "20", "--qps", "20,40",
                     "--duration", "3", "--slo-p99", "1s", "--no-stop-early", "--emit-job", "2",
-                    "--image", "kwokbench:e2e", check=True)
+                    "--image", "kwokbench:e2e", "--commit", "0123abc", "--ref", "main", check=True)
     config_map, job = list(yaml.safe_load_all(res.stdout))
     [container] = job["spec"]["template"]["spec"]["containers"]
     mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
@@ -53,3 +54,7 @@ def test_the_jobs_own_command_leaves_shards_that_merge(tmp_path: Path) -> None:
     kwokbench("merge", *map(str, shards), "-o", str(tmp_path / "merged"), check=True)
     merged = json.loads((tmp_path / "merged" / "sweep.json").read_text())
     assert sorted((p["nodes"], p["qps"]) for p in merged["points"]) == [(20, 20.0), (20, 40.0)]
+    # the pods know the commit under test only from the emitted command (no git, no CI environment there)
+    codes = [json.loads(p.read_text())["code"] for p in results.rglob("meta.json")]
+    assert len(codes) == 2 and all((c["commit"], c["ref"], c["source"]) == ("0123abc", "main", "option")
+                                   for c in codes), codes

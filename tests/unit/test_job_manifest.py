@@ -27,7 +27,7 @@ def test_indexed_job_shape() -> None:
 def test_each_pod_runs_its_own_one_based_shard() -> None:
     """The command, run by a shell as Kubernetes would with JOB_COMPLETION_INDEX set (0-based)."""
     _, job = indexed_job("kwokbench-q", "img", 3, 3, "q.yaml", "", sweep_args("100", "50", "1s", 20, 0.95, "fast",
-                                                                              True, []), None)
+                                                                              True, [], "0123abc", "main"), None)
     [c] = job["spec"]["template"]["spec"]["containers"]
     script = c["command"][2].replace("exec kwokbench", "echo kwokbench")
     for index, shard in ((0, "1/3"), (2, "3/3")):
@@ -36,5 +36,7 @@ def test_each_pod_runs_its_own_one_based_shard() -> None:
         assert out[:3] == ["kwokbench", "sweep", "/scenario/q.yaml"]
         assert out[out.index("--shard") + 1] == shard and out[out.index("--out") + 1] == f"/results/shard-{index + 1}"
         assert out[out.index("--variant") + 1] == "fast" and "--no-stop-early" not in out
+        # the Job's pods have no git and no CI environment: the commit under test is passed on
+        assert (out[out.index("--commit") + 1], out[out.index("--ref") + 1]) == ("0123abc", "main")
     assert {v["name"]: v for v in job["spec"]["template"]["spec"]["volumes"]}["results"]["emptyDir"] == {}
     assert len(job_name("x" * 60)) <= 52

@@ -308,8 +308,8 @@ def test_runs_with_a_different_number_of_kwok_controllers_are_not_comparable(tmp
 
     metas = []
     for k in (1, 2):
-        sc = parse_scenario("schema_version: 1\nname: s\ncluster: {kwok_controllers: %d, node_groups: "
-                            "[{name: c, count: 1}]}\nworkloads: [{name: p, count: 1}]\n" % k)
+        sc = parse_scenario(f"schema_version: 1\nname: s\ncluster: {{kwok_controllers: {k}, node_groups: "
+                            "[{name: c, count: 1}]}\nworkloads: [{name: p, count: 1}]\n")
         metas.append(fairness_manifest(sc, sc.schedulers[0], cluster_options(sc, tmp_path, sc.schedulers[0], "x",
                                                                              None)))  # type: ignore[arg-type]
     assert [m["kwok_controllers"] for m in metas] == [1, 2]
