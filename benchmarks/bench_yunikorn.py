@@ -78,10 +78,12 @@ def main() -> None:
     ap.add_argument("--variants", default="kube-scheduler,yunikorn,yunikorn-100ms")
     ap.add_argument("--shapes", action="store_true", help="also the three application shapes (first point)")
     ap.add_argument("--shape-variant", default="yunikorn-100ms")
+    ap.add_argument("--out", type=Path, help="keep the runs here (default: a temporary folder, removed)")
     args = ap.parse_args()
     variants = args.variants.split(",")
     points = [tuple(float(x) for x in p.split(":")) for p in args.points.split(",")]
-    with tempfile.TemporaryDirectory(prefix="bench-yunikorn-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench-yunikorn-") as scratch:
+        tmp = args.out or scratch
         for i, (nodes, pods, qps) in enumerate(points):
             rows = run(int(nodes), int(pods), qps, args.repeat, variants, Path(tmp) / f"p{i}")
             table(f"{int(nodes)} nodes, {int(pods)} pods offered at {qps:g}/s, {args.repeat} interleaved repeats",
