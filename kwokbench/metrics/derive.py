@@ -18,14 +18,14 @@ import numpy as np
 import pandas as pd
 from prometheus_client.parser import text_string_to_metric_families
 
-from kwokbench.metrics import yunikorn
+from kwokbench.metrics import writes, yunikorn
 from kwokbench.metrics.parse import prefilter
 from kwokbench.metrics.scrape import PROCS, SCRAPES, read_snapshots
 
 # family → predicate on labels deciding which samples are kept (keeps metrics.parquet small)
 KEEP: dict[str, dict[str, Any]] = {
     "kube-apiserver": {
-        "apiserver_request_total": lambda lb: lb.get("resource") in ("pods", "jobs") and lb.get("verb") == "POST",
+        "apiserver_request_total": writes.keep,  # every write: pod and Job creates, bindings, what else it cost
         "apiserver_request_duration_seconds": lambda lb: lb.get("resource") == "pods" and lb.get("verb") == "POST",
     },
     "kube-scheduler": {
@@ -125,7 +125,7 @@ def increase(values: np.ndarray) -> np.ndarray:
 
 
 def binding_rate(series: pd.DataFrame, window: tuple[float, float] | None) -> dict[str, Any]:
-    c = counter_total(series, "kube-apiserver", REQUEST_TOTAL, subresource="binding", code="201")
+    c = counter_total(series, "kube-apiserver", REQUEST_TOTAL, verb="POST", subresource="binding", code="201")
     if len(c) < 2:
         return {"available": False, "reason": "fewer than two apiserver scrapes"}
     t, v = c.index.to_numpy(dtype=np.float64), c.to_numpy(dtype=np.float64)
@@ -245,7 +245,7 @@ def create_rates(series: pd.DataFrame, submit: list[dict[str, Any]],
     kinds = {p["name"]: str(p.get("kind", "Pod")).lower() + "s" for p in phases}
     for ph in submit:
         r = ph.get("rates") or {}
-        c = counter_total(series, "kube-apiserver", REQUEST_TOTAL, resource=kinds.get(ph["phase"], "pods"),
+        c = counter_total(series, "kube-apiserver", REQUEST_TOTAL, verb="POST", resource=kinds.get(ph["phase"], "pods"),
                           subresource="", code="201")
         if len(c) < 2 or not r.get("window") or r.get("last_answer") is None:
             out.append({"whole": None, "steady": None})
@@ -314,8 +314,10 @@ def derive(run_dir: Path, pods: pd.DataFrame,
             series, "kube-apiserver", "apiserver_request_duration_seconds", subresource=""),
         "binding_latency_seconds": histogram_quantiles(
             series, "kube-apiserver", "apiserver_request_duration_seconds", subresource="binding"),
-        "create_pod_responses": counter_increase(series, "kube-apiserver", REQUEST_TOTAL, by="code", resource="pods",
-                                                 subresource=""),
+        "create_pod_responses": counter_increase(series, "kube-apiserver", REQUEST_TOTAL, by="code", verb="POST",
+                                                 resource="pods", subresource=""),
+        "writes": writes.writes_section(_select(series, "kube-apiserver", REQUEST_TOTAL),
+                                        scrape_times_of(series, "kube-apiserver"), window and window[0], scheduled),
     }
     out["apiserver"]["throttled_429"] = out["apiserver"]["create_pod_responses"].get("429", 0.0)
     procs = pd.read_parquet(run_dir / PROCS) if (run_dir / PROCS).exists() else pd.DataFrame()

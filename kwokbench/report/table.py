@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kwokbench.metrics import writes
+
 
 def _f(v: Any, unit: str = "", digits: int = 1) -> str:
     if v is None:
@@ -55,6 +57,9 @@ def summary_rows(s: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     if sched.get("count"):
         rows.append(["scheduling attempt duration p50 / p99 (scheduler)",
                      f"{_ms(sched.get('p50'))} / {_ms(sched.get('p99'))}"])
+    written = writes.brief((s.get("apiserver") or {}).get("writes"))
+    if written:
+        rows.append(["apiserver writes per pod (first pod created → end)", written])
     algo = (s.get("scheduler") or {}).get("scheduling_algorithm_duration_seconds") or {}
     if algo.get("count"):
         rows.append(["scheduling algorithm duration mean / p99 (scheduler)",

@@ -69,6 +69,11 @@ def test_quickstart_sized_run_every_pod_seen_bound_and_counted(cluster: ClusterI
     # metrics: the apiserver's binding counter agrees with the timeline; scheduler histograms present
     assert s["binding_rate"]["available"] and s["binding_rate"]["average"] > 0
     assert s["cross_check"]["bindings_from_metric"] == 600 and s["cross_check"]["agrees"]
+    # what the run cost the apiserver in writes: each pod one create and one binding; kube-scheduler posts one
+    # Scheduled event per pod (asynchronously: the last may come after the last scrape)
+    writes = s["apiserver"]["writes"]["per_pod"]
+    assert writes["pods"] == 1.0 and writes["pods/binding"] == 1.0, writes
+    assert 0.9 <= writes["events"] <= 1.0, writes
     rate = pd.read_parquet(run.path / "binding_rate.parquet")
     assert rate["rate"].max() > 0 and rate["rate"].sum() > 0
     assert s["scheduler"]["schedule_attempts"]["scheduled"] == 600

@@ -53,6 +53,10 @@ def test_yunikorn_binds_every_pod_and_is_measured(built: None, tmp_path: Path) -
     assert y["applications"].get("new") == 5 and y["applications"].get("accepted") == 5
     assert y["scheduling_latency_seconds"]["count"] > 0
     assert y["queues"]["root.default"]["allocated_peak"]["pods"] == 500
+    # its shim posts three events per pod (Scheduling, Scheduled, PodBindSuccessful) where kube-scheduler
+    # posts one (test_run): the apiserver's write counts show it
+    writes = s["apiserver"]["writes"]["per_pod"]
+    assert writes["pods/binding"] == 1.0 and 2.5 <= writes["events"] <= 3.0, writes
     assert (s["processes"].get("kube-scheduler") or {}).get("cpu_seconds")  # its CPU, as the run's scheduler
     prof = s["profiles"]["kube-scheduler"]  # pprof from its REST server
     assert prof.get("file") and prof["top"], prof
