@@ -55,9 +55,13 @@ def test_the_interleaved_runs_completed(runs: Path) -> None:
         assert r.summary["latency"]["created_to_scheduled"]["censored"] == 1500
 
 
-def test_aa_passes(runs: Path) -> None:
+def test_aa_is_never_a_regression(runs: Path) -> None:
+    """Identical variants pass; on a host too noisy to tell at these runs (another tenant's load moves the CPU
+    calibration), the gate may say inconclusive instead, and then it must say that the host was the reason."""
     code, out = _gate(runs, "b", "throughput:10%")
-    assert code == 0, out
+    assert code in (0, 3), out  # 1 would be a regression, 2 an error
+    if code == 3:
+        assert "inconclusive" in out and any(w in out for w in ("noisy", "host speed moved", "slower")), out
     assert f"{REPEAT} pairs" in out  # paired by interleaved repeat: drift of the host cancels within a pair
 
 
