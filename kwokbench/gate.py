@@ -245,7 +245,7 @@ FROM_VARIANT: dict[str, tuple[str, ...]] = {
     "yunikorn": ("binary", "yunikorn"),
     "extra_args": ("extra_args",),
     "wasm_guest": ("wasm",),
-    "scheduler_name": ("scheduler_name",),
+    "scheduler_name": ("scheduler_name", "binary"),  # a kind of its own (YuniKorn) serves a name of its own
     "scheduler_command": ("command",),
     "kueue": ("kueue",),
 }

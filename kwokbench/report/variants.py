@@ -73,6 +73,10 @@ class Variant:
     """Created → scheduled latency p99, seconds."""
     unscheduled: tuple[int, ...]
     """Pods left unscheduled, per run."""
+    cpu_per_pod: Estimate
+    """The scheduler's CPU seconds per pod scheduled (summary scheduler.cpu_seconds_per_pod)."""
+    writes_per_pod: Estimate
+    """The apiserver's writes per pod scheduled, all resources (summary apiserver.writes)."""
 
 
 def by_variant(runs: list[StoredRun]) -> list[Variant]:
@@ -89,8 +93,15 @@ def by_variant(runs: list[StoredRun]) -> list[Variant]:
             tuple(str(r.meta.get("status")) for r in members if r.meta.get("status") != "complete" or not r.summary),
             t_interval([(s.get("throughput") or {}).get("average") for s in done]),
             t_interval([x.get("p50") for x in lat]), t_interval([x.get("p99") for x in lat]),
-            tuple(int(s.get("pods_unscheduled") or 0) for s in done)))
+            tuple(int(s.get("pods_unscheduled") or 0) for s in done),
+            t_interval([(s.get("scheduler") or {}).get("cpu_seconds_per_pod") for s in done]),
+            t_interval([_writes(s) for s in done])))
     return out
+
+
+def _writes(summary: dict[str, Any]) -> float | None:
+    per_pod = (((summary.get("apiserver") or {}).get("writes") or {}).get("per_pod") or {})
+    return float(sum(per_pod.values())) if per_pod else None
 
 
 def _pct(x: float) -> str:
@@ -155,7 +166,7 @@ def headline(variants: list[Variant]) -> list[str]:
 def _estimate(e: Estimate, unit: str, scale: float = 1.0, digits: int = 1) -> str:
     if e.mean is None:
         return "-"
-    text = f"{e.mean * scale:.{digits}f} {unit}"
+    text = f"{e.mean * scale:.{digits}f}" + (f" {unit}" if unit else "")
     if e.low is not None and e.high is not None:
         text += f" ({e.low * scale:.{digits}f} – {e.high * scale:.{digits}f})"
     return text
@@ -164,7 +175,7 @@ def _estimate(e: Estimate, unit: str, scale: float = 1.0, digits: int = 1) -> st
 def rows(variants: list[Variant]) -> tuple[list[str], list[list[str]]]:
     """The variant table: mean (95% interval) of each figure over a variant's complete runs."""
     columns = ["variant", "runs", "throughput, mean (95% interval)", "latency p50", "latency p99",
-               "pods unscheduled"]
+               "pods unscheduled", "scheduler CPU per pod", "apiserver writes per pod"]
     out = []
     for v in variants:
         runs = str(v.runs) + (f" ({len(v.ignored)} ignored: {', '.join(v.ignored)})" if v.ignored else "")
@@ -172,7 +183,8 @@ def rows(variants: list[Variant]) -> tuple[list[str], list[list[str]]]:
         unscheduled = (f"{sum(u)} in {sum(1 for x in u if x)} of {len(u)} runs (max {max(u)})" if any(u)
                        else "0" if u else "-")
         out.append([v.name, runs, _estimate(v.throughput, "pods/s"), _estimate(v.p50, "ms", 1000, 0),
-                    _estimate(v.p99, "ms", 1000, 0), unscheduled])
+                    _estimate(v.p99, "ms", 1000, 0), unscheduled, _estimate(v.cpu_per_pod, "ms", 1000, 2),
+                    _estimate(v.writes_per_pod, "", 1, 2)])
     return columns, out
 
 

@@ -44,6 +44,14 @@ def test_variant_table_and_headline(tmp_path: Path) -> None:
     assert columns[:3] == ["variant", "runs", "throughput, mean (95% interval)"]
     assert rows[0][:3] == ["default", "4", "103.0 pods/s (98.9 – 107.1)"]
     assert rows[1][1] == "4 (1 ignored: interrupted)" and rows[1][5] == "1 in 1 of 4 runs (max 1)"
+    # what each variant cost: the scheduler's CPU per pod, the apiserver's writes per pod (absent: "-")
+    assert columns[6:] == ["scheduler CPU per pod", "apiserver writes per pod"] and rows[0][7] == "-"
+    for i, r in enumerate(r for r in runs if r.meta["variant"]["name"] == "default"):
+        assert r.summary is not None
+        r.summary["scheduler"]["cpu_seconds_per_pod"] = 0.002 + 0.001 * (i % 2)
+        r.summary["apiserver"] = {"writes": {"per_pod": {"events": 3.0, "pods": 1.0, "pods/binding": 1.0}}}
+    row = variants.rows(variants.by_variant(runs))[1][0]
+    assert row[6].startswith("2.50 ms (") and row[7] == "5.00 (5.00 – 5.00)", row
     [line] = variants.headline(found)
     assert line.startswith("fast schedules 19.4% more pods/s than default (123.0 vs 103.0 pods/s; 95% interval "
                            "+15.1% to +23.8%; 4 runs each); p99 latency ")

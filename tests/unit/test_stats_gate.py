@@ -355,3 +355,8 @@ def test_an_external_scheduler_variant_is_what_is_compared(tmp_path: Path) -> No
     b.meta["variant"].update(scheduler_name="yunikorn", command=["/opt/yk", "-kubeConfig={kubeconfig}"])
     w = comparability([a, b])
     assert not any(f in x for x in w for f in ("scheduler_name", "scheduler_command", "scheduler_version")), w
+    # binary: yunikorn serves the name "yunikorn" without the variant saying so: the kind is what is compared
+    c = _run(tmp_path, "c", 400, variant="yunikorn")
+    c.meta["variant"]["binary"] = "yunikorn"
+    c.meta["fairness"].update(scheduler_name="yunikorn", scheduler_command=None)
+    assert not any("scheduler_name" in x for x in comparability([a, c])), comparability([a, c])
