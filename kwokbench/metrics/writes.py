@@ -42,6 +42,8 @@ def writes_section(requests: pd.DataFrame, times: np.ndarray, start: float | Non
     first) from the apiserver's ``apiserver_request_total`` samples (long frame: t, labels as JSON, value) and
     its scrape times, counted from ``start`` (the first pod created) to the last scrape; None without pods
     scheduled or a scrape after ``start``."""
+    from kwokbench.metrics.derive import increase  # derive imports this module: the one counter-reset rule
+
     times = np.sort(np.asarray(times, dtype=np.float64))
     if start is None or not scheduled or len(times) < 2 or times[-1] <= start or not len(requests):
         return None
@@ -54,8 +56,7 @@ def writes_section(requests: pd.DataFrame, times: np.ndarray, start: float | Non
     for key, g in frame.groupby("key"):
         # label sets summed per scrape; a series not yet created counts 0, a decrease is a restart from 0
         v = g.groupby("t")["value"].sum().reindex(times, fill_value=0.0).to_numpy(dtype=np.float64)
-        d = np.diff(v)
-        cum = np.concatenate([[0.0], np.cumsum(np.where(d < 0, v[1:], d))])
+        cum = np.concatenate([[0.0], np.cumsum(increase(v))])
         n = float(cum[-1] - cum[times >= window[0]][0])
         if n > 0:
             totals[str(key)] = n
