@@ -59,8 +59,9 @@ def reference_tree(source: Path, work: Path) -> Path:
     archive = source / ARCHIVE if source.is_dir() else source
     if not archive.is_file():
         sys.exit(f"no {ARCHIVE} in {source}: give --source or KWOKBENCH_SOURCES")
-    from kwokbench.toolchain.sources import sha256_of
     from kwokbench.toolchain.wasm_extension import SOURCES
+
+    from kwokbench.toolchain.sources import sha256_of
 
     if (got := sha256_of(archive)) != SOURCES[0].sha256:
         sys.exit(f"{archive}: sha256 {got} is not the pinned {SOURCES[0].sha256}")

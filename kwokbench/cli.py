@@ -88,8 +88,9 @@ REF_HELP = "Branch or tag of that commit."
 @tools_app.command("install")
 @handled
 def tools_install(
-    what: Annotated[list[str] | None, typer.Argument(help="Only these schedulers built from pinned sources: "
-                                                     "yunikorn, wasm-extension. Default: the toolchain (kwok, "
+    what: Annotated[list[str] | None, typer.Argument(help="Only these schedulers built from pinned sources "
+                                                     "(yunikorn, wasm-extension, …: `kwokbench tools doctor` "
+                                                     "lists them). Default: the toolchain (kwok, "
                                                      "etcd, Kubernetes, scheduler-plugins).",
                                                      show_default=False)] = None,
     source: Annotated[str, typer.Option("--from", help="source (build from Go modules), release "
@@ -105,22 +106,23 @@ def tools_install(
     """Build (or download) kwok, kwokctl, Kubernetes, etcd and scheduler-plugins into the version-keyed cache;
     or, named, a scheduler built from pinned sources (yunikorn, wasm-extension)."""
     from kwokbench import console
+    from kwokbench.kind import source_built
     from kwokbench.toolchain import Toolchain
     from kwokbench.toolchain.install import OPTIONAL
-    from kwokbench.toolchain.sources import SOURCE_BUILT
 
+    built = source_built()
     if what:
-        unknown = [w for w in what if w not in SOURCE_BUILT]
+        unknown = [w for w in what if w not in built]
         if unknown:
             raise ScenarioError(f"tools install {unknown[0]}: not a scheduler built from sources "
-                                f"(one of: {', '.join(SOURCE_BUILT)})")
+                                f"(one of: {', '.join(built)})")
         for w in dict.fromkeys(what):
-            binary = SOURCE_BUILT[w]().build(source_path, console.RichReporter(), force)
+            binary = built[w].build(source_path, console.RichReporter(), force)
             console.info(f"{w}: {binary}")
         return
     if source_path is not None:
         raise ScenarioError("--source applies to schedulers built from pinned sources: tools install "
-                            f"{' | '.join(SOURCE_BUILT)} --source DIR")
+                            f"{' | '.join(built)} --source DIR")
     if source not in ("auto", "source", "release"):
         raise ScenarioError(f"--from {source!r}: expected source, release or auto")
     tc = Toolchain()
@@ -161,6 +163,22 @@ def tools_build_wasm(
                  f"Wasm>, wasm: {directory}}}]")
 
 
+@tools_app.command("kinds")
+@handled
+def tools_kinds() -> None:
+    """List the scheduler kinds a scenario's `binary:` can name (the installed entry points of group
+    kwokbench.schedulers): each kind's module and whether it is built from pinned sources."""
+    from importlib.metadata import entry_points
+
+    from kwokbench import console
+    from kwokbench.kind import GROUP, registry
+
+    where = {ep.name: ep.value for ep in entry_points(group=GROUP)}
+    rows = [[name, k.title, where.get(name, "?"), "yes" if k.recipe is not None else "no"]
+            for name, k in sorted(registry().items())]
+    console.table("scheduler kinds (binary:)", ["kind", "name", "module", "built from pinned sources"], rows)
+
+
 @tools_app.command("doctor")
 @handled
 def tools_doctor() -> None:
@@ -189,10 +207,9 @@ def tools_doctor() -> None:
                      console.styled("ok", "ok") if s.ok else console.styled("problem", s.problem)])
         if not s.ok:
             problems.append(f"{s.binary} {s.version}: {s.problem} at {s.path}; run `kwokbench tools install`")
-    from kwokbench.toolchain.sources import SOURCE_BUILT
+    from kwokbench.kind import source_built
 
-    for name, recipe in SOURCE_BUILT.items():
-        r = recipe()
+    for name, r in source_built().items():
         ok, where, detail = r.status()
         rows.append([name, r.version, where, console.styled("ok", "ok " + detail) if ok else
                      console.styled("optional", f"{detail} (optional: `kwokbench tools install {name}`, or built "

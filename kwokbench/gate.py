@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from kwokbench import kind
 from kwokbench.acceptance import ACCEPTED_MIN
 from kwokbench.errors import ScenarioError
 from kwokbench.stats import Comparison, compare, compare_worst, inconclusive
@@ -234,24 +235,31 @@ class GateResult:
 
 
 # fairness-manifest field → the variant fields it comes from; runs whose variants differ there compare
-# exactly that difference, so it is not a fairness problem
+# exactly that difference, so it is not a fairness problem (each scheduler kind adds its own: kind.Kind)
 FROM_VARIANT: dict[str, tuple[str, ...]] = {
-    "scheduler_config": ("config",),
     "scheduler_binary": ("binary",),
-    "extenders": ("extender",),
-    # another kind of scheduler (YuniKorn) has client limits of its own form: they vary with the binary
+    # another kind of scheduler has client limits of its own form: they vary with the binary
     "scheduler_client_qps": ("client_qps", "client_burst", "binary"),
     "scheduler_client_burst": ("client_qps", "client_burst", "binary"),
-    "yunikorn": ("binary", "yunikorn"),
-    "extra_args": ("extra_args",),
-    "wasm_guest": ("wasm",),
-    "scheduler_name": ("scheduler_name", "binary"),  # a kind of its own (YuniKorn) serves a name of its own
-    "scheduler_command": ("command",),
+    "scheduler_name": ("scheduler_name", "binary"),  # a kind may serve a name of its own
     "kueue": ("kueue",),
 }
-UNDER_TEST = {"scheduler_binary_path", "wasm_guest_path", "scheduler_version", "component_versions"}
+UNDER_TEST = {"scheduler_binary_path", "scheduler_version", "component_versions"}
 """Fairness fields that identify the scheduler under test itself (a plugin's build differs between
 base and head by design)."""
+
+
+def from_variant() -> dict[str, tuple[str, ...]]:
+    """:data:`FROM_VARIANT` with every scheduler kind's own fields (a field several kinds write: all sources)."""
+    out = dict(FROM_VARIANT)
+    for k in kind.registry().values():
+        for key, sources in k.fairness_from.items():
+            out[key] = tuple(dict.fromkeys([*out.get(key, ()), *sources]))
+    return out
+
+
+def under_test() -> set[str]:
+    return UNDER_TEST.union(*(k.under_test for k in kind.registry().values()))
 
 
 def _canonical(v: Any) -> str:
@@ -290,9 +298,9 @@ def comparability(runs: list[StoredRun]) -> list[str]:
     every fairness-manifest field (except those the compared variants set differently), toolchain
     versions, host CPU and cluster size."""
     warnings: list[str] = []
-    varied = {k for k, sources in FROM_VARIANT.items()
+    varied = {k for k, sources in from_variant().items()
               if any(len({_canonical((r.meta.get("variant") or {}).get(s)) for r in runs}) > 1 for s in sources)}
-    keys = sorted({k for r in runs for k in (r.meta.get("fairness") or {})} - varied - UNDER_TEST)
+    keys = sorted({k for r in runs for k in (r.meta.get("fairness") or {})} - varied - under_test())
     tool_keys = sorted({k for r in runs for k in (r.meta.get("toolchain") or {})})
     fields = [*[("fairness", k) for k in keys], *[("toolchain", k) for k in tool_keys],
               ("host", "cpu_model"), ("host", "cpus"), ("cluster", "nodes")]

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kwokbench import components, measure
+from kwokbench import components
 from kwokbench.analyse import analyse
 from kwokbench.chaos import COMPONENT
 from kwokbench.cluster import (
@@ -39,25 +39,27 @@ from kwokbench.cluster import (
 )
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.attach import AttachedCluster
-from kwokbench.cluster.kwokctl import free_port, home_dir, scheduler_client_limits, scheduler_config_document
+from kwokbench.cluster.kwokctl import scheduler_client_limits, scheduler_config_document
 from kwokbench.cluster.nodes import wait_service_account
 from kwokbench.cluster.objects import apply_crds, create_all
 from kwokbench.code_version import code_version
 from kwokbench.components import Base as Component
-from kwokbench.components import PodSettings, Setup
+from kwokbench.components import PodSettings, Setup, cluster_options
+from kwokbench.components.kueue import Kueue
 from kwokbench.errors import ClusterError, KwokbenchError, ScenarioError
+from kwokbench.kind import SchedulerSpec
 from kwokbench.load.pacer import connection_cap, schedule, target_rate
 from kwokbench.load.submitter import RequestLog, Submission, SubmitJob
 from kwokbench.load.watcher import RUN_LABEL, STATES, WORKLOAD_LABEL, Watcher
 from kwokbench.measure import Measurement, RunContext
+from kwokbench.measure.run import for_run
 from kwokbench.measure.watch import PodTimeline
 from kwokbench.progress import Reporter, Silent
-from kwokbench.scenario import Scenario, SchedulerSpec, WorkloadSpec
+from kwokbench.scenario import Scenario, WorkloadSpec
 from kwokbench.shard import Shard, shard_cells
 from kwokbench.store import REQUESTS, RunDir, host_info, owner
 from kwokbench.templates import ManifestFactory, resolve_template
 from kwokbench.toolchain import Toolchain, versions
-from kwokbench.toolchain.wasm import HOST_PLUGIN
 
 AnyCluster = ClusterInfo | AttachedCluster
 WAIT_STATE = {"created": "created", "scheduled": "scheduled", "running": "running", "completed": "finished"}
@@ -99,16 +101,6 @@ class VariantRun:
     summary: dict[str, Any] | None
 
 
-def _resolve(base: Path, p: str | None) -> Path | None:
-    if p is None:
-        return None
-    path = Path(p).expanduser()
-    path = path if path.is_absolute() else base / path
-    if not path.is_file():
-        raise ScenarioError(f"scheduler config {p}: no such file (relative to {base})")
-    return path
-
-
 TOGETHER = "together"
 """Variant name of a run whose scheduler variants all run at once (``concurrent_schedulers``)."""
 
@@ -124,6 +116,7 @@ def pod_settings(scenario: Scenario, w: WorkloadSpec, kinds: dict[str, Component
             one = _settings_of(kinds[v.name], w, requests, kind)
             merged.labels.update(one.labels)
             merged.annotations.update(one.annotations)
+            merged.gang_annotations = (*merged.gang_annotations, *one.gang_annotations)
             if one.group_labels:
                 merged.group_labels, merged.group_size = one.group_labels, one.group_size
         merged.scheduler_name = None
@@ -182,7 +175,8 @@ def _factories(scenario: Scenario, base: Path, run_label: str, attached: Attache
                             pod_annotations={**own.annotations,
                                              **({kueue.COMPLETE_DELAY_ANNOTATION: w.complete_after}
                                                 if w.complete_after else {})},
-                            gang_size=w.gang.size if w.gang else 0,
+                            gang_size=w.gang.size if w.gang else 0, gang_annotations=own.gang_annotations,
+                            gang_template=own.gang_template, gang_params=own.gang_params,
                             app_labels=own.group_labels, app_size=own.group_size or 1,
                             node_selector=attached.labels if attached else {},
                             scheduler_names=pod_scheduler_names(scenario, w, variant, own))
@@ -205,9 +199,9 @@ def _factories(scenario: Scenario, base: Path, run_label: str, attached: Attache
 def _gang_factory(w: WorkloadSpec, members: ManifestFactory, base: Path) -> ManifestFactory:
     """The PodGroups of a gang phase: PodGroup k is named like the group label of members k*size…"""
     assert w.gang is not None
-    g = ManifestFactory(resolve_template(w.gang.template, base),
+    g = ManifestFactory(resolve_template(members.gang_template or w.gang.template, base),
                         {"min_member": w.gang.min_member or w.gang.size,
-                         "schedule_timeout_seconds": w.gang.schedule_timeout_seconds},
+                         "schedule_timeout_seconds": w.gang.schedule_timeout_seconds, **members.gang_params},
                         members.group_prefix, labels=dict(members.labels))
     if g.kind != "PodGroup":
         raise ScenarioError(f"workload {w.name}: gang.template {w.gang.template} makes a {g.kind}, not a PodGroup")
@@ -221,16 +215,32 @@ def _setup(scenario: Scenario, base: Path, variant: SchedulerSpec, tc: Toolchain
 
 
 def scheduler_kinds(scenario: Scenario, base: Path, tc: Toolchain | None,
-                    attached: AttachedCluster | None = None) -> dict[str, Component]:
+                    attached: AttachedCluster | None = None, reused: bool = False) -> dict[str, Component]:
     """Variant name → its scheduler component (checked: a directory that is no plugin is a ScenarioError)."""
-    return {v.name: components.scheduler(_setup(scenario, base, v, tc, attached)) for v in scenario.schedulers}
+    return {v.name: components.scheduler(_setup(scenario, base, v, tc, attached, reused))
+            for v in scenario.schedulers}
+
+
+def run_components(setup: Setup, variants: list[SchedulerSpec] | None = None) -> list[Component]:
+    """The run's components, in start order: its scheduler(s) (every variant's when they run together), the
+    extender its configuration names, Kueue."""
+    v = setup.variant
+    if setup.concurrent:
+        out: list[Component] = [components.scheduler(Setup(setup.scenario, setup.base, s, setup.toolchain,
+                                                           concurrent=True)) for s in variants or []]
+    else:
+        one = components.scheduler(setup)
+        out = [*(one.addons() if isinstance(one, components.Scheduler) else []), one]
+    if setup.scenario.cluster.kueue is not None and v.kueue and not setup.concurrent:
+        out.append(Kueue(setup.scenario))
+    return out
 
 
 def build_components(scenario: Scenario, base: Path, variants: list[SchedulerSpec], tc: Toolchain,
                      rep: Reporter) -> None:
     """Every binary the variants' components need, into the cache, before any cluster exists."""
     for v in variants:
-        for c in components.for_variant(_setup(scenario, base, v, tc), scenario.schedulers):
+        for c in run_components(_setup(scenario, base, v, tc), scenario.schedulers):
             c.build(rep)
 
 
@@ -258,43 +268,42 @@ def fairness_manifest(scenario: Scenario, variant: SchedulerSpec, opts: ClusterO
         "node_lease_seconds": opts.node_lease_seconds,
         "pin_scheduler": opts.pin_scheduler,
         "kueue": scenario.cluster.kueue.model_dump(mode="json") if scenario.cluster.kueue and variant.kueue else None,
-        "extra_args": [*scenario.cluster.extra_args, *[f"kube-scheduler={a}" for a in variant.extra_args]],
-        "scheduler_config": variant.config,
+        "extra_args": opts.extra_args,
         "scheduler_binary": variant.binary,
         "scheduler_binary_path": str(opts.scheduler_binary) if opts.scheduler_binary else "",
-        "wasm_guest": variant.wasm,
-        "wasm_guest_path": (opts.scheduler_plugin_args.get(HOST_PLUGIN) or {}).get("guestURL", ""),
         # the URL's port differs per run and is not a setting
         "extenders": [{k: v for k, v in e.items() if k != "urlPrefix"} for e in opts.scheduler_extenders],
         "crds": sorted({"podgroups.scheduling.x-k8s.io"} if any(w.gang for w in scenario.workloads) else set()),
         "scheduler_name": variant.effective_scheduler_name,
-        "scheduler_command": variant.command,
         "concurrent_schedulers": [_variant_brief(v) for v in scenario.schedulers]
         if scenario.concurrent_schedulers else None,
     }
 
 
 def _variant_brief(v: SchedulerSpec) -> dict[str, Any]:
-    return {"name": v.name, "binary": v.binary, "config": v.config, "scheduler_name": v.effective_scheduler_name,
-            "command": v.command, "extra_args": v.extra_args, "wasm": v.wasm}
+    """A variant of a concurrent run: its kind's settings as given, with its name, kind and served name."""
+    return {**v.model_dump(mode="json", exclude_defaults=True), "name": v.name, "binary": v.binary,
+            "scheduler_name": v.effective_scheduler_name}
 
 
-def check_scenario(scenario: Scenario, base: Path) -> None:
+def check_scenario(scenario: Scenario, base: Path, reused: bool = False) -> None:
     """Everything that can be checked before a cluster exists: templates render, config files and plugin
-    directories exist. Raises ScenarioError (one line) on the first problem."""
-    kinds = scheduler_kinds(scenario, base, None)
+    directories exist (``reused``: for a run on an existing cluster). Raises ScenarioError (one line) on the first
+    problem."""
+    kinds = scheduler_kinds(scenario, base, None, reused=reused)
     # every variant's pods (what its scheduler kind writes into them can be wrong too)
     for v in [None] if scenario.concurrent_schedulers else scenario.schedulers:
         _factories(scenario, base, "validate", variant=v, kinds=kinds)
     for v in scenario.schedulers:
-        _resolve(base, v.config)
         kinds[v.name].check()
     for g in scenario.cluster.node_groups:
         ManifestFactory(resolve_template(g.template, base), {**g.params, "group": g.name}, f"kb-{g.name}")
     restarts = [e.action for e in scenario.chaos if e.action == "restart-scheduler"]
     if restarts and (scenario.concurrent_schedulers or any(k.replaces_kube_scheduler for k in kinds.values())):
         raise ScenarioError("chaos restart-scheduler restarts kwokctl's kube-scheduler; it is not available with "
-                            "external, yunikorn or concurrent schedulers")
+                            "concurrent schedulers or a scheduler kwokbench starts itself (" +
+                            ", ".join(sorted({v.binary for v in scenario.schedulers
+                                              if kinds[v.name].replaces_kube_scheduler})) + ")")
 
 
 def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
@@ -314,10 +323,7 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
     elif opts.cluster and len(variants) > 1:
         raise ScenarioError("--cluster reuses one cluster, so it needs exactly one variant (use --variant)")
     base = scenario_path.parent
-    check_scenario(scenario, base)
-    if opts.cluster and any(v.extender for v in variants):
-        raise ScenarioError("--cluster reuses a cluster whose scheduler is already configured; a variant with an "
-                            "extender needs a fresh cluster (drop --cluster)")
+    check_scenario(scenario, base, reused=bool(opts.cluster))
     if opts.cluster and opts.repeat > 1:
         raise ScenarioError("--repeat needs a fresh cluster per run; it cannot be combined with --cluster")
     # the PodGroup CRD of gang workloads comes with scheduler-plugins, for every variant
@@ -347,46 +353,6 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
     return results
 
 
-def cluster_options(scenario: Scenario, base: Path, variant: SchedulerSpec, name: str, tc: Toolchain,
-                    comps: list[Component] = ()) -> ClusterOptions:  # type: ignore[assignment]
-    """How a variant's cluster is created (the same for a fresh cluster per run and for a sweep's cluster):
-    the scenario's settings and the variant's kube-scheduler configuration, then each component's share
-    (:meth:`~kwokbench.components.Component.configure`: which scheduler binary, extenders, plugin arguments,
-    kwokctl's kube-scheduler off for a scheduler kwokbench starts itself)."""
-    copts = ClusterOptions(
-        name=name, qps_limits=scenario.cluster.qps_limits, scheduler_config=_resolve(base, variant.config),
-        scheduler_client_qps=variant.client_qps, scheduler_client_burst=variant.client_burst,
-        # for every variant, so the default scheduler meets the same objects as Coscheduling
-        crds=tc.scheduler_plugins_crds() if any(w.gang for w in scenario.workloads) else [],
-        prometheus_port=free_port() if scenario.cluster.prometheus else None,
-        extra_args=[*scenario.cluster.extra_args, *[f"kube-scheduler={a}" for a in variant.extra_args]],
-        disable=[] if scenario.cluster.controller_manager else ["kube-controller-manager"],
-        kwok_configs=[kueue.write_stage_config(home_dir() / "configs" / "kwok-complete-after.yaml")]
-        if any(w.complete_after for w in scenario.workloads) else [],
-        kwok_stages=kwok_stages(tc, scenario.cluster.pod_lifecycle),
-        node_lease_seconds=scenario.cluster.node_lease_seconds, pin_scheduler=scenario.cluster.pin_scheduler,
-        kwok_controllers=scenario.cluster.kwok_controllers)
-    for c in comps:
-        c.configure(copts)
-    if any(c.replaces_kube_scheduler for c in comps):
-        copts.disable = [*copts.disable, "kube-scheduler"]
-    return copts
-
-
-POD_STAGES_OFF = {"pod-ready", "pod-complete"}
-"""kwok stages left out with ``pod_lifecycle: none`` (pod-delete stays: deleting a bound pod needs it)."""
-
-
-def kwok_stages(tc: Toolchain, pod_lifecycle: str) -> list[dict[str, Any]]:
-    """kwok's stages for the cluster: kwokctl's defaults (none given), or them without the pod stages."""
-    if pod_lifecycle == "running":
-        return []
-    import yaml
-
-    docs = [d for d in yaml.safe_load_all(tc.path("stages.yaml").read_text()) if d]
-    return [d for d in docs if (d.get("metadata") or {}).get("name") not in POD_STAGES_OFF]
-
-
 def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: RunOptions, rep: Reporter,
                 k: Kwokctl, multi: bool = False, group: dict[str, Any] | None = None) -> VariantRun:
     """One run, as a lifecycle: record → build and configure its components → start the cluster and them →
@@ -396,7 +362,7 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
     attached = attach.get(k.home, opts.cluster) if opts.cluster else None
     _check_attached(attached, scenario, opts)
     setup = _setup(scenario, base, variant, k.toolchain, attached, reused=bool(opts.cluster))
-    comps = components.for_variant(setup, scenario.schedulers)
+    comps = run_components(setup, scenario.schedulers)
     for c in comps:
         c.build(rep)  # cached: run_scenario built them
     kinds = {c.name: c for c in comps if c.role == "scheduler"}
@@ -464,7 +430,7 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
                          scrape_interval=opts.scrape_interval, prometheus_port=copts.prometheus_port,
                          profile=opts.profile, schedulers=started_schedulers, components=comps,
                          extras={"reused_cluster": bool(opts.cluster) and attached is None})
-        for m in measure.for_run(ctx):
+        for m in for_run(ctx):
             started.append(m)
             m.start(ctx)
         watcher = next(m.watcher for m in started if isinstance(m, PodTimeline) and m.watcher)
@@ -532,9 +498,9 @@ def _check_attached(attached: AttachedCluster | None, scenario: Scenario, opts: 
         return
     if scenario.cluster.kueue is not None:
         raise ScenarioError(f"--cluster {opts.cluster} is an attached cluster: kwokbench does not start Kueue there")
-    if any(v.command for v in scenario.schedulers if not opts.variants or v.name in opts.variants):
-        raise ScenarioError(f"--cluster {opts.cluster} is an attached cluster: kwokbench does not start schedulers "
-                            "there; drop command and keep scheduler_name to select one already running")
+    for v in scenario.schedulers:  # each kind says what it cannot do on an attached cluster
+        if not opts.variants or v.name in opts.variants:
+            components.scheduler(Setup(scenario, Path(), v, None, attached=attached)).check()  # type: ignore[arg-type]
     if any(e.action in COMPONENT for e in scenario.chaos):
         raise ScenarioError(f"--cluster {opts.cluster} is an attached cluster: kwokbench cannot restart its "
                             "components (node chaos actions work)")

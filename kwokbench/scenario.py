@@ -8,14 +8,26 @@ editors a complete JSON Schema.
 from __future__ import annotations
 
 import copy
-import re
+import functools
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
+from kwokbench import kind
 from kwokbench.errors import ScenarioError
+from kwokbench.kind import SchedulerSpec
 from kwokbench.toolchain import versions
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -104,177 +116,14 @@ class ClusterSpec(_Model):
         return v
 
 
-STOCK_BINARY, PLUGINS_BINARY, EXTERNAL_BINARY = "kube-scheduler", "scheduler-plugins", "external"
-YUNIKORN_BINARY = "yunikorn"
-WASM_EXTENSION_BINARY = "wasm-extension"
-DEFAULT_SCHEDULER_NAME = "default-scheduler"
-YUNIKORN_SCHEDULER_NAME = "yunikorn"
-"""The schedulerName YuniKorn's shim serves (a constant of the shim, not configurable)."""
-Quantity = str | int | float
-
-
-class YuniKornQueueSpec(_Model):
-    name: str = Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$", description="Queue name (a child of its parent queue).")
-    guaranteed: dict[str, Quantity] = Field(default_factory=dict, description=(
-        "Resources the queue is guaranteed, e.g. {vcore: 100, memory: 400Gi} (YuniKorn's names: vcore, memory, "
-        "pods, or any extended resource; `cpu` is written as vcore)."))
-    max: dict[str, Quantity] = Field(default_factory=dict, description="Most resources the queue may use.")
-    sort_policy: Literal["fifo", "fair", "priority"] | None = Field(None, description=(
-        "How the queue orders its applications (property application.sort.policy); default YuniKorn's fifo."))
-    properties: dict[str, str] = Field(default_factory=dict, description="More YuniKorn queue properties.")
-    parent: bool = Field(False, description="A parent queue even without children (placement creates them).")
-    queues: list[YuniKornQueueSpec] = Field(default_factory=list, description="Child queues (hierarchical).")
-
-
-class YuniKornSpec(_Model):
-    queues: list[YuniKornQueueSpec] = Field(default_factory=list, description=(
-        "The queues under root (hierarchical, with guaranteed/max resources). Workloads pick one with "
-        "`yunikorn.queue`; without queues every application goes to root.default."))
-    placement_rules: list[dict[str, Any]] = Field(
-        default_factory=lambda: [{"name": "provided", "create": True}], description=(
-            "YuniKorn placement rules of the partition, as in its queues.yaml (default: the queue a pod's `queue` "
-            "label names, created when missing)."))
-    node_sort_policy: Literal["fair", "binpacking"] | None = Field(None, description=(
-        "How nodes are ordered for allocation (partition nodesortpolicy); default YuniKorn's fair."))
-    queues_file: str | None = Field(None, description=(
-        "A whole queues.yaml (relative to the scenario) instead of queues/placement_rules/node_sort_policy."))
-    settings: dict[str, str | int | float | bool] = Field(default_factory=dict, description=(
-        "More keys of the yunikorn-configs ConfigMap, e.g. service.schedulingInterval: 100ms, log.level: WARN."))
-
-    @model_validator(mode="after")
-    def _one_source(self) -> YuniKornSpec:
-        if self.queues_file and (self.queues or self.node_sort_policy):
-            raise ValueError("yunikorn: give queues_file or queues/node_sort_policy, not both")
-        bad = [k for k in self.settings if k == "queues.yaml" or not re.fullmatch(r"[A-Za-z0-9_.-]+", k)]
-        if bad:
-            raise ValueError(f"yunikorn.settings: {bad[0]!r} is not a ConfigMap key kwokbench passes through "
-                             "(queues come from queues or queues_file)")
-        return self
-
-
-class YuniKornWorkloadSpec(_Model):
-    queue: str = Field("root.default", pattern=r"^root(\.[a-zA-Z0-9_-]{1,64})*$", description=(
-        "The YuniKorn queue of this phase's applications (the pods' `queue` label), e.g. root.tenant-a."))
-    pods_per_app: int | None = Field(None, ge=1, le=1_000_000, description=(
-        "Pods per YuniKorn application (the `applicationId` label): default one application per Job, per "
-        "gang, or per 100 bare pods."))
-_EXTERNAL_ONLY = ("command", "metrics_path", "metrics_port", "ready_path", "version_command", "manifests")
-
-
 class ExtenderSpec(_Model):
     rule: Literal["gpu", "nodenumber"] = Field("gpu", description=(
         "Rule of kwokbench's builtin extender: `gpu`, the rule of plugins/gpufilter (GPU-intensive pods only on "
         "nodes with nvidia.com/gpu, CPU-intensive ones on nodes with >= 2000m CPU), or `nodenumber`, the "
-        "reference WASM extension's example (prioritize 10 when the node's name ends in the pod's last digit)."))
+        "reference WASM plugin's example (prioritize 10 when the node's name ends in the pod's last digit)."))
     filter: bool = Field(True, description="Call the extender's filter verb.")
     prioritize: bool = Field(True, description="Call the extender's prioritize verb.")
     weight: int = Field(1, ge=1, le=100, description="Weight of the extender's priorities.")
-
-
-class SchedulerSpec(_Model):
-    name: str = Field("default", pattern=DNS_LABEL, max_length=30, description="Variant name, used in reports.")
-    binary: str = Field(STOCK_BINARY, min_length=1, description=(
-        "Which kube-scheduler runs: `kube-scheduler` (stock, the control plane's version), `scheduler-plugins` "
-        "(sigs.k8s.io/scheduler-plugins: Coscheduling, CapacityScheduling, …), `yunikorn` (Apache YuniKorn, "
-        "built from pinned sources: `kwokbench tools install yunikorn`), `wasm-extension` (the reference "
-        "kube-scheduler-wasm-extension with the variant's `guest`, built from its pinned source), `external` (any "
-        "binary: `command`), or "
-        "a Go plugin directory (path relative to the scenario) compiled in by `kwokbench tools build-scheduler`."))
-    config: str | None = Field(None, description=(
-        "KubeSchedulerConfiguration file (relative to the scenario). Client QPS/burst are set unlimited "
-        "unless cluster.qps_limits is true."))
-    extra_args: list[str] = Field(default_factory=list, description="Extra kube-scheduler flags, key=value.")
-    extender: ExtenderSpec | None = Field(None, description=(
-        "Start kwokbench's builtin HTTP extender for this variant and add it to the configuration's extenders."))
-    client_qps: float | None = Field(None, gt=0, description=(
-        "Scheduler client QPS (default: unlimited, or kube-scheduler's 50 when cluster.qps_limits is true)."))
-    client_burst: int | None = Field(None, gt=0, description="Scheduler client burst (default: as client_qps).")
-    wasm: str | None = Field(None, description=(
-        "A WebAssembly plugin guest: a Go module directory (relative to the scenario) built by `kwokbench tools "
-        "build-wasm` and handed to the `Wasm` host plugin as its pluginConfig `guestURL`. The variant's `binary` "
-        "is the host plugin's directory (plugins/wasm) and its `config` enables `Wasm`; a changed guest is "
-        "rebuilt in seconds, never the scheduler."))
-    yunikorn: YuniKornSpec | None = Field(None, description=(
-        "`binary: yunikorn`: YuniKorn's configuration, written into its yunikorn-configs ConfigMap (queues.yaml "
-        "and service settings). Default: one root queue, applications placed by their `queue` label."))
-    guest: str | None = Field(None, description=(
-        "`binary: wasm-extension`: the guest its `wasm` plugin loads — a .wasm file (relative to the scenario), "
-        "an http(s) URL, or example:NAME for the reference's prebuilt examples (nodenumber, imagelocality, "
-        "advanced)."))
-    guest_args: dict[str, Any] = Field(default_factory=dict, description=(
-        "`binary: wasm-extension`: more args of its `wasm` pluginConfig (e.g. guestConfig: a JSON string)."))
-    kueue: bool = Field(True, description=(
-        "With cluster.kueue: run this variant's Jobs through Kueue (default), or false to submit the very same "
-        "Jobs straight to the scheduler (no Kueue, not suspended) — the kueue-vs-direct baseline."))
-    scheduler_name: str | None = Field(None, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=63,
-                                       description=(
-        "spec.schedulerName written into every pod this variant owns (default: default-scheduler). A "
-        "kube-scheduler variant's profile gets this name; an external scheduler must serve it."))
-    command: list[str] | None = Field(None, min_length=1, description=(
-        "`binary: external`: the scheduler's argv. Placeholders filled by kwokbench: {kubeconfig} (admin "
-        "kubeconfig of the cluster), {server} (apiserver URL), {metrics_port} (a free port, or metrics_port), "
-        "{scheduler_name}, {kube_scheduler} (the toolchain's kube-scheduler), {config} (a "
-        "KubeSchedulerConfiguration rendered from `config` with the kubeconfig, scheduler_name and client "
-        "limits filled in), {workdir} (a directory of its own), {scenario_dir}. Without `command`, an attached "
-        "cluster's running scheduler is selected by scheduler_name alone."))
-    metrics_path: str | None = Field(None, pattern=r"^/", description=(
-        "External scheduler: path of its Prometheus metrics on metrics_port (scraped each second like "
-        "kube-scheduler's). Absent: its metrics are listed as missing."))
-    metrics_port: int | None = Field(None, ge=1, le=65535, description=(
-        "External scheduler: a fixed metrics port, when the scheduler cannot be told {metrics_port}."))
-    metrics_scheme: Literal["http", "https"] = Field("http", description=(
-        "External scheduler: scheme of metrics and readiness (https: certificate not verified, the admin "
-        "client certificate presented)."))
-    ready_path: str | None = Field(None, pattern=r"^/", description=(
-        "External scheduler: readiness path on the metrics port (e.g. /healthz) that must answer 200; "
-        "absent: ready once the process has stayed up for 3 s."))
-    ready_timeout_seconds: float = Field(60, gt=0, le=3600, description=(
-        "External scheduler: how long it may take to become ready."))
-    version_command: list[str] | None = Field(None, min_length=1, description=(
-        "External scheduler: argv printing its version for the fairness manifest (default: command[0] "
-        "--version; placeholders as in command)."))
-    manifests: list[str] = Field(default_factory=list, description=(
-        "External scheduler: YAML files (relative to the scenario) applied before it starts: its CRDs "
-        "(waited for until established) and objects such as a ConfigMap it reads."))
-
-    @model_validator(mode="after")
-    def _external(self) -> SchedulerSpec:
-        if (self.guest is not None or self.guest_args) and self.binary != WASM_EXTENSION_BINARY:
-            raise ValueError(f"scheduler {self.name}: guest and guest_args only apply to binary: wasm-extension")
-        if self.binary == WASM_EXTENSION_BINARY:
-            if not self.guest:
-                raise ValueError(f"scheduler {self.name}: binary wasm-extension needs guest (a .wasm file, an "
-                                 "http(s) URL or example:nodenumber)")
-            if self.wasm or self.extender:
-                raise ValueError(f"scheduler {self.name}: wasm and extender do not apply to binary wasm-extension "
-                                 "(its guest is `guest:`)")
-        if self.yunikorn is not None and self.binary != YUNIKORN_BINARY:
-            raise ValueError(f"scheduler {self.name}: yunikorn only applies to binary: yunikorn")
-        if self.binary == YUNIKORN_BINARY:
-            if self.scheduler_name not in (None, YUNIKORN_SCHEDULER_NAME):
-                raise ValueError(f"scheduler {self.name}: YuniKorn serves schedulerName {YUNIKORN_SCHEDULER_NAME} "
-                                 "only; drop scheduler_name")
-            bad = [f for f in ("config", "extender", "wasm", "extra_args") if getattr(self, f)]
-            if bad:
-                raise ValueError(f"scheduler {self.name}: {', '.join(bad)} apply to kube-scheduler variants, not "
-                                 "binary: yunikorn (configure it with yunikorn:)")
-        if self.binary == EXTERNAL_BINARY:
-            if not self.scheduler_name:
-                raise ValueError(f"scheduler {self.name}: binary external needs scheduler_name (the schedulerName "
-                                 "its pods carry)")
-            return self
-        given = [f for f in _EXTERNAL_ONLY if getattr(self, f)]
-        if given:
-            raise ValueError(f"scheduler {self.name}: {', '.join(given)} only apply to binary: external")
-        if self.metrics_scheme != "http":
-            raise ValueError(f"scheduler {self.name}: metrics_scheme only applies to binary: external")
-        return self
-
-    @property
-    def effective_scheduler_name(self) -> str:
-        if self.binary == YUNIKORN_BINARY:
-            return YUNIKORN_SCHEDULER_NAME
-        return self.scheduler_name or DEFAULT_SCHEDULER_NAME
 
 
 class QpsArrival(_Model):
@@ -335,13 +184,14 @@ class WorkloadSpec(_Model):
     scheduler: str | None = Field(None, description=(
         "With concurrent_schedulers: the variant owning every pod of this phase (default: pods are dealt to the "
         "variants in turn, pod i to variant i mod n)."))
-    yunikorn: YuniKornWorkloadSpec = Field(default_factory=YuniKornWorkloadSpec, description=(
-        "How a YuniKorn variant sees this phase: its queue and pods per application (kube-scheduler variants "
-        "ignore it; the labels are written only for binary: yunikorn)."))
     connections: int | None = Field(None, ge=1, le=4096, description=(
         "Most keep-alive connections the submitter opens to the apiserver (one request in flight each). Default: "
         "enough for 100 ms on the wire at the peak offered rate (rate / 10), at least 64, at most 1024. When every "
         "connection is busy, requests wait for one and the run says so."))
+
+    def block(self, key: str) -> Any:
+        """The block a scheduler kind adds to workloads (its settings for this phase; defaults when not given)."""
+        return getattr(self, key, None)
 
 
 ChaosAction = Literal["restart-scheduler", "restart-apiserver", "restart-controller-manager", "nodes-not-ready",
@@ -365,8 +215,9 @@ class Scenario(_Model):
     description: str = Field("", description="What this scenario measures.")
     seed: int = Field(0, description="Seed of every random choice (arrival gaps), so a run is reproducible.")
     cluster: ClusterSpec = Field(description="The simulated cluster.")
-    schedulers: list[SchedulerSpec] = Field(default_factory=lambda: [SchedulerSpec()], min_length=1,
-                                            description="Scheduler variants; each runs on a fresh identical cluster.")
+    schedulers: list[SchedulerSpec] = Field(default_factory=lambda: [SchedulerSpec()], min_length=1, description=(
+        "Scheduler variants; each runs on a fresh identical cluster. Each is one of the registered scheduler kinds "
+        "(its `binary`), with that kind's settings."))
     concurrent_schedulers: bool = Field(False, description=(
         "Run every scheduler variant at once on one cluster (the multiple-schedulers deployment), each owning "
         "its pods by schedulerName, instead of one fresh cluster per variant. Placement then counts "
@@ -444,10 +295,9 @@ class Scenario(_Model):
             if dup:
                 raise ValueError(f"concurrent_schedulers: variants share schedulerName {', '.join(dup)}; give each "
                                  "its own scheduler_name")
-            ext = [s.name for s in self.schedulers if s.extender]
-            if ext:
-                raise ValueError(f"concurrent_schedulers: variant(s) {', '.join(ext)} use an extender, which only "
-                                 "runs one variant per cluster")
+            problems = [f"{s.name}: {p}" for s in self.schedulers if (p := s.concurrent_problem())]
+            if problems:
+                raise ValueError(f"concurrent_schedulers: {'; '.join(problems)}")
         return self
 
     @model_validator(mode="after")
@@ -461,8 +311,36 @@ class Scenario(_Model):
         return self
 
 
+def _by_kind(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """A ``schedulers:`` entry is validated by the settings of the kind its ``binary`` names (errors keep their
+    field paths, e.g. ``schedulers.1.<its block>.queues.0.name``)."""
+    if isinstance(value, dict):
+        return kind.kind_of(str(value.get("binary") or kind.DEFAULT_KIND)).settings.model_validate(value)
+    return value if isinstance(value, SchedulerSpec) else handler(value)
+
+
+@functools.cache
+def scenario_model() -> type[Scenario]:
+    """The scenario model with every registered scheduler kind: each ``schedulers:`` entry its kind's settings,
+    each workload the blocks kinds add to it (named after the kind). Built on first use, from :func:`kind.registry`."""
+    kinds = kind.registry()
+    settings = tuple(dict.fromkeys(k.settings for k in kinds.values()))
+    entry = Annotated[Union[settings], WrapValidator(_by_kind)]  # type: ignore[valid-type]  # noqa: UP007
+    blocks = {key: (model, Field(default_factory=model, description=f"Read by `{key}` variants only: "
+                                                                   f"{(model.__doc__ or '').strip()}"))
+              for key, model in kind.workload_blocks().items()}
+    workload = create_model("WorkloadSpec", __base__=WorkloadSpec, **blocks)  # type: ignore[call-overload]
+    default = kinds[kind.DEFAULT_KIND].settings
+    return create_model(
+        "Scenario", __base__=Scenario,
+        schedulers=(list[entry], Field(default_factory=lambda: [default()], min_length=1,
+                                       description=Scenario.model_fields["schedulers"].description)),
+        workloads=(list[workload], Field(min_length=1,
+                                         description=Scenario.model_fields["workloads"].description)))
+
+
 def json_schema() -> dict[str, Any]:
-    return Scenario.model_json_schema()
+    return scenario_model().model_json_schema()
 
 
 # ---- loading ---------------------------------------------------------------------------------------
@@ -520,6 +398,17 @@ def apply_overrides(doc: dict[str, Any], overrides: list[str]) -> dict[str, Any]
     return doc
 
 
+def _not_of_kind(doc: dict[str, Any], loc: tuple[int | str, ...]) -> str | None:
+    """A variant's setting that its kind does not take: say which kinds take it (``command`` is external's)."""
+    if len(loc) != 3 or loc[0] != "schedulers" or not isinstance(loc[1], int):
+        return None
+    entry = (doc.get("schedulers") or [])[loc[1]]
+    binary = str(entry.get("binary") or kind.DEFAULT_KIND) if isinstance(entry, dict) else kind.DEFAULT_KIND
+    owners = [n for n, k in kind.registry().items() if loc[2] in k.settings.model_fields]
+    return (f"not a setting of binary: {binary}" +
+            (f" (it applies to binary: {', '.join(owners)})" if owners else " (no scheduler kind takes it)"))
+
+
 def parse_scenario(text: str, source: str = "<scenario>", overrides: list[str] | None = None) -> Scenario:
     """Validate scenario text; every problem is a ScenarioError naming file, line and field path."""
     try:
@@ -535,7 +424,7 @@ def parse_scenario(text: str, source: str = "<scenario>", overrides: list[str] |
         raise ScenarioError(f"{source}: a scenario must be a YAML mapping, got {type(doc).__name__}")
     doc = apply_overrides(doc, overrides or [])
     try:
-        return Scenario.model_validate(doc)
+        return scenario_model().model_validate(doc)
     except ValidationError as e:
         lines = []
         for err in e.errors(include_url=False):
@@ -543,7 +432,8 @@ def parse_scenario(text: str, source: str = "<scenario>", overrides: list[str] |
                                                      and err["loc"][-1] != x))
             line = _node_line(root, loc)
             field = ".".join(str(x) for x in loc) or "(top level)"
-            lines.append(f"{source}{f':{line}' if line else ''}: {field}: {err['msg']}")
+            msg = _not_of_kind(doc, loc) if err["type"] == "extra_forbidden" else None
+            lines.append(f"{source}{f':{line}' if line else ''}: {field}: {msg or err['msg']}")
         raise ScenarioError("\n".join(lines)) from None
 
 

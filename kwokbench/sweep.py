@@ -23,14 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from kwokbench import __version__, components
+from kwokbench import __version__
 from kwokbench.cluster import Kwokctl, NodeGroup, bring_up, watchdog
 from kwokbench.cluster.kwokctl import ClusterInfo
 from kwokbench.cluster.objects import delete_labelled
+from kwokbench.components import cluster_options
 from kwokbench.errors import KwokbenchError, ScenarioError, StoreError
 from kwokbench.load.watcher import RUN_LABEL
 from kwokbench.progress import Reporter, Silent
-from kwokbench.runner import RunOptions, _setup, check_scenario, cluster_options, run_variant
+from kwokbench.runner import RunOptions, _setup, check_scenario, run_components, run_variant
 from kwokbench.scenario import QpsArrival, Scenario
 from kwokbench.shard import Shard, shard_cells
 from kwokbench.store import SWEEP as SWEEP
@@ -171,12 +172,12 @@ def run_sweep(scenario: Scenario, scenario_path: Path, opts: SweepOptions, repor
     variant = next((v for v in scenario.schedulers if v.name == (opts.variant or names[0])), None)
     if variant is None:
         raise ScenarioError(f"unknown scheduler variant {opts.variant} (scenario has: {', '.join(names)})")
-    if variant.extender:
-        raise ScenarioError(f"variant {variant.name}: sweeps do not support extender variants yet")
     check_scenario(scenario, base)
-    k.toolchain.install("auto", rep, extras=("scheduler-plugins",) if any(w.gang for w in scenario.workloads) else ())
     # the sweep's clusters run the variant's kube-scheduler: its binary and configuration, per size
-    comps = components.for_variant(_setup(scenario, base, variant, k.toolchain))
+    comps = run_components(_setup(scenario, base, variant, k.toolchain))
+    if any(c.name == "extender" for c in comps):
+        raise ScenarioError(f"variant {variant.name}: sweeps do not support extender variants yet")
+    k.toolchain.install("auto", rep, extras=("scheduler-plugins",) if any(w.gang for w in scenario.workloads) else ())
     for c in comps:
         c.build(rep)
 

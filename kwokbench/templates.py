@@ -157,6 +157,13 @@ class ManifestFactory:
     """Labels whose value is object i's application, ``<prefix>-app-<i // app_size>`` (YuniKorn's
     ``applicationId``)."""
     app_size: int = 1
+    gang_annotations: Sequence[str] = ()
+    """Pod annotations whose value is the name of the gang object i belongs to (a scheduler kind that finds its
+    PodGroup by an annotation, not the scheduler-plugins label)."""
+    gang_template: str | None = None
+    """The template of this workload's gang objects, when its scheduler kind has PodGroups of its own."""
+    gang_params: Mapping[str, Any] = field(default_factory=dict)
+    """More variables of that template (e.g. the queue the gang is submitted to)."""
     suspend: bool = False
     """A Job is created suspended (Kueue unsuspends it on admission)."""
     pod_annotations: Mapping[str, str] = field(default_factory=dict)
@@ -252,11 +259,13 @@ class ManifestFactory:
                 pod_spec["nodeSelector"] = {**(pod_spec.get("nodeSelector") or {}), **self.node_selector}
         if self.suspend and doc.get("kind") == "Job" and isinstance(doc.get("spec"), dict):
             doc["spec"]["suspend"] = True
-        if self.pod_annotations:
+        annotations = {**self.pod_annotations,
+                       **(dict.fromkeys(self.gang_annotations, group) if self.gang_size and group else {})}
+        if annotations:
             spec = doc.get("spec") or {}
             meta = (spec.get("template") or {}).get("metadata") if doc.get("kind") != "Pod" else doc.get("metadata")
             if isinstance(meta, dict):
-                meta["annotations"] = {**(meta.get("annotations") or {}), **self.pod_annotations}
+                meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
         if scheduler:
             spec = doc.get("spec") or {}
             pod_spec = (spec.get("template") or {}).get("spec") if doc.get("kind") != "Pod" else spec

@@ -15,15 +15,13 @@ from typing import Any
 
 from kwokbench.cluster.kwokctl import free_port
 from kwokbench.errors import ClusterError
-from kwokbench.scenario import SchedulerSpec
+from kwokbench.scenario import ExtenderSpec
 
 
 class ExtenderProcess:
     """One per variant run."""
 
-    def __init__(self, variant: SchedulerSpec) -> None:
-        assert variant.extender is not None
-        spec = variant.extender
+    def __init__(self, spec: ExtenderSpec) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.config: dict[str, Any] = {"urlPrefix": self.url, "weight": spec.weight, "enableHTTPS": False,

@@ -1,11 +1,11 @@
 """Schedulers kwokbench starts itself, next to the control plane kwokctl runs.
 
-Two cases share this module: a variant with ``binary: external`` (any scheduler binary, described by its
-argv with placeholders), and, when a scenario runs several variants at once
-(``concurrent_schedulers``), each kube-scheduler variant started as its own process with its own
-profile name. A started scheduler is a process of the cluster like kwokctl's: its pid (and start
-time) in ``<cluster>/pids/<component>.pid``, its output in ``<cluster>/logs/<component>.log``, so
-``down``, the watchdog, the scraper and the CPU accounting find it. It starts after the control
+A scheduler kind that starts its own process describes it as a :class:`Launch` (an external binary's argv with
+placeholders filled, or, when a scenario runs several variants at once (``concurrent_schedulers``), a
+kube-scheduler with its own profile name: :func:`plan`), and this module runs it. A started scheduler is a
+process of the cluster like kwokctl's: its pid (and start time) in ``<cluster>/pids/<component>.pid``, its
+output in ``<cluster>/logs/<component>.log``, so ``down``, the watchdog, the scraper and the CPU accounting
+find it. It starts after the control
 plane (and its manifests: CRDs first, waited for), and is ready when ``ready_path`` answers 200 — or,
 without one, when it stayed up for 3 s. A command that exits, or a scheduler that is not ready in
 time, is one ClusterError naming the log and its last line; the process is stopped first.
@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
-import string
 import subprocess
 import time
 import urllib.request
@@ -30,16 +29,13 @@ import yaml
 
 from kwokbench.cluster import processes
 from kwokbench.cluster.api import Api
+from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions, free_port, scheduler_config_document
 from kwokbench.cluster.objects import apply_crds
 from kwokbench.errors import ClusterError, ScenarioError
-from kwokbench.metrics.scrape import Endpoint
-from kwokbench.scenario import EXTERNAL_BINARY, SchedulerSpec
 from kwokbench.templates import collection_path
 
-PLACEHOLDERS = ("kubeconfig", "server", "metrics_port", "scheduler_name", "kube_scheduler", "config", "workdir",
-                "scenario_dir")
 SETTLE_SECONDS = 3.0
 """Without a readiness path, a scheduler is ready once its process stayed up this long."""
 
@@ -47,29 +43,6 @@ SETTLE_SECONDS = 3.0
 def component_name(variant: str) -> str:
     """pid-file, log and metrics name of a variant's process when several run at once."""
     return f"scheduler-{variant}"
-
-
-def placeholders_in(argv: list[str]) -> set[str]:
-    return {f for a in argv for _, f, _, _ in string.Formatter().parse(a) if f is not None}
-
-
-def check_command(v: SchedulerSpec) -> None:
-    """Unknown placeholders (or broken braces) in ``command``/``version_command``: a ScenarioError."""
-    for what, argv in (("command", v.command), ("version_command", v.version_command)):
-        if not argv:
-            continue
-        try:
-            unknown = sorted(placeholders_in(argv) - set(PLACEHOLDERS))
-        except ValueError as e:
-            raise ScenarioError(f"scheduler {v.name}: {what}: {e} (write a literal brace as {{{{ or }}}})") from e
-        if unknown:
-            raise ScenarioError(f"scheduler {v.name}: {what}: unknown placeholder(s) "
-                                f"{', '.join('{' + u + '}' for u in unknown)} (known: "
-                                f"{', '.join('{' + p + '}' for p in PLACEHOLDERS)})")
-
-
-def fill(argv: list[str], values: dict[str, str]) -> list[str]:
-    return [a.format_map(values) for a in argv]
 
 
 @dataclass
@@ -105,36 +78,29 @@ def stand_in_config(copts: ClusterOptions, kubeconfig: Path, scheduler_name: str
     return doc
 
 
-def plan(v: SchedulerSpec, info: ClusterInfo, copts: ClusterOptions, component: str, kube_scheduler: Path,
-         scheduler_binary: Path | None, scenario_dir: Path) -> Launch:
-    """How to start variant ``v`` on the cluster ``info``: its own command (external), or a kube-scheduler
-    (stock, scheduler-plugins, a plugin build) with a rendered configuration and a free secure port."""
-    workdir = info.dir / "schedulers" / v.name
+def write_config(copts: ClusterOptions, workdir: Path, kubeconfig: Path, scheduler_name: str) -> Path:
+    """The configuration file of a kube-scheduler started here (:func:`stand_in_config`), in its workdir."""
     workdir.mkdir(parents=True, exist_ok=True)
-    name = v.effective_scheduler_name
     config = workdir / "config.yaml"
-    config.write_text(yaml.safe_dump(stand_in_config(copts, info.kubeconfig, name), sort_keys=False))
-    port = v.metrics_port or free_port()
-    values = {"kubeconfig": str(info.kubeconfig), "server": info.server, "metrics_port": str(port),
-              "scheduler_name": name, "kube_scheduler": str(kube_scheduler), "config": str(config),
-              "workdir": str(workdir), "scenario_dir": str(scenario_dir)}
-    if v.binary == EXTERNAL_BINARY:
-        assert v.command
-        argv = fill(v.command, values)
-        scheme = v.metrics_scheme
-        base = f"{scheme}://127.0.0.1:{port}"
-        return Launch(v.name, component, argv, workdir, name,
-                      metrics_url=base + v.metrics_path if v.metrics_path else None,
-                      ready_url=base + v.ready_path if v.ready_path else None, https=scheme == "https",
-                      ready_timeout=v.ready_timeout_seconds,
-                      version_argv=fill(v.version_command, values) if v.version_command else [argv[0], "--version"])
+    config.write_text(yaml.safe_dump(stand_in_config(copts, kubeconfig, scheduler_name), sort_keys=False))
+    return config
+
+
+def plan(variant: str, scheduler_name: str, info: ClusterInfo, copts: ClusterOptions, component: str,
+         kube_scheduler: Path, scheduler_binary: Path | None, extra_args: list[str], ready_timeout: float) -> Launch:
+    """How to start a kube-scheduler (stock, scheduler-plugins, a plugin build) for ``variant`` on the cluster
+    ``info``: a rendered configuration and a free secure port."""
+    workdir = info.dir / "schedulers" / variant
+    config = write_config(copts, workdir, info.kubeconfig, scheduler_name)
+    port = free_port()
     binary = str(scheduler_binary or kube_scheduler)
     argv = [binary, f"--config={config}", f"--secure-port={port}", "--bind-address=127.0.0.1",
             "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof,/debug/pprof/*",
-            *[f"--{a}" for a in v.extra_args]]
+            *[f"--{a}" for a in extra_args]]
     base = f"https://127.0.0.1:{port}"
-    return Launch(v.name, component, argv, workdir, name, metrics_url=f"{base}/metrics", ready_url=f"{base}/healthz",
-                  https=True, ready_timeout=v.ready_timeout_seconds, version_argv=[binary, "--version"])
+    return Launch(variant, component, argv, workdir, scheduler_name, metrics_url=f"{base}/metrics",
+                  ready_url=f"{base}/healthz", https=True, ready_timeout=ready_timeout,
+                  version_argv=[binary, "--version"])
 
 
 def version(argv: list[str], cwd: Path, timeout: float = 10.0) -> str:
@@ -230,17 +196,6 @@ def alive(info: ClusterInfo, component: str) -> bool:
     with contextlib.suppress(psutil.Error):
         return p is not None and p.status() != psutil.STATUS_ZOMBIE
     return False
-
-
-def manifest_files(v: SchedulerSpec, base: Path) -> list[Path]:
-    out = []
-    for m in v.manifests:
-        p = Path(m).expanduser()
-        p = p if p.is_absolute() else base / p
-        if not p.is_file():
-            raise ScenarioError(f"scheduler {v.name}: manifest {m}: no such file (relative to {base})")
-        out.append(p)
-    return out
 
 
 async def apply_manifests(creds: Credentials, files: list[Path]) -> list[str]:

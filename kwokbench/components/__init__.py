@@ -1,8 +1,9 @@
 """Schedulers and the other components a run brings up next to kwokctl's control plane, behind one protocol.
 
 Every scheduler kind (stock kube-scheduler, scheduler-plugins, a Go plugin build, the WASM host with a guest,
-an external binary, Apache YuniKorn) and every add-on component (kwokbench's extender, Kueue) implements
-:class:`Component`, a file each, so :func:`kwokbench.runner.run_variant` reads as the lifecycle alone:
+an external binary, Apache YuniKorn, the reference WASM extension) and every add-on component (kwokbench's
+extender, Kueue) implements :class:`Component`, a file each, so :func:`kwokbench.runner.run_variant` reads as the
+lifecycle alone:
 
 ``build`` (binaries into the cache, before any cluster) → ``configure`` (its share of how the cluster is
 created: which kube-scheduler kwokctl runs, with which configuration, or none) → ``prepare`` (a process the
@@ -10,25 +11,35 @@ cluster's configuration names, started before the cluster: the extender) → *th
 ``start`` (started and ready, with a record for ``meta.json``) → *measured*: ``endpoints`` (metrics and
 pprof), ``measurements`` (its own recorders) → ``stop`` (always, whatever state the run is in).
 
-A new scheduler kind is one file here plus one line in :data:`KINDS` (the ``binary:`` value that selects it).
+A new scheduler kind is one file here (a :class:`Scheduler` subclass that also says what :class:`kwokbench.kind.Kind`
+asks: its settings, fairness keys, metrics, report rows, source build) plus one line in ``pyproject.toml``'s
+``kwokbench.schedulers`` entry points (the ``binary:`` value that selects it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
-from kwokbench.errors import ScenarioError
-from kwokbench.metrics.scrape import Endpoint
+import yaml
+from pydantic import BaseModel
+
+from kwokbench import kind
+from kwokbench.cluster import kueue
+from kwokbench.cluster.endpoints import Endpoint
+from kwokbench.cluster.kwokctl import ClusterOptions, free_port, home_dir
+from kwokbench.kind import SchedulerSpec
 
 if TYPE_CHECKING:
     from kwokbench.cluster.attach import AttachedCluster
-    from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions
+    from kwokbench.cluster.kwokctl import ClusterInfo
     from kwokbench.measure import Measurement
     from kwokbench.progress import Reporter
-    from kwokbench.scenario import Scenario, SchedulerSpec, WorkloadSpec
+    from kwokbench.scenario import Scenario, WorkloadSpec
     from kwokbench.toolchain import Toolchain
+    from kwokbench.toolchain.sources import SourceBuild
 
 
 @dataclass
@@ -57,6 +68,13 @@ class PodSettings:
     group_labels: tuple[str, ...] = ()
     """Labels whose value is the pod's group (gang, or application of ``group_size`` pods)."""
     group_size: int = 0
+    gang_template: str | None = None
+    """A gang workload's group objects are made from this template (a builtin name or a path) instead of the
+    workload's ``gang.template``: the kind's own PodGroup kind."""
+    gang_params: dict[str, Any] = field(default_factory=dict)
+    """More variables of that template (besides min_member and schedule_timeout_seconds)."""
+    gang_annotations: tuple[str, ...] = ()
+    """Pod annotations whose value is the pod's gang (group object) name."""
 
 
 class Component(Protocol):
@@ -149,10 +167,21 @@ class Base:
 
 class Scheduler(Base):
     """What every scheduler kind holds: its variant and run, the binary it built, and once started on a
-    cluster, that cluster and its record."""
+    cluster, that cluster and its record. Its class attributes are what :class:`kwokbench.kind.Kind` asks of a
+    kind (the defaults: nothing of its own)."""
 
     role = "scheduler"
     cluster_process = True
+    kind: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    settings: ClassVar[type[SchedulerSpec]] = SchedulerSpec
+    workload_settings: ClassVar[type[BaseModel] | None] = None
+    fairness_from: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    under_test: ClassVar[frozenset[str]] = frozenset()
+    keep: ClassVar[Mapping[str, Any]] = {}
+    recipe: ClassVar[SourceBuild | None] = None
+    section: ClassVar[Any] = None
+    rows: ClassVar[Any] = None
 
     def __init__(self, setup: Setup) -> None:
         self.setup = setup
@@ -163,65 +192,59 @@ class Scheduler(Base):
         self._info: ClusterInfo | None = None
         self._record: dict[str, Any] | None = None
 
+    @classmethod
+    def create(cls, setup: Setup) -> Base:
+        """The component of ``setup.variant`` (a kind may pick a class of its own by the settings)."""
+        return cls(setup)
 
-def kinds() -> dict[str, type[Base]]:
-    """``binary:`` value → scheduler kind (a directory selects :class:`GoPlugin`, or :class:`WasmHost`
-    with a ``wasm:`` guest)."""
-    from kwokbench.components.external import External
-    from kwokbench.components.kube_scheduler import KubeScheduler
-    from kwokbench.components.scheduler_plugins import SchedulerPlugins
-    from kwokbench.components.wasm_extension import WasmExtension
-    from kwokbench.components.yunikorn import YuniKorn
-
-    return {
-        "kube-scheduler": KubeScheduler,
-        "scheduler-plugins": SchedulerPlugins,
-        "external": External,
-        "yunikorn": YuniKorn,
-        "wasm-extension": WasmExtension,
-    }
-
-
-KINDS = ("kube-scheduler", "scheduler-plugins", "external", "yunikorn", "wasm-extension")
-"""The named kinds (for messages; :func:`kinds` maps them)."""
+    def addons(self) -> list[Base]:
+        """Components the variant's settings bring with this scheduler (started before it: an extender)."""
+        return []
 
 
 def scheduler(setup: Setup) -> Base:
-    """The scheduler component of ``setup.variant``."""
-    from kwokbench.components.go_plugin import GoPlugin
-    from kwokbench.components.wasm_host import WasmHost
-
-    v = setup.variant
-    kind = kinds().get(v.binary)
-    if kind is not None:
-        return kind(setup)
-    path = Path(v.binary).expanduser()
-    path = path if path.is_absolute() else setup.base / path
-    if not path.is_dir():
-        raise ScenarioError(f"scheduler {v.name}: binary {v.binary!r} is neither {', '.join(KINDS)} nor a plugin "
-                            f"directory (relative to {setup.base})")
-    return WasmHost(setup, path) if v.wasm else GoPlugin(setup, path)
-
-
-def for_variant(setup: Setup, variants: list[SchedulerSpec] | None = None) -> list[Base]:
-    """The run's components, in start order: its scheduler(s) (every variant's when they run together), the
-    extender its configuration names, Kueue."""
-    from kwokbench.components.extender import Extender
-    from kwokbench.components.kueue import Kueue
-
-    v = setup.variant
-    if setup.concurrent:
-        out: list[Base] = [scheduler(Setup(setup.scenario, setup.base, s, setup.toolchain, concurrent=True))
-                           for s in variants or []]
-    else:
-        out = [scheduler(setup)]
-    if v.extender and not setup.reused:
-        out.insert(0, Extender(v))
-    if setup.scenario.cluster.kueue is not None and v.kueue and not setup.concurrent:
-        out.append(Kueue(setup.scenario))
-    return out
+    """The scheduler component of ``setup.variant``: its kind's (:func:`kwokbench.kind.kind_of`)."""
+    return cast(type[Scheduler], kind.kind_of(setup.variant.binary)).create(setup)
 
 
 def own_component_name(variant: str) -> str:
     """pid-file, log and metrics name of a variant's scheduler when several run at once."""
     return f"scheduler-{variant}"
+
+
+def cluster_options(scenario: Scenario, base: Path, variant: SchedulerSpec, name: str, tc: Toolchain,
+                    comps: list[Base] = ()) -> ClusterOptions:  # type: ignore[assignment]
+    """How a variant's cluster is created (the same for a fresh cluster per run and for a sweep's cluster):
+    the scenario's settings, then each component's share (:meth:`~Component.configure`: which scheduler binary,
+    its configuration and flags, extenders, plugin arguments), kwokctl's kube-scheduler off for a scheduler
+    kwokbench starts itself."""
+    copts = ClusterOptions(
+        name=name, qps_limits=scenario.cluster.qps_limits,
+        scheduler_client_qps=variant.client_qps, scheduler_client_burst=variant.client_burst,
+        # for every variant, so the default scheduler meets the same objects as Coscheduling
+        crds=tc.scheduler_plugins_crds() if any(w.gang for w in scenario.workloads) else [],
+        prometheus_port=free_port() if scenario.cluster.prometheus else None,
+        extra_args=list(scenario.cluster.extra_args),
+        disable=[] if scenario.cluster.controller_manager else ["kube-controller-manager"],
+        kwok_configs=[kueue.write_stage_config(home_dir() / "configs" / "kwok-complete-after.yaml")]
+        if any(w.complete_after for w in scenario.workloads) else [],
+        kwok_stages=kwok_stages(tc, scenario.cluster.pod_lifecycle),
+        node_lease_seconds=scenario.cluster.node_lease_seconds, pin_scheduler=scenario.cluster.pin_scheduler,
+        kwok_controllers=scenario.cluster.kwok_controllers)
+    for c in comps:
+        c.configure(copts)
+    if any(c.replaces_kube_scheduler for c in comps):
+        copts.disable = [*copts.disable, "kube-scheduler"]
+    return copts
+
+
+POD_STAGES_OFF = {"pod-ready", "pod-complete"}
+"""kwok stages left out with ``pod_lifecycle: none`` (pod-delete stays: deleting a bound pod needs it)."""
+
+
+def kwok_stages(tc: Toolchain, pod_lifecycle: str) -> list[dict[str, Any]]:
+    """kwok's stages for the cluster: kwokctl's defaults (none given), or them without the pod stages."""
+    if pod_lifecycle == "running":
+        return []
+    docs = [d for d in yaml.safe_load_all(tc.path("stages.yaml").read_text()) if d]
+    return [d for d in docs if (d.get("metadata") or {}).get("name") not in POD_STAGES_OFF]

@@ -8,14 +8,14 @@ from kwokbench.cluster.kwokctl import ClusterOptions
 from kwokbench.components import Base
 from kwokbench.measure import Measurement
 from kwokbench.progress import Reporter
-from kwokbench.scenario import SchedulerSpec
+from kwokbench.scenario import ExtenderSpec
 
 
 class Extender(Base):
     name = "extender"
 
-    def __init__(self, variant: SchedulerSpec) -> None:
-        self.process = ExtenderProcess(variant)
+    def __init__(self, spec: ExtenderSpec) -> None:
+        self.process = ExtenderProcess(spec)
 
     @property
     def url(self) -> str:

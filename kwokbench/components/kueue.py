@@ -1,19 +1,23 @@
 """Kueue (sigs.k8s.io/kueue) as a component of the run: built on first use, its CRDs installed, the process
 started (a component of the cluster, stopped with it), the scenario's flavors and queues created and Active;
-its ``/metrics`` scraped with a ServiceAccount token (kept in memory, never in the run directory)."""
+its ``/metrics`` scraped with a ServiceAccount token (kept in memory, never in the run directory).
+
+One Kueue per cluster: a run on a cluster that still has one running (kept with ``--keep-cluster``, reused with
+``--cluster``, or a sweep's next point) stops that one before starting its own, and stops its own at the end
+unless the cluster is kept."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from kwokbench.cluster import kueue
+from kwokbench.cluster import kueue, processes
+from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.cluster.kwokctl import ClusterInfo, free_port
 from kwokbench.components import Base
 from kwokbench.errors import ScenarioError
 from kwokbench.measure import Measurement
-from kwokbench.metrics.scrape import Endpoint
 from kwokbench.progress import Reporter
 from kwokbench.scenario import Scenario
 
@@ -28,6 +32,7 @@ class Kueue(Base):
         self.binary: Any = None
         self.record: dict[str, Any] | None = None
         self._token = ""
+        self._proc: kueue.KueueProcess | None = None
 
     def build(self, rep: Reporter) -> None:
         from kwokbench.toolchain import kueue as kueue_toolchain
@@ -42,9 +47,13 @@ class Kueue(Base):
         if self.binary is None:
             self.build(rep)
         spec = self.spec
+        earlier, _ = processes.from_pid_file(info.dir, kueue.COMPONENT)
+        if earlier is not None:  # one Kueue per cluster: the one an earlier run left running gives way
+            rep.info(f"stopping the Kueue an earlier run left on cluster {info.name} (pid {earlier.pid})")
+            processes.stop([earlier], info.dir)
         with rep.status(f"starting Kueue {kueue_toolchain.KUEUE_VERSION}"):
             asyncio.run(kueue.install(info.credentials(), kueue_toolchain.kueue_crds()))
-            proc = kueue.start_kueue(info.dir, info.kubeconfig, self.binary, free_port())
+            proc = self._proc = kueue.start_kueue(info.dir, info.kubeconfig, self.binary, free_port())
             ready = kueue.wait_ready(proc)
             objs = [kueue.resource_flavor(f) for f in sorted({c.flavor for c in spec.cluster_queues})]
             objs += [kueue.cluster_queue(c.name, c.flavor, dict(c.quota), queueing_strategy=c.queueing_strategy)
@@ -69,6 +78,11 @@ class Kueue(Base):
         # self-signed serving certificate; a ServiceAccount token is what it authenticates
         return [Endpoint("kueue", self.record["metrics_url"],
                          Credentials("", None, None, None, token=self._token, insecure=True))]
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            kueue.stop_kueue(self._proc)
+            self._proc = None
 
     def measurements(self) -> list[Measurement]:
         from kwokbench.measure.kueue import KueueWorkloads

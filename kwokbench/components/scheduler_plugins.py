@@ -7,6 +7,9 @@ from kwokbench.progress import Reporter
 
 
 class SchedulerPlugins(KubeScheduler):
+    kind = "scheduler-plugins"
+    title = "scheduler-plugins"
+
     def build(self, rep: Reporter) -> None:
         tc = self.setup.toolchain
         tc.install("auto", rep, extras=("scheduler-plugins",))

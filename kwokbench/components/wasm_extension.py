@@ -8,21 +8,86 @@ and ``guest_args``. It starts the scheduler itself (not through kwokctl), so a g
 traps at load is the scheduler's own last log line, one line, with the process stopped. It is a kube-scheduler:
 its /metrics fill the summary's scheduler section (extension points included) and ``--profile scheduler``
 profiles it. Its Kubernetes is v1.33.4: the fairness manifest records the skew to the control plane.
+
+It is built from the pinned archive: its scheduler module is ``scheduler/`` of the repository, whose go.mod
+replaces ``../kubernetes/proto`` (in the archive) and pins every ``k8s.io/*`` module to v0.33.4, so it is built where
+it lies, inside the extracted archive, with Kubernetes' version stamping (v1.33.4: kwokctl then passes flags a 1.33
+scheduler knows). The example guests ``examples/{nodenumber,imagelocality,advanced}/main.wasm`` (TinyGo builds
+committed upstream; TinyGo is not installable here) are copied next to the binary, so a scenario names them
+``example:NAME``.
 """
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
+from pydantic import Field, model_validator
 
 from kwokbench.cluster.kwokctl import ClusterOptions, home_dir
-from kwokbench.components.kube_scheduler import KubeScheduler
+from kwokbench.components.kube_scheduler import KubeScheduler, KubeSchedulerBase
 from kwokbench.errors import ScenarioError
 from kwokbench.progress import Reporter
 from kwokbench.toolchain import versions
+from kwokbench.toolchain.install import kubernetes_ldflags
+from kwokbench.toolchain.sources import PinnedSource, SourceBuild
 from kwokbench.toolchain.wasm import WASM_MAGIC
+
+MODULE = "sigs.k8s.io/kube-scheduler-wasm-extension/scheduler"
+SOURCES = (PinnedSource(MODULE, "kube-scheduler-wasm-extension-9b2791f.tar.gz",
+                        "ba9fe8ef6256bf94fc9e511aea7c50b97f4ef1558855470533809f24e3ab37fe", "", subdir="scheduler"),)
+EXAMPLES = ("nodenumber", "imagelocality", "advanced")
+PLUGIN = "wasm"
+"""The plugin name its configuration enables (any name whose pluginConfig decodes as its PluginConfig)."""
+
+
+def build_commands(by: dict[str, Path], out: Path) -> list[list[str]]:
+    return [["go", "mod", "download"],
+            ["go", "build", "-trimpath", "-ldflags", kubernetes_ldflags(versions.WASM_EXTENSION_KUBERNETES),
+             "-o", str(out), "./cmd/scheduler"]]
+
+
+def copy_examples(by: dict[str, Path], dest: Path) -> None:
+    root = by[MODULE].parent / "examples"
+    (dest / "examples").mkdir()
+    for name in EXAMPLES:
+        src = root / name / "main.wasm"
+        if src.is_file():
+            shutil.copyfile(src, dest / "examples" / f"{name}.wasm")
+
+
+RECIPE = SourceBuild("wasm-extension", versions.WASM_EXTENSION, versions.WASM_EXTENSION_KUBERNETES, SOURCES,
+                     "kube-scheduler", MODULE, build_commands, copy_examples)
+
+
+def example(name: str) -> Path:
+    """The prebuilt example guest ``name`` of the pinned source (built with the scheduler)."""
+    if name not in EXAMPLES:
+        raise ScenarioError(f"guest example:{name}: no such example of the reference (one of: {', '.join(EXAMPLES)})")
+    return RECIPE.path().parent / "examples" / f"{name}.wasm"
+
+
+
+class WasmExtensionSpec(KubeSchedulerBase):
+    """A ``binary: wasm-extension`` variant: the guest its ``wasm`` plugin loads, and the plugin's args."""
+
+    guest: str = Field(description=(
+        "The guest its `wasm` plugin loads — a .wasm file (relative to the scenario), an http(s) URL, or "
+        "example:NAME for the reference's prebuilt examples (nodenumber, imagelocality, advanced)."))
+    guest_args: dict[str, Any] = Field(default_factory=dict, description=(
+        "More args of its `wasm` pluginConfig (e.g. guestConfig: a JSON string)."))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _guest(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not data.get("guest"):
+            raise ValueError(f"scheduler {data.get('name', 'default')}: binary wasm-extension needs guest (a .wasm "
+                             "file, an http(s) URL or example:nodenumber)")
+        return data
+
 
 BASE_CONFIG: dict[str, Any] = {
     "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
@@ -32,6 +97,11 @@ BASE_CONFIG: dict[str, Any] = {
 
 class WasmExtension(KubeScheduler):
     kind = "wasm-extension"
+    title = "WASM extension"
+    settings = WasmExtensionSpec
+    fairness_from: ClassVar[Mapping[str, tuple[str, ...]]] = {"wasm_extension": ("binary", "guest", "guest_args")}
+    recipe = RECIPE
+    variant: WasmExtensionSpec
 
     @property
     def replaces_kube_scheduler(self) -> bool:  # type: ignore[override]
@@ -43,8 +113,6 @@ class WasmExtension(KubeScheduler):
         if g.startswith(("http://", "https://")):
             return g
         if g.startswith("example:"):
-            from kwokbench.toolchain.wasm_extension import example
-
             path = example(g.removeprefix("example:"))
             if not path.is_file():  # the examples come with the build
                 return path.as_uri()
@@ -62,15 +130,14 @@ class WasmExtension(KubeScheduler):
         if not self.replaces_kube_scheduler:
             raise ScenarioError(f"scheduler {self.name}: kwokbench starts the WASM extension only on clusters it "
                                 "creates")
+        super().check()
         self.guest_url()
 
     def build(self, rep: Reporter) -> None:
-        from kwokbench.toolchain import wasm_extension
+        self.binary = RECIPE.build(None, rep)
 
-        self.binary = wasm_extension.build(None, rep)
-
-    def configure(self, copts: ClusterOptions) -> None:
-        super().configure(copts)
+    def own_options(self, copts: ClusterOptions) -> None:
+        super().own_options(copts)
         if copts.scheduler_config is None:
             path = home_dir() / "configs" / "wasm-extension.yaml"
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -80,11 +147,9 @@ class WasmExtension(KubeScheduler):
         copts.scheduler_plugin_args = {**copts.scheduler_plugin_args, "wasm": args}
 
     def fairness(self) -> dict[str, Any]:
-        from kwokbench.components.yunikorn import _skew
-
-        return {"wasm_extension": {"version": versions.WASM_EXTENSION, "kubernetes": versions.WASM_EXTENSION_KUBERNETES,
-                                   "skew_to_control_plane": _skew(versions.WASM_EXTENSION_KUBERNETES,
-                                                                  versions.KUBERNETES),
+        return {**super().fairness(),
+                "wasm_extension": {"version": versions.WASM_EXTENSION, "kubernetes": versions.WASM_EXTENSION_KUBERNETES,
+                                   "skew_to_control_plane": versions.skew(versions.WASM_EXTENSION_KUBERNETES),
                                    "guest": self.variant.guest, "guest_args": self.variant.guest_args}}
 
     def start(self, info: Any, rep: Reporter) -> dict[str, Any] | None:
@@ -94,6 +159,4 @@ class WasmExtension(KubeScheduler):
         return record
 
     def version(self) -> str:
-        from kwokbench.toolchain.wasm_extension import RECIPE
-
         return f"Kubernetes {versions.WASM_EXTENSION_KUBERNETES}; {RECIPE.version_line()}"

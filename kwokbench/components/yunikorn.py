@@ -22,6 +22,20 @@ How it runs here, as its own docs deploy it minus what a kwokctl cluster does no
   ``pods_per_app`` pods) and ``queue``. A workload's ``gang:`` becomes a YuniKorn task group: every member
   carries ``task-group-name`` and ``task-groups`` (minMember = the gang's, minResource = its pod's requests)
   and the Hard gang style, so YuniKorn reserves the whole gang with placeholder pods before any member binds.
+- **Build.** The module proxy refuses YuniKorn's modules and k8shim's go.mod has replace directives of its own, so
+  ``go install …@v1.8.0`` cannot work even online. The recipe is the one YuniKorn's Makefile uses, in a module
+  that points at the sources: k8shim extracted with core and scheduler-interface beside it, its go.mod given
+  ``replace`` directives to those two directories, then ``go build ./pkg/cmd/shim`` with the version stamped as
+  its Makefile does (the shim logs it at start). Every other dependency comes from the module proxy. The binary is
+  cached at ``$KWOKBENCH_CACHE/toolchain/yunikorn-<version>/yunikorn-scheduler`` with a ``BUILD.json`` saying
+  which sources it came from (:class:`kwokbench.toolchain.sources.SourceBuild`).
+- **Its own account of a run**, from ``/ws/v1/metrics``: allocation attempts by outcome
+  (``yunikorn_scheduler_container_allocation_attempt_total{state}``) and applications submitted / accepted; its
+  scheduling routine's duration (``yunikorn_scheduler_scheduling_latency_milliseconds``, one pass of the core's
+  loop, and ``…_scheduling_cycle_milliseconds`` — despite the names yunikorn-core v1.8.0 observes both in
+  *seconds*, ``pkg/metrics/scheduler.go``: ``Observe(SinceInSeconds(start))``, so they are reported as seconds);
+  each queue's guaranteed, max and allocated resources over time (``yunikorn_queue_resource``) and its mean share
+  of the guarantee from the first pod created to the end of the run, which is what queue fairness is judged by.
 """
 
 from __future__ import annotations
@@ -33,22 +47,30 @@ import os
 import re
 import time
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
 
+import numpy as np
 import orjson
+import pandas as pd
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kwokbench.cluster import processes
 from kwokbench.cluster import schedulers as own
 from kwokbench.cluster.api import Api
+from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions, port_in_use
 from kwokbench.components import PodSettings, Scheduler, Setup, own_component_name
 from kwokbench.errors import ClusterError, ScenarioError
-from kwokbench.metrics.scrape import Endpoint
+from kwokbench.formatting import fmt, ms, to_ms
+from kwokbench.kind import SchedulerSpec
+from kwokbench.metrics.derive import counter_increase, histogram_quantiles
 from kwokbench.progress import Reporter
-from kwokbench.scenario import WorkloadSpec, YuniKornQueueSpec, YuniKornSpec
+from kwokbench.scenario import WorkloadSpec
 from kwokbench.toolchain import versions
+from kwokbench.toolchain.sources import PinnedSource, SourceBuild
 
 REST_PORT = 9080
 """YuniKorn's REST server port: a constant of yunikorn-core (``webservice.go``), not configurable."""
@@ -63,6 +85,85 @@ PODS_PER_APP = 100
 """Bare pods per application when a workload does not say (the balanced shape YuniKorn's community tests)."""
 UNLIMITED_CLIENT = 100_000
 """kubernetes.qps/burst when client limits are off (kube-scheduler's are then unlimited too)."""
+
+
+YUNIKORN_SCHEDULER_NAME = "yunikorn"
+"""The schedulerName YuniKorn's shim serves (a constant of the shim, not configurable)."""
+Quantity = str | int | float
+
+
+class YuniKornQueueSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$", description="Queue name (a child of its parent queue).")
+    guaranteed: dict[str, Quantity] = Field(default_factory=dict, description=(
+        "Resources the queue is guaranteed, e.g. {vcore: 100, memory: 400Gi} (YuniKorn's names: vcore, memory, "
+        "pods, or any extended resource; `cpu` is written as vcore)."))
+    max: dict[str, Quantity] = Field(default_factory=dict, description="Most resources the queue may use.")
+    sort_policy: Literal["fifo", "fair", "priority"] | None = Field(None, description=(
+        "How the queue orders its applications (property application.sort.policy); default YuniKorn's fifo."))
+    properties: dict[str, str] = Field(default_factory=dict, description="More YuniKorn queue properties.")
+    parent: bool = Field(False, description="A parent queue even without children (placement creates them).")
+    queues: list[YuniKornQueueSpec] = Field(default_factory=list, description="Child queues (hierarchical).")
+
+
+class YuniKornConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    queues: list[YuniKornQueueSpec] = Field(default_factory=list, description=(
+        "The queues under root (hierarchical, with guaranteed/max resources). Workloads pick one with "
+        "`yunikorn.queue`; without queues every application goes to root.default."))
+    placement_rules: list[dict[str, Any]] = Field(
+        default_factory=lambda: [{"name": "provided", "create": True}], description=(
+            "YuniKorn placement rules of the partition, as in its queues.yaml (default: the queue a pod's `queue` "
+            "label names, created when missing)."))
+    node_sort_policy: Literal["fair", "binpacking"] | None = Field(None, description=(
+        "How nodes are ordered for allocation (partition nodesortpolicy); default YuniKorn's fair."))
+    queues_file: str | None = Field(None, description=(
+        "A whole queues.yaml (relative to the scenario) instead of queues/placement_rules/node_sort_policy."))
+    settings: dict[str, str | int | float | bool] = Field(default_factory=dict, description=(
+        "More keys of the yunikorn-configs ConfigMap, e.g. service.schedulingInterval: 100ms, log.level: WARN."))
+
+    @model_validator(mode="after")
+    def _one_source(self) -> YuniKornConfig:
+        if self.queues_file and (self.queues or self.node_sort_policy):
+            raise ValueError("yunikorn: give queues_file or queues/node_sort_policy, not both")
+        bad = [k for k in self.settings if k == "queues.yaml" or not re.fullmatch(r"[A-Za-z0-9_.-]+", k)]
+        if bad:
+            raise ValueError(f"yunikorn.settings: {bad[0]!r} is not a ConfigMap key kwokbench passes through "
+                             "(queues come from queues or queues_file)")
+        return self
+
+
+class YuniKornWorkloadSpec(BaseModel):
+    """How a YuniKorn variant sees this phase: its queue and pods per application (other kinds ignore it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    queue: str = Field("root.default", pattern=r"^root(\.[a-zA-Z0-9_-]{1,64})*$", description=(
+        "The YuniKorn queue of this phase's applications (the pods' `queue` label), e.g. root.tenant-a."))
+    pods_per_app: int | None = Field(None, ge=1, le=1_000_000, description=(
+        "Pods per YuniKorn application (the `applicationId` label): default one application per Job, per "
+        "gang, or per 100 bare pods."))
+
+
+class YuniKornSpec(SchedulerSpec):
+    """A ``binary: yunikorn`` variant: YuniKorn serves the schedulerName ``yunikorn`` and is configured by its
+    ``yunikorn:`` block (client limits as every kind's)."""
+
+    SERVES = YUNIKORN_SCHEDULER_NAME
+    binary: Literal["yunikorn"] = Field("yunikorn", description="Apache YuniKorn, built from pinned sources "
+                                                                "(`kwokbench tools install yunikorn`).")
+    yunikorn: YuniKornConfig | None = Field(None, description=(
+        "YuniKorn's configuration, written into its yunikorn-configs ConfigMap (queues.yaml and service "
+        "settings). Default: one root queue, applications placed by their `queue` label."))
+
+    @model_validator(mode="after")
+    def _name(self) -> YuniKornSpec:
+        if self.scheduler_name not in (None, YUNIKORN_SCHEDULER_NAME):
+            raise ValueError(f"scheduler {self.name}: YuniKorn serves schedulerName {YUNIKORN_SCHEDULER_NAME} "
+                             "only; drop scheduler_name")
+        return self
 
 
 def _queue(q: YuniKornQueueSpec) -> dict[str, Any]:
@@ -81,9 +182,9 @@ def _queue(q: YuniKornQueueSpec) -> dict[str, Any]:
     return out
 
 
-def queues_yaml(spec: YuniKornSpec | None, base: Path) -> str:
+def queues_yaml(spec: YuniKornConfig | None, base: Path) -> str:
     """The ``queues.yaml`` of the variant: one partition, root accepting everyone, the scenario's queues."""
-    spec = spec or YuniKornSpec()
+    spec = spec or YuniKornConfig()
     if spec.queues_file:
         path = Path(spec.queues_file).expanduser()
         path = path if path.is_absolute() else base / path
@@ -102,9 +203,9 @@ def queues_yaml(spec: YuniKornSpec | None, base: Path) -> str:
     return yaml.safe_dump({"partitions": [partition]}, sort_keys=False)
 
 
-def config_data(spec: YuniKornSpec | None, base: Path, qps: int, burst: int) -> dict[str, str]:
+def config_data(spec: YuniKornConfig | None, base: Path, qps: int, burst: int) -> dict[str, str]:
     """The ``yunikorn-configs`` ConfigMap's data."""
-    spec = spec or YuniKornSpec()
+    spec = spec or YuniKornConfig()
     data = {"queues.yaml": queues_yaml(spec, base), "kubernetes.qps": str(qps), "kubernetes.burst": str(burst),
             "service.disableGangScheduling": "false"}
     data.update({k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in spec.settings.items()})
@@ -126,6 +227,44 @@ def task_group(size: int, requests: dict[str, str]) -> dict[str, str]:
             POLICY: "placeholderTimeoutInSeconds=60 gangSchedulingStyle=Hard"}
 
 
+# ---- its build, from pinned sources -----------------------------------------------------------------
+
+VERSION = versions.YUNIKORN
+SHIM = "github.com/apache/yunikorn-k8shim"
+CORE = "github.com/apache/yunikorn-core"
+SI = "github.com/apache/yunikorn-scheduler-interface"
+_GH = "https://github.com/apache"
+SOURCES = (
+    PinnedSource(SHIM, "yunikorn-k8shim-v1.8.0.tar.gz",
+                 "9e048becf234f2b3a7a5509a8fdb3f4aa923a4a9a730a3cfcc64b396b2de96b9",
+                 f"{_GH}/yunikorn-k8shim/archive/refs/tags/v1.8.0.tar.gz"),
+    PinnedSource(CORE, "yunikorn-core-v1.8.0-1.tar.gz",
+                 "9c476ae7bd08b4e88b7365703fc1369d12382fc42eb6022d1bb2c902ec5bfc57",
+                 f"{_GH}/yunikorn-core/archive/refs/tags/v1.8.0-1.tar.gz"),
+    PinnedSource(SI, "yunikorn-scheduler-interface-v1.8.0-0.tar.gz",
+                 "0e99a5ed4388fb73d2425854087111800c5be43e12ecede8cab6e2355518e32b",
+                 f"{_GH}/yunikorn-scheduler-interface/archive/refs/tags/v1.8.0-0.tar.gz"),
+)
+BINARY = "yunikorn-scheduler"
+
+
+def ldflags(version: str = VERSION) -> str:
+    pkg = f"{SHIM}/pkg/conf"
+    v = version.removeprefix("v")
+    return (f"-s -w -X {pkg}.buildVersion={v} -X {pkg}.buildDate=2026-01-01T00:00:00Z "
+            f"-X {pkg}.isPluginVersion=false")
+
+
+def build_commands(by: dict[str, Path], out: Path) -> list[list[str]]:
+    """Run in the k8shim directory: point its two YuniKorn requirements at the source directories, build."""
+    return [["go", "mod", "edit", f"-replace={CORE}={by[CORE]}", f"-replace={SI}={by[SI]}"],
+            ["go", "mod", "download"],
+            ["go", "build", "-trimpath", "-ldflags", ldflags(), "-o", str(out), "./pkg/cmd/shim"]]
+
+
+RECIPE = SourceBuild("yunikorn", VERSION, versions.YUNIKORN_KUBERNETES, SOURCES, BINARY, SHIM, build_commands)
+
+
 def fatal_line(log: Path) -> str | None:
     """YuniKorn's own reason for exiting, from its (zap, console-encoded) log: the last FATAL or ERROR line."""
     with contextlib.suppress(OSError):
@@ -138,13 +277,116 @@ def fatal_line(log: Path) -> str | None:
     return None
 
 
+# ---- its metrics and report rows (pure, over a stored run) ------------------------------------------
+
+KEEP: dict[str, Any] = {
+    "yunikorn_scheduler_container_allocation_attempt_total": None,
+    "yunikorn_scheduler_application_submission_total": None,
+    "yunikorn_scheduler_scheduling_latency_milliseconds": None,
+    "yunikorn_scheduler_scheduling_cycle_milliseconds": None,
+    "yunikorn_queue_resource": lambda lb: lb.get("resource") in ("vcore", "memory", "pods"),
+}
+"""Families kept from a scheduler component's scrapes (a kube-scheduler serves none of them)."""
+RESOURCES = ("vcore", "memory", "pods")
+
+
+def queue_usage(series: pd.DataFrame, component: str, window: tuple[float, float] | None) -> dict[str, Any]:
+    """Per queue: guaranteed and max (last seen), allocated peak, the allocated series, and over the window
+    the mean share of the guarantee per resource."""
+    q = series[(series["component"] == component) & (series["name"] == "yunikorn_queue_resource")]
+    if not len(q):
+        return {}
+    lb = q["labels"].map(json.loads)
+    q = q.assign(queue=lb.map(lambda d: d.get("queue", "")), state=lb.map(lambda d: d.get("state", "")),
+                 resource=lb.map(lambda d: d.get("resource", "")))
+    t0 = float(window[0]) if window else float(q["t"].min())
+    out: dict[str, Any] = {}
+    for name, qd in q.groupby("queue"):
+        last = qd[qd["t"] == qd["t"].max()]
+        fixed = {st: {r: float(v) for r, v in last[last["state"] == st].set_index("resource")["value"].items()}
+                 for st in ("guaranteed", "max")}
+        alloc = qd[qd["state"] == "allocated"].pivot_table(index="t", columns="resource", values="value",
+                                                           aggfunc="sum").sort_index()
+        entry: dict[str, Any] = {**fixed, "allocated_peak": {str(r): float(alloc[r].max()) for r in alloc.columns}}
+        entry["series"] = {"t": (alloc.index.to_numpy(dtype=float) - t0).round(2).tolist(),
+                           **{str(r): alloc[r].fillna(0).tolist() for r in alloc.columns if r in RESOURCES}}
+        if window and fixed["guaranteed"]:
+            inw = alloc[alloc.index >= window[0]]  # from the first pod on: a queue's pods may bind in a second
+            entry["share_of_guarantee_mean"] = {
+                r: float(np.nanmean(inw[r].to_numpy() / g)) if r in inw and g and len(inw) else None
+                for r, g in fixed["guaranteed"].items()}
+        out[str(name)] = entry
+    return out
+
+
+def yunikorn_section(series: pd.DataFrame, component: str, window: tuple[float, float] | None,
+                     proc: dict[str, Any]) -> dict[str, Any] | None:
+    """The summary's ``yunikorn`` section (None when the component served no YuniKorn metrics)."""
+    has = series[(series["component"] == component) & series["name"].str.startswith("yunikorn_")]
+    if not len(has):
+        return None
+    return {
+        "component": component,
+        "allocation_attempts": counter_increase(series, component,
+                                                "yunikorn_scheduler_container_allocation_attempt_total", by="state"),
+        "applications": counter_increase(series, component, "yunikorn_scheduler_application_submission_total",
+                                         by="result"),
+        "scheduling_latency_seconds": histogram_quantiles(
+            series, component, "yunikorn_scheduler_scheduling_latency_milliseconds"),
+        "scheduling_cycle_seconds": histogram_quantiles(
+            series, component, "yunikorn_scheduler_scheduling_cycle_milliseconds"),
+        "queues": queue_usage(series, component, window),
+        "cpu_seconds": proc.get("cpu_seconds"),
+    }
+
+
+def yunikorn_rows(y: dict[str, Any] | None, who: str = "YuniKorn") -> list[list[str]]:
+    """YuniKorn's own metrics: allocation attempts by outcome, its scheduling routine, each queue's usage."""
+    if not y:
+        return []
+    att = y.get("allocation_attempts") or {}
+    lat = y.get("scheduling_latency_seconds") or {}
+    apps = y.get("applications") or {}
+    rows = [[f"{who} allocation attempts: allocated / rejected / error",
+             f"{att.get('allocated', 0):.0f} / {att.get('rejected', 0):.0f} / {att.get('error', 0):.0f}"],
+            [f"{who} applications submitted / accepted", f"{apps.get('new', 0):.0f} / {apps.get('accepted', 0):.0f}"],
+            [f"{who} scheduling routine mean / p99 (its metric, in seconds)",
+             f"{fmt(to_ms(lat.get('mean')), ' ms', 3)} / {ms(lat.get('p99'))}"]]
+    for q, u in sorted((y.get("queues") or {}).items()):
+        if q == "root":
+            continue
+        peak = u.get("allocated_peak") or {}
+        share = u.get("share_of_guarantee_mean") or {}
+        g = u.get("guaranteed") or {}
+        rows.append([f"{who} queue {q}: allocated peak vcore / pods; mean share of guarantee (vcore)",
+                     f"{peak.get('vcore', 0) / 1000:g} / {peak.get('pods', 0):.0f}; "
+                     + (f"{share['vcore'] * 100:.0f}% of {g['vcore'] / 1000:g} vcores" if share.get("vcore")
+                        is not None and g.get("vcore") else "no guarantee")])
+    if y.get("cpu_seconds") is not None:
+        rows.append([f"{who} CPU", fmt(y["cpu_seconds"], " s", 2)])
+    return rows
+
+
+
+# ---- the kind --------------------------------------------------------------------------------------
+
+
 class YuniKorn(Scheduler):
     kind = "yunikorn"
+    title = "YuniKorn"
+    settings = YuniKornSpec
+    workload_settings = YuniKornWorkloadSpec
+    fairness_from: ClassVar[Mapping[str, tuple[str, ...]]] = {"yunikorn": ("binary", "yunikorn")}
+    keep = KEEP
+    recipe = RECIPE
+    section = staticmethod(yunikorn_section)
+    rows = staticmethod(yunikorn_rows)
     replaces_kube_scheduler = True
+    variant: YuniKornSpec
 
     def __init__(self, setup: Setup) -> None:
         super().__init__(setup)
-        self.spec = setup.variant.yunikorn
+        self.spec = self.variant.yunikorn
         self._component = own_component_name(self.name) if setup.concurrent else "kube-scheduler"
         c = setup.scenario.cluster
         self.nodes = 0 if setup.attached else sum(g.count for g in c.node_groups)
@@ -157,20 +399,19 @@ class YuniKorn(Scheduler):
         queues_yaml(self.spec, self.setup.base)
 
     def build(self, rep: Reporter) -> None:
-        from kwokbench.toolchain.yunikorn import build_yunikorn
-
-        self.binary = build_yunikorn(None, rep)
+        self.binary = RECIPE.build(None, rep)
 
     def configure(self, copts: ClusterOptions) -> None:
         pass  # kwokctl's kube-scheduler is off (replaces_kube_scheduler); nothing else of the cluster changes
 
     def pod_settings(self, w: WorkloadSpec, requests: dict[str, str], kind: str) -> PodSettings:
-        size = w.yunikorn.pods_per_app or (w.gang.size if w.gang else 1 if kind == "Job" else PODS_PER_APP)
+        block: YuniKornWorkloadSpec = w.block("yunikorn") or YuniKornWorkloadSpec()
+        size = block.pods_per_app or (w.gang.size if w.gang else 1 if kind == "Job" else PODS_PER_APP)
         if w.gang and size != w.gang.size:
             raise ScenarioError(f"workload {w.name}: yunikorn.pods_per_app {size} must equal gang.size "
                                 f"{w.gang.size} (a gang is one YuniKorn application)")
         return PodSettings(scheduler_name=self.variant.effective_scheduler_name,
-                           labels={QUEUE_LABEL: w.yunikorn.queue},
+                           labels={QUEUE_LABEL: block.queue},
                            annotations=task_group(w.gang.min_member or w.gang.size, requests or {}) if w.gang else {},
                            group_labels=(APP_LABEL,), group_size=size)
 
@@ -229,9 +470,7 @@ class YuniKorn(Scheduler):
                            f"(log: {log})")
 
     def version(self) -> str:
-        from kwokbench.toolchain.yunikorn import version_line
-
-        return version_line()
+        return RECIPE.version_line()
 
     def endpoints(self) -> list[Endpoint]:
         if self._record is None:
@@ -241,20 +480,13 @@ class YuniKorn(Scheduler):
     def fairness(self) -> dict[str, Any]:
         return {"scheduler_client_qps": float(self.qps), "scheduler_client_burst": self.burst,
                 "yunikorn": {"version": versions.YUNIKORN, "kubernetes": versions.YUNIKORN_KUBERNETES,
-                             "skew_to_control_plane": _skew(versions.YUNIKORN_KUBERNETES, versions.KUBERNETES),
+                             "skew_to_control_plane": versions.skew(versions.YUNIKORN_KUBERNETES),
                              "configs": config_data(self.spec, self.setup.base, self.qps, self.burst)}}
 
     def stop(self) -> None:
         if self._info is not None:
             own.stop(self._info, self._component)
             self._info = None
-
-
-def _skew(client: str, server: str) -> int:
-    """Minor versions between a component's Kubernetes libraries and the control plane's."""
-    def minor(v: str) -> int:
-        return int(v.removeprefix("v").split(".")[1])
-    return minor(server) - minor(client)
 
 
 def _active_nodes() -> int:

@@ -1,5 +1,5 @@
 """Measurements: every source of data a run records implements one small protocol, so the runner starts
-and stops a list of them and adding a measurement is one file plus one line (:func:`for_run`).
+and stops a list of them and adding a measurement is one file plus one line (:func:`kwokbench.measure.run.for_run`).
 
 The lifecycle, as kube-burner's measurement factory: ``start`` before the first workload phase,
 ``stop`` after the last one (or when the run fails: it must be safe to call whatever state the run is
@@ -77,29 +77,3 @@ class Recorder:
 
     def collect(self, ctx: RunContext) -> None:
         pass
-
-
-def for_run(ctx: RunContext) -> list[Measurement]:
-    """The measurements of a run, in start order (stopped in reverse); each component adds its own."""
-    from kwokbench.measure.chaos import ChaosEvents
-    from kwokbench.measure.cluster_state import ClusterState
-    from kwokbench.measure.host import HostEvidence
-    from kwokbench.measure.profile import ComponentProfiles
-    from kwokbench.measure.prometheus import PrometheusCrossCheck
-    from kwokbench.measure.scrape import ComponentScrapes
-    from kwokbench.measure.watch import PodTimeline
-
-    out: list[Measurement] = [PodTimeline()]
-    if ctx.scrape_interval > 0:
-        out.append(ComponentScrapes())
-    for c in ctx.components:
-        out += c.measurements()
-    out.append(ClusterState())
-    if ctx.prometheus_port and ctx.created_cluster:
-        out.append(PrometheusCrossCheck())
-    if ctx.scenario.chaos:
-        out.append(ChaosEvents())
-    out.append(HostEvidence())
-    if ctx.profile:
-        out.append(ComponentProfiles(ctx.profile))
-    return out

@@ -24,12 +24,12 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
+from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.errors import ScenarioError
 from kwokbench.load.pacer import schedule
 from kwokbench.measure import RunContext
 from kwokbench.measure.scrape import endpoints as scraped_endpoints
 from kwokbench.metrics.derive import OWN_PREFIX
-from kwokbench.metrics.scrape import Endpoint
 from kwokbench.pprof import FORMAT_VERSION, INDEX, PROFILES
 from kwokbench.scenario import Scenario
 from kwokbench.store import RunDir, _atomic_write

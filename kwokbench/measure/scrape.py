@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.errors import ClusterError
 from kwokbench.measure import Recorder, RunContext
-from kwokbench.metrics.scrape import Endpoint, Scraper, cluster_endpoints
+from kwokbench.metrics.scrape import Scraper, cluster_endpoints
 from kwokbench.store import SCRAPE_STATS
 
 

@@ -18,8 +18,9 @@ import numpy as np
 import pandas as pd
 from prometheus_client.parser import text_string_to_metric_families
 
-from kwokbench.metrics import writes, yunikorn
-from kwokbench.metrics.parse import prefilter
+from kwokbench import kind
+from kwokbench.metrics import writes
+from kwokbench.metrics.parse import increase, prefilter
 from kwokbench.metrics.scrape import PROCS, SCRAPES, read_snapshots
 
 # family → predicate on labels deciding which samples are kept (keeps metrics.parquet small)
@@ -37,7 +38,6 @@ KEEP: dict[str, dict[str, Any]] = {
         "scheduler_pending_pods": None,
         "rest_client_rate_limiter_duration_seconds": None,
         "rest_client_requests_total": None,
-        **yunikorn.KEEP,  # a scheduler kwokbench started in kube-scheduler's place may be YuniKorn
     },
     "kube-controller-manager": {
         "rest_client_rate_limiter_duration_seconds": None,
@@ -56,6 +56,15 @@ OWN_PREFIX = "scheduler-"
 metrics are kept like kube-scheduler's and summarised per scheduler."""
 REQUEST_TOTAL = "apiserver_request_total"
 SCRAPED = "__scraped__"
+
+
+def keep_of(component: str) -> dict[str, Any]:
+    """What a scrape of ``component`` keeps. A scheduler component (``kube-scheduler``, or one of several) may be
+    of any kind kwokbench starts in kube-scheduler's place: it keeps every kind's own families too."""
+    if component == "kube-scheduler" or component.startswith(OWN_PREFIX):
+        own = {f: p for k in kind.registry().values() for f, p in k.keep.items()}
+        return {**KEEP["kube-scheduler"], **own}
+    return KEEP.get(component) or {}
 
 
 def parse_payload(text: str, keep: dict[str, Any]) -> list[tuple[str, dict[str, str], float]]:
@@ -79,7 +88,7 @@ def load_series(run_dir: Path) -> pd.DataFrame:
     rows: list[tuple[float, str, str, str, float]] = []
     own = sorted(f.name.removesuffix(".prom.zst") for f in (run_dir / SCRAPES).glob(f"{OWN_PREFIX}*.prom.zst"))
     for comp in [*KEEP, *own]:
-        keep = KEEP.get(comp) or (KEEP["kube-scheduler"] if comp.startswith(OWN_PREFIX) else {})
+        keep = keep_of(comp)
         f = run_dir / SCRAPES / f"{comp}.prom.zst"
         if not f.exists() or not keep:
             continue
@@ -114,14 +123,6 @@ def counter_total(series: pd.DataFrame, component: str, name: str, **labels: str
     s = _select(series, component, name, **labels)
     per_t = s.groupby("t")["value"].sum()
     return per_t.reindex(scrape_times_of(series, component), fill_value=0.0).sort_index()
-
-
-def increase(values: np.ndarray) -> np.ndarray:
-    """Per-interval increases of a counter; a decrease is a reset (process restart), counted from 0."""
-    if len(values) < 2:
-        return np.zeros(0)
-    d = np.diff(values)
-    return np.where(d < 0, values[1:], d)
 
 
 def binding_rate(series: pd.DataFrame, window: tuple[float, float] | None) -> dict[str, Any]:
@@ -337,12 +338,13 @@ def derive(run_dir: Path, pods: pd.DataFrame,
             "cpu_seconds": (out["processes"].get(c) or {}).get("cpu_seconds"),
             "metrics": bool(len(series)) and bool((series["component"] == c).any())} for c in own}
     for comp in ["kube-scheduler", *own] if len(series) else []:
-        yk = yunikorn.yunikorn_section(series, comp, window, out["processes"].get(comp) or {}, counter_increase,
-                                       histogram_quantiles)
-        if yk is not None and comp == "kube-scheduler":
-            out["yunikorn"] = yk
-        elif yk is not None:
-            out["schedulers"][comp.removeprefix(OWN_PREFIX)]["yunikorn"] = yk
+        for key, k in kind.with_sections().items():  # a scheduler kind's own account (its queues…)
+            assert k.section is not None
+            sec = k.section(series, comp, window, out["processes"].get(comp) or {})
+            if sec is not None and comp == "kube-scheduler":
+                out[key] = sec
+            elif sec is not None:
+                out["schedulers"][comp.removeprefix(OWN_PREFIX)][key] = sec
     if len(series) and (series["component"] == "kueue").any():
         out["kueue"] = kueue_section(series, out["processes"].get("kueue") or {})
     win_s = (window[1] - window[0]) if window else 0.0

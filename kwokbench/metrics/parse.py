@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+import numpy as np
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
@@ -30,3 +31,11 @@ def sum_samples(text: str, name: str, labels: Mapping[str, str] | None = None) -
     want = dict(labels or {})
     return sum(s.value for s in samples(text, name)
                if all(s.labels.get(k) == v for k, v in want.items()))
+
+
+def increase(values: np.ndarray) -> np.ndarray:
+    """Per-interval increases of a counter; a decrease is a reset (process restart), counted from 0."""
+    if len(values) < 2:
+        return np.zeros(0)
+    d = np.diff(values)
+    return np.where(d < 0, values[1:], d)

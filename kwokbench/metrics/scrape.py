@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.errors import StoreError
 from kwokbench.load.child import Flag, send_to_parent, spawn_parent
@@ -29,16 +30,6 @@ SCRAPES = "scrapes"
 FRAME_VERSION = 1
 """Format of a snapshot frame (a JSON header line, then the payload); headers before it had no ``v``."""
 PROCS = "procs.parquet"
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    component: str
-    url: str
-    creds: Credentials | None
-    """Client certificate (or bearer token) to present (None: plain HTTP)."""
-    pprof: str | None = None
-    """Base URL of its ``/debug/pprof/`` (None: beside ``/metrics``, as Kubernetes components serve it)."""
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from kwokbench.metrics.parse import increase
+
 WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "APPLY"})
 
 
@@ -42,8 +44,6 @@ def writes_section(requests: pd.DataFrame, times: np.ndarray, start: float | Non
     first) from the apiserver's ``apiserver_request_total`` samples (long frame: t, labels as JSON, value) and
     its scrape times, counted from ``start`` (the first pod created) to the last scrape; None without pods
     scheduled or a scrape after ``start``."""
-    from kwokbench.metrics.derive import increase  # derive imports this module: the one counter-reset rule
-
     times = np.sort(np.asarray(times, dtype=np.float64))
     if start is None or not scheduled or len(times) < 2 or times[-1] <= start or not len(requests):
         return None

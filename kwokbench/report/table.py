@@ -4,23 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kwokbench import kind
+from kwokbench.formatting import fmt as _f
+from kwokbench.formatting import ms as _ms
+from kwokbench.formatting import to_ms as _ms_f
 from kwokbench.metrics import writes
-
-
-def _f(v: Any, unit: str = "", digits: int = 1) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.{digits}f}{unit}"
-    return f"{v}{unit}"
-
-
-def _ms_f(v: float | None) -> float | None:
-    return None if v is None else v * 1000
-
-
-def _ms(v: Any) -> str:
-    return "-" if v is None else f"{v * 1000:.0f} ms"
 
 
 def summary_rows(s: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
@@ -74,9 +62,11 @@ def summary_rows(s: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     rows += placement_rows(s.get("placement") or {})
     rows += job_rows(s.get("jobs"))
     rows += kueue_rows(s.get("kueue"))
-    rows += yunikorn_rows(s.get("yunikorn"))
-    for name, sc in (s.get("schedulers") or {}).items():
-        rows += yunikorn_rows(sc.get("yunikorn"), f"YuniKorn {name}")
+    for key, k in kind.with_sections().items():  # a scheduler kind's own account of the run
+        if k.rows is not None:
+            rows += k.rows(s.get(key) or {}, k.title)
+            for name, sc in (s.get("schedulers") or {}).items():
+                rows += k.rows(sc.get(key) or {}, f"{k.title} {name}")
     chaos = s.get("chaos")
     if chaos:
         for e in chaos.get("events") or []:
@@ -220,33 +210,6 @@ def kueue_rows(k: dict[str, Any] | None) -> list[list[str]]:
                      + ("" if cc["agrees"] else "  DISAGREE")])
     if k.get("cpu_seconds") is not None:
         rows.append(["Kueue CPU", _f(k["cpu_seconds"], " s", 2)])
-    return rows
-
-
-def yunikorn_rows(y: dict[str, Any] | None, who: str = "YuniKorn") -> list[list[str]]:
-    """YuniKorn's own metrics: allocation attempts by outcome, its scheduling routine, each queue's usage."""
-    if not y:
-        return []
-    att = y.get("allocation_attempts") or {}
-    lat = y.get("scheduling_latency_seconds") or {}
-    apps = y.get("applications") or {}
-    rows = [[f"{who} allocation attempts: allocated / rejected / error",
-             f"{att.get('allocated', 0):.0f} / {att.get('rejected', 0):.0f} / {att.get('error', 0):.0f}"],
-            [f"{who} applications submitted / accepted", f"{apps.get('new', 0):.0f} / {apps.get('accepted', 0):.0f}"],
-            [f"{who} scheduling routine mean / p99 (its metric, in seconds)",
-             f"{_f(_ms_f(lat.get('mean')), ' ms', 3)} / {_ms(lat.get('p99'))}"]]
-    for q, u in sorted((y.get("queues") or {}).items()):
-        if q == "root":
-            continue
-        peak = u.get("allocated_peak") or {}
-        share = u.get("share_of_guarantee_mean") or {}
-        g = u.get("guaranteed") or {}
-        rows.append([f"{who} queue {q}: allocated peak vcore / pods; mean share of guarantee (vcore)",
-                     f"{peak.get('vcore', 0) / 1000:g} / {peak.get('pods', 0):.0f}; "
-                     + (f"{share['vcore'] * 100:.0f}% of {g['vcore'] / 1000:g} vcores" if share.get("vcore")
-                        is not None and g.get("vcore") else "no guarantee")])
-    if y.get("cpu_seconds") is not None:
-        rows.append([f"{who} CPU", _f(y["cpu_seconds"], " s", 2)])
     return rows
 
 

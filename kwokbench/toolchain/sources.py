@@ -296,19 +296,3 @@ class SourceBuild:
         rec = self.record() or {}
         src = ", ".join(f"{m.rsplit('/', 1)[-1]} {o[:23]}" for m, o in sorted((rec.get("sources") or {}).items()))
         return f"{self.name} {self.version} (Kubernetes libraries {self.kubernetes}; {src or 'sources unknown'})"
-
-
-def _yunikorn() -> SourceBuild:
-    from kwokbench.toolchain.yunikorn import RECIPE
-
-    return RECIPE
-
-
-def _wasm_extension() -> SourceBuild:
-    from kwokbench.toolchain.wasm_extension import RECIPE
-
-    return RECIPE
-
-
-SOURCE_BUILT: dict[str, Callable[[], SourceBuild]] = {"yunikorn": _yunikorn, "wasm-extension": _wasm_extension}
-"""``tools install NAME`` → its recipe (a new one: a module with a ``RECIPE`` and one line here)."""

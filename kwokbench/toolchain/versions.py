@@ -30,7 +30,7 @@ KUEUE = "v0.19.2"
 
 YUNIKORN = "v1.8.0"
 """Apache YuniKorn (k8shim v1.8.0 with core v1.8.0-1 and scheduler-interface v1.8.0-0, the versions it
-requires), built from pinned source archives (:mod:`kwokbench.toolchain.yunikorn`): the module proxy refuses
+requires), built from pinned source archives (:mod:`kwokbench.components.yunikorn`): the module proxy refuses
 YuniKorn's modules. It is built on Kubernetes v1.34.2 client libraries (two minors behind the apiserver)."""
 
 YUNIKORN_KUBERNETES = "v1.34.2"
@@ -42,3 +42,10 @@ its kube-scheduler with the ``wasm`` plugin, built from the pinned source archiv
 
 WASM_EXTENSION_KUBERNETES = "v1.33.4"
 """The Kubernetes version its scheduler module requires (three minors behind the control plane)."""
+
+
+def skew(client: str, server: str = KUBERNETES) -> int:
+    """Minor versions between a component's Kubernetes libraries and the control plane's."""
+    def minor(v: str) -> int:
+        return int(v.removeprefix("v").split(".")[1])
+    return minor(server) - minor(client)

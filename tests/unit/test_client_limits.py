@@ -13,6 +13,7 @@ from kwokbench.cluster.kwokctl import (
     scheduler_config,
     scheduler_config_document,
 )
+from kwokbench.components import Setup, scheduler
 from kwokbench.runner import cluster_options, fairness_manifest
 from kwokbench.scenario import parse_scenario
 
@@ -54,7 +55,8 @@ def test_written_file_and_fairness_manifest_agree(tmp_path: Path) -> None:
                         "schedulers: [{name: a, config: s.yaml}, {name: b, config: s.yaml, client_qps: 30}]\n"
                         "workloads: [{name: p, count: 1}]\n")
     for variant, expected in zip(sc.schedulers, [(120.0, 100), (30.0, 30)], strict=True):
-        opts = cluster_options(sc, tmp_path, variant, "x", None)  # type: ignore[arg-type]
+        own = scheduler(Setup(sc, tmp_path, variant, None))  # type: ignore[arg-type]
+        opts = cluster_options(sc, tmp_path, variant, "x", None, [own])  # type: ignore[arg-type]
         written = yaml.safe_load(scheduler_config(opts, tmp_path / "out.yaml").read_text())
         manifest = fairness_manifest(sc, variant, opts)
         assert scheduler_client_limits(written) == expected

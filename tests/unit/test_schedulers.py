@@ -10,10 +10,11 @@ import pandas as pd
 import pytest
 
 from kwokbench.cluster.kwokctl import ClusterOptions
-from kwokbench.cluster.schedulers import check_command, fill, stand_in_config, version
+from kwokbench.cluster.schedulers import stand_in_config, version
+from kwokbench.components.external import ExternalSpec, check_command, fill
 from kwokbench.errors import ScenarioError
 from kwokbench.placement import overcommit, pending, per_scheduler
-from kwokbench.scenario import SchedulerSpec, parse_scenario
+from kwokbench.scenario import parse_scenario
 from kwokbench.templates import ManifestFactory, resolve_template
 
 BASE = """
@@ -31,7 +32,8 @@ def _scenario(extra: str) -> None:
 def test_external_needs_a_scheduler_name_and_external_fields_need_external() -> None:
     with pytest.raises(ScenarioError, match="binary external needs scheduler_name"):
         _scenario("schedulers: [{name: x, binary: external, command: [x]}]")
-    with pytest.raises(ScenarioError, match="command, ready_path only apply to binary: external"):
+    with pytest.raises(ScenarioError, match=r"(?s)schedulers.0.command: not a setting of binary: kube-scheduler "
+                                            r"\(it applies to binary: external\).*schedulers.0.ready_path"):
         _scenario("schedulers: [{name: x, command: [x], ready_path: /healthz}]")
     _scenario("schedulers: [{name: x, binary: external, scheduler_name: y, command: ['{kube_scheduler}']}]")
 
@@ -49,11 +51,11 @@ def test_concurrent_schedulers_rules() -> None:
 
 
 def test_placeholders_are_checked_and_filled() -> None:
-    v = SchedulerSpec(name="x", binary="external", scheduler_name="y", command=["{kube_scheduler}", "--p={nope}"])
+    v = ExternalSpec(name="x", binary="external", scheduler_name="y", command=["{kube_scheduler}", "--p={nope}"])
     with pytest.raises(ScenarioError, match=r"unknown placeholder\(s\) \{nope\}"):
         check_command(v)
     with pytest.raises(ScenarioError, match="literal brace"):
-        check_command(SchedulerSpec(name="x", binary="external", scheduler_name="y", command=["{oops"]))
+        check_command(ExternalSpec(name="x", binary="external", scheduler_name="y", command=["{oops"]))
     assert fill(["{kubeconfig}", "--port={metrics_port}", "{{literal}}"], {"kubeconfig": "/k", "metrics_port": "9"}) \
         == ["/k", "--port=9", "{literal}"]
 

@@ -90,6 +90,17 @@ def test_gang_members_carry_their_pod_group_label_on_the_fast_path() -> None:
     assert pg.kind == "PodGroup" and orjson.loads(pg.body(0))["spec"]["minMember"] == 4
 
 
+def test_a_kind_names_the_gang_in_an_annotation_too() -> None:
+    """A scheduler kind that finds a pod's PodGroup by an annotation gets the gang's name there as well."""
+    f = ManifestFactory(resolve_template("pod"), {}, "g", gang_size=2, gang_annotations=("example.io/group",),
+                        pod_annotations={"a": "b"})
+    docs = [orjson.loads(f.body(i)) for i in range(3)]
+    assert [d["metadata"]["annotations"].get("example.io/group") for d in docs] == ["g-gang-0", "g-gang-0", "g-gang-1"]
+    assert all(d["metadata"]["annotations"]["a"] == "b" for d in docs)
+    plain = ManifestFactory(resolve_template("pod"), {}, "p", gang_annotations=("example.io/group",))
+    assert "example.io/group" not in (orjson.loads(plain.body(0))["metadata"].get("annotations") or {})
+
+
 def test_node_selector_is_merged_into_pods_and_job_templates() -> None:
     sel = {"kwokbench.io/attached": "byo"}
     pod = orjson.loads(ManifestFactory(resolve_template("pod"), {}, "p", node_selector=sel).body(0))

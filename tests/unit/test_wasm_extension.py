@@ -12,12 +12,12 @@ import yaml
 
 from kwokbench.cluster.kwokctl import ClusterOptions, scheduler_config_document
 from kwokbench.components import Setup, scheduler
+from kwokbench.components import wasm_extension as wx
 from kwokbench.components.wasm_extension import WasmExtension
 from kwokbench.errors import ScenarioError, ToolchainError
 from kwokbench.extender import RULES, nodenumber_score, priorities
 from kwokbench.scenario import parse_scenario
 from kwokbench.toolchain import sources
-from kwokbench.toolchain import wasm_extension as wx
 
 HEAD = "schema_version: 1\nname: s\ncluster: {node_groups: [{name: c, count: 3}]}\nworkloads: [{name: p, count: 1}]\n"
 
@@ -59,8 +59,11 @@ def test_bad_guests_and_variants(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError, match="no such example of the reference"):
         _kind(tmp_path, "{name: w, binary: wasm-extension, guest: 'example:other'}").check()
     for variant, message in (("{name: w, binary: wasm-extension}", "needs guest"),
-                             ("{name: w, guest: g.wasm}", "only apply to binary: wasm-extension"),
-                             ("{name: w, binary: wasm-extension, guest: g.wasm, wasm: x}", "wasm and extender")):
+                             ("{name: w, guest: g.wasm}", r"schedulers.0.guest: not a setting of binary: "
+                                                          r"kube-scheduler \(it applies to binary: wasm-extension\)"),
+                             ("{name: w, binary: wasm-extension, guest: g.wasm, wasm: x}",
+                              r"schedulers.0.wasm: not a setting of binary: wasm-extension \(it applies to binary: "
+                              r"plugin\)")):
         with pytest.raises(ScenarioError, match=message):
             parse_scenario(HEAD + f"schedulers: [{variant}]\n")
 

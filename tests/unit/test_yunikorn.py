@@ -20,11 +20,9 @@ import yaml
 from kwokbench.components import yunikorn as yk
 from kwokbench.errors import ScenarioError, ToolchainError
 from kwokbench.metrics import derive
-from kwokbench.metrics import yunikorn as ym
 from kwokbench.runner import _factories, check_scenario
 from kwokbench.scenario import parse_scenario
 from kwokbench.toolchain import sources
-from kwokbench.toolchain import yunikorn as ytc
 
 GOLDEN = Path(__file__).parent / "golden"
 HEAD = "schema_version: 1\nname: s\ncluster: {node_groups: [{name: c, count: 3}]}\n"
@@ -77,8 +75,8 @@ def test_queues_file_is_read_relative_to_the_scenario(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("schedulers", "message"), [
     ("[{name: y, binary: yunikorn, scheduler_name: other}]", "YuniKorn serves schedulerName yunikorn only"),
-    ("[{name: y, binary: yunikorn, config: c.yaml}]", "config apply to kube-scheduler variants"),
-    ("[{name: y, yunikorn: {}}]", "yunikorn only applies to binary: yunikorn"),
+    ("[{name: y, binary: yunikorn, config: c.yaml}]", "schedulers.0.config: not a setting of binary: yunikorn"),
+    ("[{name: y, yunikorn: {}}]", r"not a setting of binary: kube-scheduler \(it applies to binary: yunikorn\)"),
     ("[{name: y, binary: yunikorn, yunikorn: {queues_file: q.yaml, node_sort_policy: fair}}]",
      "give queues_file or queues/node_sort_policy, not both"),
     ("[{name: y, binary: yunikorn, yunikorn: {settings: {queues.yaml: x}}}]", "is not a ConfigMap key"),
@@ -146,7 +144,7 @@ def _series() -> pd.DataFrame:
     for t, name in ((100.0, "first"), (113.0, "mid"), (126.0, "last")):
         text = gzip.decompress((GOLDEN / f"yunikorn-{name}.prom.gz").read_bytes()).decode()
         rows.append((t, "kube-scheduler", derive.SCRAPED, "{}", 1.0))
-        for n, labels, v in derive.parse_payload(text, derive.KEEP["kube-scheduler"]):
+        for n, labels, v in derive.parse_payload(text, derive.keep_of("kube-scheduler")):
             rows.append((t, "kube-scheduler", n, json.dumps(labels, sort_keys=True), v))
     return pd.DataFrame(rows, columns=["t", "component", "name", "labels", "value"])
 
@@ -154,8 +152,7 @@ def _series() -> pd.DataFrame:
 def test_section_from_real_yunikorn_metrics() -> None:
     """The yunikorn-queues run: tenant-a capped at its max of 100 CPUs, tenant-b at 60."""
     s = _series()
-    y = ym.yunikorn_section(s, "kube-scheduler", (100.0, 126.0), {"cpu_seconds": 0.5}, derive.counter_increase,
-                            derive.histogram_quantiles)
+    y = yk.yunikorn_section(s, "kube-scheduler", (100.0, 126.0), {"cpu_seconds": 0.5})
     assert y is not None and y["cpu_seconds"] == 0.5
     assert sum(y["allocation_attempts"].values()) >= 0
     lat = y["scheduling_latency_seconds"]
@@ -166,8 +163,7 @@ def test_section_from_real_yunikorn_metrics() -> None:
     assert a["series"]["t"] == [13.0, 26.0]  # the gauge appears with its first allocation
     assert a["share_of_guarantee_mean"]["vcore"] == pytest.approx(1.25)
     # a kube-scheduler's scrapes hold no yunikorn_ family: no section
-    assert ym.yunikorn_section(s[s["name"] == derive.SCRAPED], "kube-scheduler", None, {},
-                               derive.counter_increase, derive.histogram_quantiles) is None
+    assert yk.yunikorn_section(s[s["name"] == derive.SCRAPED], "kube-scheduler", None, {}) is None
 
 
 def _archive(path: Path, top: str, module: str) -> str:
@@ -219,5 +215,5 @@ def test_pinned_yunikorn_sources_match_the_shared_checksums() -> None:
     if not sums.is_file():
         pytest.skip("no ../shared/sources beside the repo")
     pinned = dict(reversed(line.split()) for line in sums.read_text().splitlines() if line.strip())
-    for s in ytc.SOURCES:
+    for s in yk.SOURCES:
         assert pinned[s.archive] == s.sha256

@@ -1,0 +1,164 @@
+"""The import structure: no cycle between kwokbench's modules (imports inside functions count too: one that only
+dodges a cycle is still one), no lower layer importing a higher one, and the layers below the scheduler kinds
+naming none of them (a kind is one module plus its entry point)."""
+
+from __future__ import annotations
+
+import ast
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "kwokbench"
+
+# lowest first: a module may import from its own layer's files and from layers below, never above
+LAYERS = [
+    ["", "errors", "progress", "formatting", "stats", "code_version", "console", "jobs", "job_manifest", "acceptance",
+     "placement", "toolchain", "trace"],
+    ["kind", "store", "summary", "shard", "templates", "bottleneck", "extender", "pprof"],
+    ["scenario", "gate", "ceiling", "history"],
+    ["cluster", "chaos", "load"],
+    ["metrics"],
+    ["measure", "analyse"],
+    ["components"],
+    ["runner"],
+    ["sweep"],
+    ["report", "merge"],
+    ["cli", "__main__"],
+]
+NO_KIND = ["scenario.py", "gate.py", "metrics/derive.py", "report/table.py", "runner.py"]
+"""Modules that must name no scheduler kind (they learn of kinds from the registry)."""
+
+
+def _module(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """kwokbench modules ``path`` imports, at any depth except under ``if TYPE_CHECKING:`` (types only)."""
+    tree = ast.parse(path.read_text())
+    typing_only: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            typing_only |= {id(n) for b in node.body for n in ast.walk(b)}
+    me = _module(path)
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.startswith("kwokbench")}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                pkg = me.split(".")[: len(me.split(".")) - node.level + (1 if path.name == "__init__.py" else 0)]
+                base = ".".join([*pkg, base] if base else pkg)
+            if base.startswith("kwokbench"):
+                # `from kwokbench.metrics import writes` imports the submodule when there is one
+                for a in node.names:
+                    sub = f"{base}.{a.name}"
+                    out.add(sub if _exists(sub) else base)
+    out.discard(me)
+    return out
+
+
+def _exists(module: str) -> bool:
+    p = ROOT / Path(*module.split("."))
+    return p.with_suffix(".py").is_file() or (p / "__init__.py").is_file()
+
+
+def _graph() -> dict[str, set[str]]:
+    return {_module(p): {m for m in _imports(p) if _exists(m)} for p in PACKAGE.rglob("*.py")}
+
+
+def _layer(module: str) -> int:
+    top = module.split(".")[1] if module.count(".") else ""
+    for i, names in enumerate(LAYERS):
+        if top in names:
+            return i
+    raise AssertionError(f"{module} is in no layer of tests/unit/test_structure.py: add {top!r} to one")
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycle() -> None:
+    assert _cycles(_graph()) == []
+
+
+def test_no_import_runs_up_a_layer() -> None:
+    up = [f"{m} (layer {_layer(m)}) imports {d} (layer {_layer(d)})"
+          for m, deps in sorted(_graph().items()) for d in sorted(deps)
+          if _layer(d) > _layer(m) and m.split(".")[1:2] != d.split(".")[1:2]]
+    assert up == []
+
+
+def test_the_checks_can_fail() -> None:
+    """The cycle finder and the layer table see a cycle and an upward import when there is one."""
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _layer("kwokbench.cli") > _layer("kwokbench.runner") > _layer("kwokbench.components.yunikorn") \
+        > _layer("kwokbench.scenario") > _layer("kwokbench.kind")
+
+
+def _kinds() -> dict[str, str]:
+    doc = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    return doc["project"]["entry-points"]["kwokbench.schedulers"]
+
+
+def test_every_kind_is_one_module_of_components() -> None:
+    for name, target in _kinds().items():
+        module, _, cls = target.partition(":")
+        assert module.startswith("kwokbench.components.") and _exists(module), f"{name}: {target}"
+        assert re.search(rf"^class {cls}\(", (ROOT / Path(*module.split("."))).with_suffix(".py").read_text(),
+                         flags=re.M), f"{name}: no class {cls} in {module}"
+
+
+@pytest.mark.parametrize("rel", NO_KIND)
+def test_the_layers_below_the_kinds_name_none(rel: str) -> None:
+    text = (PACKAGE / rel).read_text()
+    # a kind's own name, as a word (kube-scheduler is also the component every scheduler is measured as)
+    # and scheduler-plugins is also the project whose PodGroup CRD every gang workload uses
+    named = [k for k in _kinds() if k not in ("kube-scheduler", "plugin", "external", "scheduler-plugins")
+             for form in (k, k.replace("-", "_")) if re.search(rf"(?i)\b{re.escape(form)}\b", text)]
+    assert named == [], f"{rel} names scheduler kind(s) {named}"
+    imported = [t.partition(":")[0] for t in _kinds().values() if t.partition(":")[0] in text]
+    assert imported == [], f"{rel} imports scheduler kind module(s) {imported}"
