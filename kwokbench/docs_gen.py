@@ -457,8 +457,7 @@ def _functions(tree: ast.Module) -> dict[int, str]:
         for child in ast.iter_child_nodes(node):
             inner = name
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                inner = child.name if not name or isinstance(child, ast.ClassDef) else f"{name}.{child.name}" \
-                    if isinstance(node, ast.ClassDef) else child.name
+                inner = f"{name}.{child.name}" if name else child.name
                 for line in range(child.lineno, (child.end_lineno or child.lineno) + 1):
                     where[line] = inner
             visit(child, inner)
@@ -479,6 +478,17 @@ def _chosen_classes(tree: ast.Module, classes: set[str]) -> dict[str, str]:
     return out
 
 
+def _printed_error(node: ast.AST) -> str | None:
+    """The message of a ``console.error("…")`` call printed as it is (``error: interrupted``), else None."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return None
+    f = node.func
+    if not (isinstance(f, ast.Attribute) and f.attr == "error" and isinstance(f.value, ast.Name)
+            and f.value.id == "console"):
+        return None
+    return _message(node.args[0])
+
+
 def error_messages(package: Path | None = None) -> list[ErrorMessage]:
     """Every message raised as a KwokbenchError (and the scenario validators' ValueErrors, which pydantic
     turns into the same one line per field) in the package's source."""
@@ -492,6 +502,10 @@ def error_messages(package: Path | None = None) -> list[ErrorMessage]:
         validators = module == "kwokbench.scenario"
         chosen = _chosen_classes(tree, classes)
         for node in ast.walk(tree):
+            printed = _printed_error(node)
+            if printed is not None:
+                found.append(ErrorMessage(printed, "printed", module, functions.get(node.lineno, "")))
+                continue
             if not isinstance(node, ast.Raise) or not isinstance(node.exc, ast.Call):
                 continue
             func = node.exc.func
