@@ -503,7 +503,7 @@ def error_messages(package: Path | None = None) -> list[ErrorMessage]:
         chosen = _chosen_classes(tree, classes)
         for node in ast.walk(tree):
             printed = _printed_error(node)
-            if printed is not None:
+            if printed is not None and isinstance(node, ast.Call):
                 found.append(ErrorMessage(printed, "printed", module, functions.get(node.lineno, "")))
                 continue
             if not isinstance(node, ast.Raise) or not isinstance(node.exc, ast.Call):
