@@ -21,7 +21,7 @@ import json
 import sys
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -567,11 +567,15 @@ def errors_reference(messages: list[ErrorMessage] | None = None) -> str:
 # ---- writing ------------------------------------------------------------------------------------------------
 
 
+GENERATED: dict[Path, Callable[[], str]] = {REFERENCE / "cli.md": cli_reference,
+                                            REFERENCE / "scenario.md": scenario_reference,
+                                            REFERENCE / "error-messages.md": errors_reference}
+"""Each generated page (relative to the repository) and what renders it."""
+
+
 def pages() -> dict[Path, str]:
-    """Each generated page (relative to the repository) and its text."""
-    return {REFERENCE / "cli.md": cli_reference(),
-            REFERENCE / "scenario.md": scenario_reference(),
-            REFERENCE / "error-messages.md": errors_reference()}
+    """Each generated page and its text."""
+    return {path: render() for path, render in GENERATED.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
