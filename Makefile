@@ -7,7 +7,7 @@ export KWOKBENCH_SOURCES ?= $(abspath ../shared/sources)
 BIN := $(VENV)/bin
 PYTHON ?= python3
 
-.PHONY: install system-deps tools lint-workflows test demo bench clean
+.PHONY: install system-deps tools lint-workflows test demo bench clean docs docs-ref docs-check
 
 # signal-processing-algorithms (E-divisive means, `kwokbench detect`) without its declared dependencies: it pins
 # numpy<2, which would take numpy 1.26 under a pyarrow that needs numpy 2; what its detector imports is in pyproject
@@ -70,10 +70,24 @@ demo: install
 	$(BIN)/kwokbench run scenarios/quickstart.yaml --out reports
 	$(BIN)/kwokbench report reports/quickstart -o reports/quickstart-report
 
+# The manual (mkdocs.yml, docs/). `make docs` serves it at http://127.0.0.1:8000 while you edit; `make docs-ref` rewrites
+# its generated reference pages (commands, scenario fields, error messages) from the code; `make docs-check` builds it
+# strictly and checks those pages. `make test` runs the same checks in pytest (tests/unit/test_docs.py), plus every
+# ```console example of the manual. NO_MKDOCS_2_WARNING quiets mkdocs-material's end-of-life banner.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
+docs-ref: install
+	$(BIN)/python -m kwokbench.docs_gen
+
+docs-check: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+	$(BIN)/python -m kwokbench.docs_gen --check
+
 bench: tools
 	$(BIN)/python benchmarks/bench_up.py
 	$(BIN)/python benchmarks/bench_submit.py
 	$(BIN)/python benchmarks/bench_scrape.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site

@@ -31,7 +31,7 @@ from rich.progress import (
 from rich.table import Table
 
 HEARTBEAT_SECONDS = 30.0
-"""Without a terminal, a running step prints a line this often (the README promises 30 s)."""
+"""Without a terminal, a running step prints a line this often (docs/reference/reliability.md promises 30 s)."""
 PLAIN_WIDTH = 160
 """Width of tables without a terminal and without ``COLUMNS`` (rich would assume 80)."""
 

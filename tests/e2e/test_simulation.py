@@ -40,7 +40,7 @@ def test_trimmed_cluster_refuses_what_it_cannot_do(tmp_path: Path) -> None:
 
 
 def test_pinning_alone_on_two_cpus_is_warned(tmp_path: Path) -> None:
-    """Measured on this 2-core host: the scheduler pinned alone costs ~30% (README, issue 21)."""
+    """Measured on this 2-core host: the scheduler pinned alone costs ~30% (docs/results/capacity.md, issue 21)."""
     res = kwokbench("run", str(REPO / "scenarios/quickstart.yaml"), "--out", str(tmp_path),
                     "--set", "cluster.node_groups.0.count=5", "--set", "workloads.0.count=20",
                     "--set", "cluster.pin_scheduler=true", check=True)

@@ -1,0 +1,227 @@
+"""The manual (mkdocs.yml, docs/) cannot drift from the code.
+
+- The generated reference pages are rendered again from the code and compared with the committed ones.
+- ``mkdocs build --strict`` builds the site: no broken link, missing anchor or page left out of the navigation.
+- Every ```console block is run: ``$ `` lines are commands (``sh`` in the repository, this checkout's kwokbench
+  first on PATH), the lines after one its expected output; a line ``...`` stands for any lines, ``...`` inside a
+  line for any text. Examples that need a cluster are ```bash blocks, which are not run.
+- The scenario catalogue lists every scenario file with its sizes, and the summary reference names every
+  top-level section of ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import functools
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from kwokbench import docs_gen
+from kwokbench.scenario import load_scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+REGENERATE = f"`{docs_gen.REGENERATE}` (python -m kwokbench.docs_gen)"
+
+
+@pytest.mark.parametrize("page", sorted(str(p) for p in docs_gen.GENERATED))
+def test_generated_reference_pages_match_the_code(page: str) -> None:
+    want = docs_gen.GENERATED[Path(page)]()
+    path = ROOT / page
+    have = path.read_text() if path.exists() else ""
+    if have != want:
+        diff = "".join(list(difflib.unified_diff(have.splitlines(True), want.splitlines(True), f"{page} (committed)",
+                                                 f"{page} (from the code)"))[:60])
+        pytest.fail(f"{page} is out of date with the code: run {REGENERATE} and commit it.\n{diff}", pytrace=False)
+
+
+def test_the_site_builds_strictly(tmp_path: Path) -> None:
+    """Every link and anchor resolves and every page is in the navigation (mkdocs.yml's ``validation``)."""
+    res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    problems = [line for line in res.stderr.splitlines() if line.startswith(("WARNING", "ERROR"))]
+    assert res.returncode == 0, "mkdocs build --strict failed:\n" + "\n".join(problems or res.stderr.splitlines()[-20:])
+
+
+# ---- the console examples ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Example:
+    page: str
+    line: int
+    command: str
+    expected: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.page}:{self.line}"
+
+
+def console_examples() -> list[Example]:
+    out = []
+    for path in sorted(DOCS.rglob("*.md")):
+        lines = path.read_text().splitlines()
+        inside = False
+        current: tuple[int, str, list[str]] | None = None
+        for n, line in enumerate(lines, 1):
+            if line.strip().startswith("```"):
+                if not inside and line.strip() == "```console":
+                    inside = True
+                    continue
+                if inside:
+                    if current:
+                        out.append(Example(str(path.relative_to(ROOT)), current[0], current[1], tuple(current[2])))
+                    inside, current = False, None
+                continue
+            if not inside:
+                continue
+            if line.startswith("$ "):
+                if current:
+                    out.append(Example(str(path.relative_to(ROOT)), current[0], current[1], tuple(current[2])))
+                current = (n, line[2:], [])
+            elif current is not None:
+                current[2].append(line)
+    return out
+
+
+EXAMPLES = console_examples()
+
+
+def _line_matches(expected: str, actual: str) -> bool:
+    return re.fullmatch(".*".join(re.escape(part) for part in expected.split("...")), actual) is not None
+
+
+def matches(expected: list[str], actual: list[str]) -> bool:
+    """``actual`` fits ``expected``, where a line ``...`` is any number of lines (``...`` in a line: any text)."""
+
+    @functools.cache
+    def fit(i: int, j: int) -> bool:
+        if i == len(expected):
+            return j == len(actual)
+        if expected[i].strip() == "...":
+            return any(fit(i + 1, k) for k in range(j, len(actual) + 1))
+        return j < len(actual) and _line_matches(expected[i], actual[j]) and fit(i + 1, j + 1)
+
+    return fit(0, 0)
+
+
+def _trim(lines: list[str]) -> list[str]:
+    lines = [line.rstrip() for line in lines]
+    while lines and not lines[0]:
+        lines.pop(0)
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def test_the_matcher_elides() -> None:
+    assert matches(["a", "...", "d"], ["a", "b", "c", "d"])
+    assert matches(["a", "...", "b"], ["a", "b"])
+    assert matches(["x ... z"], ["x yyy z"])
+    assert not matches(["a", "d"], ["a", "b", "d"])
+    assert not matches(["a"], ["a", "b"])
+
+
+def test_the_manual_has_console_examples() -> None:
+    assert len(EXAMPLES) >= 5, [str(e) for e in EXAMPLES]
+
+
+@pytest.fixture(scope="module")
+def example_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """``kwokbench`` on PATH is this checkout's, run by this interpreter; its state goes to a temporary home."""
+    tmp = tmp_path_factory.mktemp("docs-examples")
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "kwokbench"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m kwokbench "$@"\n')
+    shim.chmod(0o755)
+    path = os.pathsep.join([str(bin_dir), os.environ.get("PATH", "")])
+    pythonpath = os.pathsep.join(p for p in [str(ROOT), os.environ.get("PYTHONPATH", "")] if p)
+    return {**os.environ, "PATH": path, "PYTHONPATH": pythonpath, "COLUMNS": "100", "NO_COLOR": "1",
+            "TERM": "dumb", "KWOKBENCH_HOME": str(tmp / "home"), "KWOKBENCH_CACHE": str(tmp / "cache")}
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=str)
+def test_console_example(example: Example, example_env: dict[str, str]) -> None:
+    res = subprocess.run(["sh", "-c", example.command], cwd=ROOT, env=example_env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, timeout=120)  # interleaved, as a terminal shows them
+    actual = _trim(res.stdout.splitlines())
+    expected = _trim(list(example.expected))
+    assert res.returncode == 0, f"{example}: `{example.command}` exited {res.returncode}:\n" + "\n".join(actual)
+    assert matches(expected, actual), (f"{example}: the output of `{example.command}` is not what the manual shows.\n"
+                                       "--- the manual\n" + "\n".join(expected) + "\n--- the command\n"
+                                       + "\n".join(actual))
+
+
+# ---- the catalogue and the summary reference ----------------------------------------------------------------
+
+
+def _catalogue() -> dict[str, list[str]]:
+    rows = {}
+    for line in (DOCS / "scenarios.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        m = re.fullmatch(r"`([-\w]+\.yaml)`", cells[0]) if line.startswith("|") else None
+        if m:
+            rows[m.group(1)] = cells
+    return rows
+
+
+def test_the_catalogue_lists_every_scenario_with_its_size() -> None:
+    rows = _catalogue()
+    files = {p.name: p for p in (ROOT / "scenarios").glob("*.yaml")}
+    missing, stale = sorted(set(files) - set(rows)), sorted(set(rows) - set(files))
+    assert not missing and not stale, ("docs/scenarios.md must have one line per file in scenarios/: "
+                                       f"missing {missing}, stale {stale}")
+    for name, cells in rows.items():
+        sc = load_scenario(files[name])
+        first = [int(m.group()) if (m := re.match(r"\d+", c)) else None for c in cells[2:5]]
+        want = [sum(g.count for g in sc.cluster.node_groups), sum(w.count for w in sc.workloads), len(sc.schedulers)]
+        assert first == want, f"docs/scenarios.md, {name}: nodes, objects, variants {first}, the file has {want}"
+
+
+def _keys(module: Path, function: str, names: tuple[str, ...]) -> set[str]:
+    """String keys a function stores into the named dicts (``summary["x"] = …``, ``out = {"x": …}``) or returns as
+    a dict literal."""
+    tree = ast.parse(module.read_text())
+    fn = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == function)
+    keys = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) \
+                and node.value.id in names and isinstance(node.slice, ast.Constant):
+            keys.add(str(node.slice.value))
+        built = isinstance(node, ast.AnnAssign | ast.Assign) and isinstance(node.value, ast.Dict) and any(
+            isinstance(t, ast.Name) and t.id in names for t in (node.targets if isinstance(node, ast.Assign)
+                                                                 else [node.target]))
+        if built or isinstance(node, ast.Return):
+            value = node.value if isinstance(node, ast.Assign | ast.AnnAssign | ast.Return) else None
+            if isinstance(value, ast.Dict):
+                keys |= {str(k.value) for k in value.keys if isinstance(k, ast.Constant)}
+    return keys
+
+
+def test_every_section_of_the_summary_is_described() -> None:
+    pkg = ROOT / "kwokbench"
+    sections = (_keys(pkg / "summary.py", "summarize", ())
+                | _keys(pkg / "analyse.py", "analyse", ("summary", "section"))
+                | _keys(pkg / "metrics" / "derive.py", "derive", ("out",))
+                | _keys(pkg / "ceiling.py", "cpu_shares", ("summary",)))
+    page = (DOCS / "reference" / "summary.md").read_text()
+    missing = sorted(k for k in sections if not re.search(rf"`{re.escape(k)}[`.\[]", page))
+    assert not missing, f"docs/reference/summary.md does not describe summary.json's {missing}"
+
+
+def test_the_readme_is_a_front_page_whose_links_resolve() -> None:
+    """The manual lives in docs/; the README points into it (GitHub renders both), so its links must resolve."""
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 150, "README.md is the front page: move details into docs/"
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    broken = [t for t in targets if "://" not in t and not (ROOT / t).exists()]
+    assert targets and not broken, f"README.md links to missing files: {broken}"
