@@ -40,6 +40,7 @@ from collections.abc import Collection, Hashable
 from pathlib import Path
 
 from kwokbench.trace.format import (
+    MILLI_PER_GPU,
     Trace,
     TraceNode,
     TracePod,
@@ -50,7 +51,6 @@ from kwokbench.trace.format import (
     label_value,
     parse_gpu_models,
 )
-from kwokbench.trace.kube import MILLI_PER_GPU
 from kwokbench.trace.table import number, read_table, whole
 
 FORMAT = "alibaba-gpu-2023"

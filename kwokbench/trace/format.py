@@ -37,6 +37,9 @@ FORMAT_VERSION = 1
 VERSION_KEY = "kwokbench.trace.format_version"
 DEFAULT_MAX_PODS = 110
 """The kubelet's default maxPods."""
+GPU_RESOURCE = "nvidia.com/gpu"
+GPU_MILLI_RESOURCE = "kwokbench.io/gpu-milli"
+MILLI_PER_GPU = 1000
 
 _NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -142,7 +145,7 @@ def _labels(raw: Any) -> dict[str, str]:
 
 
 _QUANTITY = re.compile(r"\+?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+|[numkMGTPE]|[KMGTPE]i)?")
-RESERVED_RESOURCES = ("cpu", "memory", "pods", "nvidia.com/gpu", "kwokbench.io/gpu-milli")
+RESERVED_RESOURCES = ("cpu", "memory", "pods", GPU_RESOURCE, GPU_MILLI_RESOURCE)
 """Resources with a column (or derived from one); ``extended`` may not give them again."""
 
 
@@ -262,7 +265,7 @@ POD_COLUMNS: tuple[Column, ...] = (
     Column("gpu", "integer >= 0", "Whole GPUs requested (nvidia.com/gpu).", _COUNT, whole(), "int"),
     Column("gpu_milli", "integer 0..1000",
            "Share of one GPU in thousandths for a GPU-sharing pod (0: none); not together with gpu.",
-           {"type": "integer", "minimum": 0, "maximum": 1000}, whole(0, 1000), "int"),
+           {"type": "integer", "minimum": 0, "maximum": MILLI_PER_GPU}, whole(0, MILLI_PER_GPU), "int"),
     Column("extended", "JSON object", 'Other extended resources, name -> quantity, e.g. {"example.com/fpga": 1}.',
            _json_schema({"type": "object", "additionalProperties": {"type": ["string", "integer"]}}), _extended,
            dump=_json_or_empty),

@@ -29,8 +29,7 @@ from typing import Literal
 import numpy as np
 
 from kwokbench.errors import ScenarioError
-from kwokbench.trace.format import TraceNode, TracePod
-from kwokbench.trace.kube import MILLI_PER_GPU
+from kwokbench.trace.format import MILLI_PER_GPU, TraceNode, TracePod
 
 Resource = Literal["gpu", "cpu"]
 

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kwokbench.trace.format import TraceNode, TracePod
+from kwokbench.trace.format import GPU_MILLI_RESOURCE, GPU_RESOURCE, MILLI_PER_GPU, TraceNode, TracePod
 
-GPU_RESOURCE = "nvidia.com/gpu"
-GPU_MILLI_RESOURCE = "kwokbench.io/gpu-milli"
+__all__ = ["GPU_MILLI_RESOURCE", "GPU_PRODUCT_LABEL", "GPU_RESOURCE", "node_allocatable", "node_labels",
+           "pod_affinity", "pod_requests"]
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
-MILLI_PER_GPU = 1000
 
 
 def pod_requests(p: TracePod) -> dict[str, str]:
