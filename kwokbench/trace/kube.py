@@ -1,0 +1,59 @@
+"""Trace rows as Kubernetes resources and labels, including kwokbench's form of GPU sharing.
+
+Kubernetes has no native fractional GPU: ``nvidia.com/gpu`` is a count of whole devices. kwokbench
+counts shared GPUs in a second extended resource, ``kwokbench.io/gpu-milli``, in thousandths of a GPU:
+
+- a GPU node advertises ``nvidia.com/gpu: n`` and ``kwokbench.io/gpu-milli: 1000 x n``;
+- a whole-GPU pod requests ``nvidia.com/gpu: k`` AND ``kwokbench.io/gpu-milli: 1000 x k``, so a GPU that
+  shared pods have started to fill can no longer be handed out whole (the two counts stay consistent);
+- a GPU-sharing pod requests only ``kwokbench.io/gpu-milli: m`` (m < 1000).
+
+Both are extended resources, so a pod manifest must put them in ``limits`` too (Kubernetes requires
+limits == requests for extended resources). The accounting is per node, not per GPU; what that changes
+against the FGD paper's simulator is explained in ``kwokbench.trace.alibaba``.
+
+GPU models are the label NVIDIA GPU feature discovery sets, ``nvidia.com/gpu.product``; a pod's
+``gpu_models`` become a required node affinity on it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kwokbench.trace.format import GPU_MILLI_RESOURCE, GPU_RESOURCE, MILLI_PER_GPU, TraceNode, TracePod
+
+__all__ = ["GPU_MILLI_RESOURCE", "GPU_PRODUCT_LABEL", "GPU_RESOURCE", "node_allocatable", "node_labels",
+           "pod_affinity", "pod_requests"]
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+
+
+def pod_requests(p: TracePod) -> dict[str, str]:
+    """Resource requests as Kubernetes quantities: cpu ``1500m``, memory ``2048Mi``, GPUs, then ``extended``."""
+    out = {"cpu": f"{p.cpu_milli}m", "memory": f"{p.memory_mib}Mi"}
+    if p.gpu:
+        out[GPU_RESOURCE] = str(p.gpu)
+    if p.gpu or p.gpu_milli:
+        out[GPU_MILLI_RESOURCE] = str(p.gpu * MILLI_PER_GPU + p.gpu_milli)
+    return {**out, **p.extended}
+
+
+def node_allocatable(n: TraceNode) -> dict[str, str]:
+    """What the node offers (its allocatable and capacity alike: kwok nodes reserve nothing)."""
+    out = {"cpu": f"{n.cpu_milli}m", "memory": f"{n.memory_mib}Mi", "pods": str(n.pods)}
+    if n.gpu:
+        out[GPU_RESOURCE] = str(n.gpu)
+        out[GPU_MILLI_RESOURCE] = str(n.gpu * MILLI_PER_GPU)
+    return out
+
+
+def node_labels(n: TraceNode) -> dict[str, str]:
+    """The node's labels plus its GPU model under NVIDIA GPU feature discovery's key."""
+    return {**n.labels, GPU_PRODUCT_LABEL: n.gpu_model} if n.gpu_model else dict(n.labels)
+
+
+def pod_affinity(p: TracePod) -> dict[str, Any] | None:
+    """A pod's ``spec.affinity`` limiting it to its GPU models, or None when it takes any."""
+    if not p.gpu_models:
+        return None
+    term = {"matchExpressions": [{"key": GPU_PRODUCT_LABEL, "operator": "In", "values": list(p.gpu_models)}]}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
