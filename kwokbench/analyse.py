@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from kwokbench.acceptance import add_counter_rates
+from kwokbench.allocation import allocation
 from kwokbench.bottleneck import limited_by
 from kwokbench.ceiling import ceiling_section, cpu_shares
 from kwokbench.chaos import pods_lost, rate_from_pods, recovery, rescheduling
@@ -43,6 +44,7 @@ from kwokbench.summary import POD_COLUMNS, summarize, with_columns
 
 PLACEMENT_COLUMNS: dict[str, type] = {**POD_COLUMNS, "namespace": str, "name": str, "workload": str, "node": str,
                                       "cpu_m": float, "gpus": float, "deleted": bool, "scheduler": str}
+ALLOCATION_COLUMNS: dict[str, type] = {**PLACEMENT_COLUMNS, "mem_mi": float, "gpu_milli": float, "deleted_at": float}
 METRICS_NOT_FROM_CLIENTS = ("kube-scheduler", "kube-controller-manager", "etcd")
 """Components whose /metrics an attached cluster does not expose to a client."""
 
@@ -80,6 +82,9 @@ def analyse(run_dir: Path, write: bool = True) -> dict[str, Any]:
     if host:
         summary["host"] = {k: v for k, v in host.items() if k != "format_version"}
     nodes_file, failed = run_dir / NODES, read_doc(run_dir, FAILED_SCHEDULING)
+    if nodes_file.exists() and (alloc := allocation(with_columns(pods, ALLOCATION_COLUMNS),
+                                                      pd.read_parquet(nodes_file))) is not None:
+        summary["allocation"] = alloc
     if nodes_file.exists() and failed is not None:
         summary["placement"] = placement(with_columns(pods, PLACEMENT_COLUMNS), pd.read_parquet(nodes_file), phases,
                                          failed["messages"], served_scheduler_names(meta))

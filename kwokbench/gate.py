@@ -107,6 +107,12 @@ METRICS: dict[str, Metric] = {m.name: m for m in [
            False, _path("scheduler", "cpu_seconds_per_pod")),
     Metric("unscheduled", "pods expected but never scheduled (worst run; any increase is a regression)", False,
            _unscheduled, worst_run=True),
+    Metric("gpu_allocation", "share of the cluster's GPUs allocated at the end of the run", True,
+           _path("allocation", "final", "gpu")),
+    Metric("cpu_allocation", "share of the cluster's CPU allocated at the end of the run", True,
+           _path("allocation", "final", "cpu")),
+    Metric("gpu_fragmentation", "mean share of the GPUs free but useless to every pending pod", False,
+           _path("allocation", "gpu_fragmentation", "mean_share")),
 ]}
 DEFAULT_GATES = ["throughput:10%", "latency_p99:10%"]
 ALWAYS = "unscheduled"

@@ -55,11 +55,12 @@ from kwokbench.measure import Measurement, RunContext
 from kwokbench.measure.run import for_run
 from kwokbench.measure.watch import PodTimeline
 from kwokbench.progress import Reporter, Silent
-from kwokbench.scenario import Scenario, WorkloadSpec
+from kwokbench.scenario import QpsArrival, Scenario, WorkloadSpec
 from kwokbench.shard import Shard, shard_cells
 from kwokbench.store import REQUESTS, RunDir, host_info, owner
 from kwokbench.templates import ManifestFactory, resolve_template
 from kwokbench.toolchain import Toolchain, versions
+from kwokbench.trace.kube import pod_params
 
 AnyCluster = ClusterInfo | AttachedCluster
 WAIT_STATE = {"created": "created", "scheduled": "scheduled", "running": "running", "completed": "finished"}
@@ -167,10 +168,12 @@ def _factories(scenario: Scenario, base: Path, run_label: str, attached: Attache
         labels = {RUN_LABEL: run_label, WORKLOAD_LABEL: w.name,
                   **({kueue.QUEUE_LABEL: w.queue} if to_queue and w.queue else {}),
                   **(attached.labels if attached else {})}
-        plain = ManifestFactory(resolve_template(w.template, base), w.params, f"{w.name}-{run_label}", labels=labels)
+        rows = [pod_params(p, w.trace.lifetimes) for p in w.trace_pods] if w.trace else ()
+        plain = ManifestFactory(resolve_template(w.template, base), w.params, f"{w.name}-{run_label}", labels=labels,
+                                per_object=rows)
         own = pod_settings(scenario, w, kinds, variant, _requests(plain), plain.kind)
         f = ManifestFactory(resolve_template(w.template, base), w.params, f"{w.name}-{run_label}",
-                            labels={**own.labels, **labels},
+                            labels={**own.labels, **labels}, per_object=rows,
                             suspend=to_queue,
                             pod_annotations={**own.annotations,
                                              **({kueue.COMPLETE_DELAY_ANNOTATION: w.complete_after}
@@ -624,13 +627,21 @@ def _ensure_namespaces(info: AnyCluster, namespaces: set[str], labels: dict[str,
 
 def _run_phase(info: AnyCluster, w: WorkloadSpec, f: ManifestFactory, i: int, seed: int, opts: RunOptions,
                watcher: Watcher, rep: Reporter, phase: dict[str, Any]) -> tuple[RequestLog, bool]:
-    offsets = schedule(w.arrival, w.count, seed + i)
-    cap = connection_cap(w.arrival, w.connections)
+    arrival, how = w.arrival, f"at {target_rate(w.arrival):g}/s"
+    if w.trace:
+        offsets = np.asarray(w.trace_offsets, dtype=np.float64)
+        phase["trace"] = offered = trace_offered(offsets)
+        arrival = QpsArrival(qps=max(offered["peak_per_second"], 1))  # connections for its busiest second
+        how = (f"at {w.trace.rate:g}/s in trace order" if w.trace.rate else
+               f"at the trace's times (mean {offered['mean_per_second']:.1f}/s, peak {offered['peak_per_second']}/s)")
+    else:
+        offsets = schedule(w.arrival, w.count, seed + i)
+    cap = connection_cap(arrival, w.connections)
     job = SubmitJob(info.credentials(), f.namespaced_path(w.namespace), f, offsets,
                     t0=time.time() + 1.5, connections=-(-cap // opts.submit_workers), deadline=w.timeout_seconds)
     sub = Submission(job, opts.submit_workers)
     try:
-        with rep.counter(f"{w.name}: creating {w.count} {f.kind}s at {target_rate(w.arrival):g}/s", w.count) as adv:
+        with rep.counter(f"{w.name}: creating {w.count} {f.kind}s {how}", w.count) as adv:
             _poll(lambda: sub.done >= w.count, lambda: adv(sub.done),
                   timeout=float(offsets[-1]) + w.timeout_seconds + 30)
         log = sub.result(timeout=w.timeout_seconds + 30)
@@ -644,6 +655,8 @@ def _run_phase(info: AnyCluster, w: WorkloadSpec, f: ManifestFactory, i: int, se
     expected = phase["pods_expected"] = created * f.pods_per_object()
     if w.wait_for == "none":
         return log, False
+    if w.settle_seconds:
+        return log, _settle(w, i, expected, watcher, rep)
     state = WAIT_STATE[w.wait_for]
     with rep.counter(f"{w.name}: waiting until {expected} pods are {state}", expected) as adv:
         ok = _poll(lambda: watcher.count(i, state) >= expected, lambda: adv(watcher.count(i, state)),
@@ -652,6 +665,38 @@ def _run_phase(info: AnyCluster, w: WorkloadSpec, f: ManifestFactory, i: int, se
         counts = dict(zip(STATES, watcher.counts[i].tolist(), strict=True))
         rep.warn(f"{w.name}: only {counts[state]}/{expected} pods {state} after {w.timeout_seconds:g}s ({counts})")
     return log, not ok
+
+
+def trace_offered(offsets: np.ndarray) -> dict[str, Any]:
+    """What a trace phase offered, and when: its span, mean and busiest second (a real trace is bursty)."""
+    span = float(offsets[-1] - offsets[0]) if len(offsets) else 0.0
+    per_second = np.bincount(np.floor(offsets - offsets[0]).astype(np.int64)) if len(offsets) else np.zeros(1)
+    return {"pods": len(offsets), "span_seconds": span,
+            "mean_per_second": float(len(offsets) / span) if span > 0 else float(len(offsets)),
+            "peak_per_second": int(per_second.max()), "busiest_second": int(per_second.argmax())}
+
+
+def _settle(w: WorkloadSpec, i: int, expected: int, watcher: Watcher, rep: Reporter) -> bool:
+    """Wait until every pod is bound, or none was bound for ``settle_seconds`` (the rest stays pending: on a
+    cluster too small for the workload that is the result, not a time-out). True only on ``timeout_seconds``."""
+    assert w.settle_seconds is not None
+    last, last_change = -1, time.monotonic()
+
+    def settled() -> bool:
+        nonlocal last, last_change
+        now = watcher.count(i, "scheduled")
+        if now != last:
+            last, last_change = now, time.monotonic()
+        return now >= expected or time.monotonic() - last_change >= (w.settle_seconds or 0)
+
+    with rep.counter(f"{w.name}: waiting until {expected} pods are bound, or none was for {w.settle_seconds:g}s",
+                     expected) as adv:
+        ok = _poll(settled, lambda: adv(watcher.count(i, "scheduled")), timeout=w.timeout_seconds)
+    bound = watcher.count(i, "scheduled")
+    if bound < expected:
+        rep.info(f"{w.name}: {bound} of {expected} pods bound, {expected - bound} left pending "
+                 f"(none bound for {w.settle_seconds:g}s)")
+    return not ok
 
 
 def _poll(done: Callable[[], bool], tick: Callable[[], None], timeout: float, every: float = 0.2) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -17,6 +18,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     ValidatorFunctionWrapHandler,
     WrapValidator,
@@ -29,6 +31,12 @@ from kwokbench import kind
 from kwokbench.errors import ScenarioError
 from kwokbench.kind import SchedulerSpec
 from kwokbench.toolchain import versions
+from kwokbench.trace import alibaba
+from kwokbench.trace import format as trace_format
+from kwokbench.trace import inflate as trace_inflate
+from kwokbench.trace import kube as trace_kube
+from kwokbench.trace import paths as trace_paths
+from kwokbench.trace.format import TraceNode
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 
@@ -37,13 +45,36 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False)
 
 
+TraceFormat = Literal["kwokbench", "alibaba-gpu-2023"]
+
+
+class NodeTraceSpec(_Model):
+    file: str = Field(description=(
+        "The nodes table: relative to the scenario's folder, else to $KWOKBENCH_TRACES (default ../shared/traces "
+        "from the project root)."))
+    format: TraceFormat = Field("kwokbench", description=(
+        "kwokbench (its own trace format, CSV or Parquet) or alibaba-gpu-2023 (openb_node_list_*.csv)."))
+
+
 class NodeGroupSpec(_Model):
     name: str = Field(pattern=DNS_LABEL, max_length=30,
                       description="Group name; nodes are named kb-<group>-<i> and labelled kwokbench.io/node-group.")
-    count: int = Field(ge=0, le=100_000, description="Number of nodes in the group.")
+    count: int = Field(0, ge=0, le=100_000, description="Number of nodes in the group (not with from_trace).")
     template: str = Field("node", description="Node template: a path (relative to the scenario) or a builtin name.")
     params: dict[str, Any] = Field(default_factory=dict, description=(
-        "Template variables, e.g. cpu, memory, pods, gpus, labels, taints for the builtin node template."))
+        "Template variables, e.g. cpu, memory, pods, gpus, extended, labels, taints for the builtin node template."))
+    from_trace: NodeTraceSpec | None = Field(None, description=(
+        "The nodes of a trace: one node per row (its allocatable, GPUs, GPU model label, labels, taints), as node "
+        "groups <name>-<k> of identical nodes. count and params do not apply."))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _count_or_trace(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "count" not in data and data.get("from_trace") is None:
+            raise ValueError(f"node group {data.get('name', '?')}: give count (or from_trace)")
+        if isinstance(data, dict) and data.get("from_trace") is not None and ("count" in data or data.get("params")):
+            raise ValueError(f"node group {data.get('name', '?')}: count and params do not apply with from_trace")
+        return data
 
 
 class ClusterQueueSpec(_Model):
@@ -160,11 +191,52 @@ class GangSpec(_Model):
         return self
 
 
+class TraceSpec(_Model):
+    file: str = Field(description=(
+        "The pods table: relative to the scenario's folder, else to $KWOKBENCH_TRACES (default ../shared/traces "
+        "from the project root)."))
+    format: TraceFormat = Field("kwokbench", description=(
+        "kwokbench (its own trace format, CSV or Parquet) or alibaba-gpu-2023 (openb_pod_list_*.csv)."))
+    nodes: str | None = Field(None, description=(
+        "The trace's nodes table (same format): checks the pods' GPU models and is the capacity `inflate` "
+        "measures (default: the scenario's from_trace node groups)."))
+    limit: int | None = Field(None, ge=1, description="Only the first N pods (in arrival order).")
+    inflate: float | None = Field(None, gt=0, le=100, description=(
+        "Resample the pod list (seeded) until the pods request this many times the cluster's GPU capacity (CPU "
+        "for a CPU-only trace), as the FGD paper's simulator does (tune 1.3)."))
+    seed: int = Field(42, description="Seed of `inflate`'s resampling.")
+    rate: float | None = Field(None, gt=0, le=100_000, description=(
+        "Create the pods in trace order at this fixed rate (the simulator's way) instead of at their arrival "
+        "times."))
+    time_scale: float | None = Field(None, gt=0, description=(
+        "Multiply the trace's arrival times and lifetimes by this (0.001: 149 days in 3.6 hours)."))
+    duration_seconds: float | None = Field(None, gt=0, description=(
+        "Scale arrival times and lifetimes so that the last pod arrives this many seconds after the first."))
+    lifetimes: bool = Field(True, description=(
+        "Pods with a lifetime are deleted that long (scaled) after they start Running (kwok Stage driven by the "
+        "annotation kwokbench.io/delete-after), so the cluster fills and drains as in production."))
+
+    @model_validator(mode="after")
+    def _one_clock(self) -> TraceSpec:
+        given = [k for k in ("rate", "time_scale", "duration_seconds") if getattr(self, k) is not None]
+        if len(given) > 1:
+            raise ValueError(f"trace: give one of rate, time_scale, duration_seconds (got {', '.join(given)})")
+        return self
+
+
 class WorkloadSpec(_Model):
     name: str = Field(pattern=DNS_LABEL, max_length=30, description="Phase name; objects are named <name>-<i>.")
     template: str = Field("pod", description="Workload template (path relative to the scenario, or builtin: "
-                                              "pod, job, gpu-pod).")
-    count: int = Field(ge=1, le=1_000_000, description="Number of objects to create.")
+                                              "pod, job, gpu-pod, trace-pod).")
+    count: int = Field(1, ge=1, le=1_000_000, description=(
+        "Number of objects to create (a trace workload: the trace's pods after limit and inflate)."))
+    trace: TraceSpec | None = Field(None, description=(
+        "Replay a trace: one pod per trace row, created at its (scaled) arrival time or at `rate`, with its "
+        "requests, GPU model affinity, labels, tolerations and lifetime. count, arrival and params do not apply; "
+        "the template defaults to trace-pod."))
+    settle_seconds: float | None = Field(None, gt=0, description=(
+        "End the phase once every object was created and no pod was bound for this long, instead of waiting for "
+        "`wait_for`: a cluster that cannot hold every pod leaves the rest pending, and that is the result."))
     gang: GangSpec | None = Field(None, description=(
         "Submit the pods as gangs: one scheduler-plugins PodGroup per `size` pods, created before the phase's "
         "pods, each pod labelled scheduling.x-k8s.io/pod-group. Installs the PodGroup CRD (for every variant)."))
@@ -188,6 +260,30 @@ class WorkloadSpec(_Model):
         "Most keep-alive connections the submitter opens to the apiserver (one request in flight each). Default: "
         "enough for 100 ms on the wire at the peak offered rate (rate / 10), at least 64, at most 1024. When every "
         "connection is busy, requests wait for one and the run says so."))
+
+    _trace_pods: list[Any] = PrivateAttr(default_factory=list)
+    _trace_offsets: list[float] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _trace_fields(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("trace") is not None:
+            given = [k for k in ("count", "arrival", "params") if k in data]
+            if given:
+                raise ValueError(f"workload {data.get('name', '?')}: {', '.join(given)} do not apply to a trace "
+                                 "workload (its pods and times come from the trace)")
+            data = {**data, "template": data.get("template", "trace-pod")}
+        return data
+
+    @property
+    def trace_pods(self) -> list[Any]:
+        """A trace workload's pods (``kwokbench.trace.format.TracePod``), once loaded (:func:`load_scenario`)."""
+        return self._trace_pods
+
+    @property
+    def trace_offsets(self) -> list[float]:
+        """Seconds after the phase's start at which each of :attr:`trace_pods` is created."""
+        return self._trace_offsets
 
     def block(self, key: str) -> Any:
         """The block a scheduler kind adds to workloads (its settings for this phase; defaults when not given)."""
@@ -442,4 +538,83 @@ def load_scenario(path: Path, overrides: list[str] | None = None) -> Scenario:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as e:
         raise ScenarioError(f"cannot read scenario {path}: {getattr(e, 'strerror', None) or e}") from e
-    return parse_scenario(text, str(path), overrides)
+    return expand_traces(parse_scenario(text, str(path), overrides), path.parent)
+
+
+# ---- traces ----------------------------------------------------------------------------------------
+
+
+def _read_nodes(spec: NodeTraceSpec | TraceSpec, file: str, base: Path) -> list[TraceNode]:
+    path = trace_paths.resolve(file, base)
+    return alibaba.read_openb_nodes(path) if spec.format == alibaba.FORMAT else trace_format.read_nodes(path)
+
+
+def _node_groups(g: NodeGroupSpec, nodes: list[TraceNode]) -> list[NodeGroupSpec]:
+    """A trace's nodes as groups of identical nodes (``<name>-<k>``), largest first, for the node template."""
+    shapes: dict[str, tuple[dict[str, Any], int]] = {}
+    for n in nodes:
+        alloc = trace_kube.node_allocatable(n)
+        params = {"cpu": alloc.pop("cpu"), "memory": alloc.pop("memory"), "pods": int(alloc.pop("pods")),
+                  "gpus": int(alloc.pop(trace_format.GPU_RESOURCE, 0)), "extended": alloc,
+                  "labels": trace_kube.node_labels(n), "taints": [dict(t) for t in n.taints]}
+        key = json.dumps(params, sort_keys=True)
+        shapes[key] = (params, shapes.get(key, (params, 0))[1] + 1)
+    ordered = sorted(shapes.values(), key=lambda pc: -pc[1])
+    if len(f"{g.name}-{len(ordered) - 1}") > 30:
+        raise ScenarioError(f"node group {g.name}: too long a name for its {len(ordered)} groups of identical nodes "
+                            f"(<name>-<k> must fit 30 characters)")
+    return [NodeGroupSpec(name=f"{g.name}-{k}", count=c, template=g.template, params=p)
+            for k, (p, c) in enumerate(ordered)]
+
+
+def expand_traces(sc: Scenario, base: Path) -> Scenario:
+    """A scenario's traces read: ``from_trace`` node groups become groups of identical nodes, and each trace
+    workload gets its pods (limited, inflated, scaled) and their creation times. Every problem is one line
+    naming the file, row and column (:mod:`kwokbench.trace`)."""
+    groups: list[NodeGroupSpec] = []
+    traced: list[TraceNode] = []
+    for g in sc.cluster.node_groups:
+        if g.from_trace is None:
+            groups.append(g)
+            continue
+        nodes = _read_nodes(g.from_trace, g.from_trace.file, base)
+        if not nodes:
+            raise ScenarioError(f"node group {g.name}: no nodes in {g.from_trace.file}")
+        traced += nodes
+        groups += _node_groups(g, nodes)
+    if len(groups) != len(sc.cluster.node_groups) or traced:
+        sc.cluster.node_groups = groups
+    for w in sc.workloads:
+        if w.trace is not None:
+            _load_trace(w, w.trace, base, traced)
+    return sc
+
+
+def _load_trace(w: WorkloadSpec, t: TraceSpec, base: Path, traced: list[TraceNode]) -> None:
+    nodes = _read_nodes(t, t.nodes, base) if t.nodes else traced
+    models = trace_format.gpu_models_of(nodes) if nodes else None
+    path = trace_paths.resolve(t.file, base)
+    pods = (alibaba.read_openb_pods(path, models) if t.format == alibaba.FORMAT
+            else trace_format.read_pods(path, models))
+    if not pods:
+        raise ScenarioError(f"workload {w.name}: no pods in {path}")
+    pods = trace_format.by_arrival(pods)
+    if t.limit:
+        pods = trace_inflate.limit(pods, t.limit)
+    if t.inflate:
+        if not nodes:
+            raise ScenarioError(f"workload {w.name}: trace.inflate needs the trace's nodes (trace.nodes, or a "
+                                "from_trace node group)")
+        resource = trace_inflate.inflation_resource(pods)
+        pods = trace_inflate.inflate(pods, t.inflate, trace_inflate.capacity(nodes, resource), t.seed, resource)
+    if t.time_scale or t.duration_seconds:
+        pods = trace_inflate.scale_times(pods, t.time_scale, t.duration_seconds)
+    if t.rate:
+        offsets = [i / t.rate for i in range(len(pods))]
+    else:
+        t0 = pods[0].arrival_seconds
+        offsets = [p.arrival_seconds - t0 for p in pods]
+    if len(pods) > 1_000_000:
+        raise ScenarioError(f"workload {w.name}: {len(pods)} pods; a phase holds at most 1,000,000")
+    w.count = len(pods)
+    w._trace_pods, w._trace_offsets = list(pods), offsets

@@ -164,6 +164,9 @@ class ManifestFactory:
     """The template of this workload's gang objects, when its scheduler kind has PodGroups of its own."""
     gang_params: Mapping[str, Any] = field(default_factory=dict)
     """More variables of that template (e.g. the queue the gang is submitted to)."""
+    per_object: Sequence[Mapping[str, Any]] = ()
+    """Variables of object i on top of ``params`` (a replayed trace: one row per pod); every object is then
+    rendered on its own."""
     suspend: bool = False
     """A Job is created suspended (Kueue unsuspends it on admission)."""
     pod_annotations: Mapping[str, str] = field(default_factory=dict)
@@ -186,7 +189,7 @@ class ManifestFactory:
             body = orjson.dumps(doc)
             self._check(doc, body)
             parts.append(body.split(sentinel.encode()))
-        self._fast: list[bytes] | None = parts[0] if parts[0] == parts[1] else None
+        self._fast: list[bytes] | None = parts[0] if parts[0] == parts[1] and not self.per_object else None
 
     def _describe(self) -> str:
         if self.kind == "Node" and "group" in self.params:
@@ -216,7 +219,8 @@ class ManifestFactory:
         return f"{self.group_prefix}-{i // self.gang_size}"
 
     def _vars(self, name: str, index: int) -> dict[str, Any]:
-        return {**self.params, "name": name, "index": index}
+        own = self.per_object[index % len(self.per_object)] if self.per_object else {}
+        return {**self.params, **own, "name": name, "index": index}
 
     def name(self, i: int) -> str:
         return f"{self.prefix}-{i}"

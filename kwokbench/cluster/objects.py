@@ -72,7 +72,8 @@ async def create_all(creds: Credentials, path: str, bodies: list[bytes], concurr
 
 
 def node_rows(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per node: name, node group, allocatable CPU (millicores), GPUs and pods."""
+    """One row per node: name, node group, allocatable CPU (millicores), GPUs, pods, memory (MiB), milli-GPUs
+    (a replayed trace's GPU sharing) and GPU model."""
     rows = []
     for n in items:
         meta, alloc = n.get("metadata") or {}, (n.get("status") or {}).get("allocatable") or {}
@@ -81,7 +82,10 @@ def node_rows(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
                          "group": (meta.get("labels") or {}).get("kwokbench.io/node-group", ""),
                          "cpu_m": quantity(alloc.get("cpu", 0)) * 1000,
                          "gpus": quantity(alloc.get("nvidia.com/gpu", 0)),
-                         "pods": quantity(alloc.get("pods", 0))})
+                         "pods": quantity(alloc.get("pods", 0)),
+                         "mem_mi": quantity(alloc.get("memory", 0)) / 2**20,
+                         "gpu_milli": quantity(alloc.get("kwokbench.io/gpu-milli", 0)),
+                         "gpu_model": str((meta.get("labels") or {}).get("nvidia.com/gpu.product", ""))})
         except ValueError:
             continue
     return rows

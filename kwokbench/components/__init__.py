@@ -27,7 +27,7 @@ import yaml
 from pydantic import BaseModel
 
 from kwokbench import kind
-from kwokbench.cluster import kueue
+from kwokbench.cluster import kueue, lifetimes
 from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.cluster.kwokctl import ClusterOptions, free_port, home_dir
 from kwokbench.kind import SchedulerSpec
@@ -226,8 +226,10 @@ def cluster_options(scenario: Scenario, base: Path, variant: SchedulerSpec, name
         prometheus_port=free_port() if scenario.cluster.prometheus else None,
         extra_args=list(scenario.cluster.extra_args),
         disable=[] if scenario.cluster.controller_manager else ["kube-controller-manager"],
-        kwok_configs=[kueue.write_stage_config(home_dir() / "configs" / "kwok-complete-after.yaml")]
-        if any(w.complete_after for w in scenario.workloads) else [],
+        kwok_configs=[*([kueue.write_stage_config(home_dir() / "configs" / "kwok-complete-after.yaml")]
+                        if any(w.complete_after for w in scenario.workloads) else []),
+                      *([lifetimes.write_lifetime_config(home_dir() / "configs" / "kwok-delete-after.yaml")]
+                        if any(w.trace and w.trace.lifetimes for w in scenario.workloads) else [])],
         kwok_stages=kwok_stages(tc, scenario.cluster.pod_lifecycle),
         node_lease_seconds=scenario.cluster.node_lease_seconds, pin_scheduler=scenario.cluster.pin_scheduler,
         kwok_controllers=scenario.cluster.kwok_controllers)

@@ -24,6 +24,7 @@ import numpy as np
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.load.child import Flag, send_to_parent, spawn_parent
+from kwokbench.placement import quantity
 
 RUN_LABEL = "kwokbench.io/run"
 WORKLOAD_LABEL = "kwokbench.io/workload"
@@ -46,10 +47,16 @@ class PodRecord:
     cpu_m: float = 0.0
     """Requested CPU in millicores (sum over containers), for allocation charts."""
     gpus: float = 0.0
+    mem_mi: float = 0.0
+    """Requested memory in MiB."""
+    gpu_milli: float = 0.0
+    """Requested kwokbench.io/gpu-milli (a replayed trace's GPU sharing: thousandths of a GPU)."""
     scheduler: str = ""
     """spec.schedulerName: which scheduler owns the pod (several may share a cluster)."""
     from_list: bool = False
     deleted: bool = False
+    deleted_at: float = np.nan
+    """When its DELETED event arrived (a trace's pod at the end of its lifetime)."""
 
 
 def cpu_millicores(q: str) -> float:
@@ -59,15 +66,25 @@ def cpu_millicores(q: str) -> float:
 
 def pod_requests(pod: dict[str, Any]) -> tuple[float, float]:
     """(CPU millicores, nvidia.com/gpu) requested by the pod's containers."""
-    cpu = gpus = 0.0
+    r = pod_resources(pod)
+    return r["cpu_m"], r["gpus"]
+
+
+def _mebibytes(q: str) -> float:
+    return quantity(q) / 2**20
+
+
+def pod_resources(pod: dict[str, Any]) -> dict[str, float]:
+    """CPU millicores, memory MiB, GPUs and milli-GPUs requested by the pod's containers (an unreadable
+    quantity counts 0)."""
+    out = {"cpu_m": 0.0, "mem_mi": 0.0, "gpus": 0.0, "gpu_milli": 0.0}
     for c in (pod.get("spec") or {}).get("containers") or []:
         req = (c.get("resources") or {}).get("requests") or {}
-        try:
-            cpu += cpu_millicores(req.get("cpu", "0"))
-            gpus += float(req.get("nvidia.com/gpu", 0))
-        except ValueError:
-            pass
-    return cpu, gpus
+        for key, res, read in (("cpu_m", "cpu", cpu_millicores), ("mem_mi", "memory", _mebibytes),
+                               ("gpus", "nvidia.com/gpu", float), ("gpu_milli", "kwokbench.io/gpu-milli", float)):
+            with contextlib.suppress(ValueError):
+                out[key] += read(req.get(res, "0"))
+    return out
 
 
 def creation_time(stamp: Any) -> float:
@@ -97,7 +114,8 @@ class Timeline:
             if w < 0:
                 return
             rec = self.pods[key] = PodRecord(key[0], key[1], w, from_list=(typ == "SYNC"))
-            rec.cpu_m, rec.gpus = pod_requests(pod)
+            r = pod_resources(pod)
+            rec.cpu_m, rec.gpus, rec.mem_mi, rec.gpu_milli = r["cpu_m"], r["gpus"], r["mem_mi"], r["gpu_milli"]
             rec.scheduler = str((pod.get("spec") or {}).get("schedulerName") or "")
             rec.creation_timestamp = creation_time(meta.get("creationTimestamp"))
             self._mark(rec, "created", t)
@@ -113,6 +131,7 @@ class Timeline:
             self._mark(rec, "finished", t)
         if typ == "DELETED":
             rec.deleted = True
+            rec.deleted_at = t if np.isnan(rec.deleted_at) else rec.deleted_at
 
     def _mark(self, rec: PodRecord, state: str, t: float) -> None:
         if np.isnan(getattr(rec, state)):
@@ -134,9 +153,12 @@ class Timeline:
             "phase": [r.phase for r in rows],
             "cpu_m": np.array([r.cpu_m for r in rows], dtype=np.float64),
             "gpus": np.array([r.gpus for r in rows], dtype=np.float64),
+            "mem_mi": np.array([r.mem_mi for r in rows], dtype=np.float64),
+            "gpu_milli": np.array([r.gpu_milli for r in rows], dtype=np.float64),
             "scheduler": pd.Series([r.scheduler for r in rows], dtype="string"),
             "from_list": np.array([r.from_list for r in rows], dtype=bool),
             "deleted": np.array([r.deleted for r in rows], dtype=bool),
+            "deleted_at": np.array([r.deleted_at for r in rows], dtype=np.float64),
         })
 
 

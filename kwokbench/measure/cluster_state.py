@@ -26,5 +26,6 @@ class ClusterState(Recorder):
             ctx.reporter.warn(f"placement quality not measured: could not read nodes/events ({e})")
             return
         rd = RunDir(ctx.run_dir)
-        rd.write_frame(NODES, pd.DataFrame(rows, columns=["name", "group", "cpu_m", "gpus", "pods"]))
+        rd.write_frame(NODES, pd.DataFrame(rows, columns=["name", "group", "cpu_m", "gpus", "pods", "mem_mi",
+                                                          "gpu_milli", "gpu_model"]))
         rd.write_doc(FAILED_SCHEDULING, {"messages": messages})

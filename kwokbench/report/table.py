@@ -60,6 +60,7 @@ def summary_rows(s: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
                      f"{ext['calls'].get('filter', 0)} / {ext['calls'].get('prioritize', 0)}, "
                      f"{secs / calls * 1000:.2f} ms" if calls else "0"])
     rows += placement_rows(s.get("placement") or {})
+    rows += allocation_rows(s.get("allocation"))
     rows += job_rows(s.get("jobs"))
     rows += kueue_rows(s.get("kueue"))
     for key, k in kind.with_sections().items():  # a scheduler kind's own account of the run
@@ -210,6 +211,33 @@ def kueue_rows(k: dict[str, Any] | None) -> list[list[str]]:
                      + ("" if cc["agrees"] else "  DISAGREE")])
     if k.get("cpu_seconds") is not None:
         rows.append(["Kueue CPU", _f(k["cpu_seconds"], " s", 2)])
+    return rows
+
+
+def allocation_rows(a: dict[str, Any] | None) -> list[list[str]]:
+    """The cluster under pressure: allocation per resource, GPU fragmentation, pods waiting, latency by class."""
+    if not a:
+        return []
+
+    def pct(v: Any) -> str:
+        return "-" if v is None else f"{v * 100:.1f}%"
+
+    rows = [["allocated CPU / memory / GPU: mean; peak; at the end",
+             "; ".join(" / ".join(pct((a.get(when) or {}).get(r)) for r in ("cpu", "memory", "gpu"))
+                       for when in ("mean", "peak", "final"))]]
+    frag = a.get("gpu_fragmentation") or {}
+    if a.get("gpu_capacity"):
+        rows.append(["GPUs free but useless to every pending pod: mean / peak / end (of capacity)",
+                     f"{_f(frag.get('mean_gpus'), '', 1)} / {_f(frag.get('peak_gpus'), '', 1)} / "
+                     f"{_f(frag.get('final_gpus'), '', 1)} of {a['gpu_capacity']:g}"])
+    pend = a.get("pending") or {}
+    rows.append(["pods waiting for a node: peak / at the end; pods deleted (lifetimes)",
+                 f"{_f(pend.get('peak'), '', 0)} / {_f(pend.get('final'), '', 0)}; {a.get('deleted', 0)}"])
+    by = a.get("latency_by_class") or {}
+    if len(by) > 1:
+        rows.append(["created→bound p50 / p99 by pod class (bound of pods)",
+                     ", ".join(f"{c} {_ms(v.get('p50'))} / {_ms(v.get('p99'))} ({v['bound']}/{v['pods']})"
+                               for c, v in by.items())])
     return rows
 
 

@@ -23,8 +23,12 @@ from typing import Any
 from kwokbench.trace.format import GPU_MILLI_RESOURCE, GPU_RESOURCE, MILLI_PER_GPU, TraceNode, TracePod
 
 __all__ = ["GPU_MILLI_RESOURCE", "GPU_PRODUCT_LABEL", "GPU_RESOURCE", "node_allocatable", "node_labels",
-           "pod_affinity", "pod_requests"]
+           "pod_affinity", "pod_params", "pod_requests"]
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+TRACE_NAME_ANNOTATION = "kwokbench.io/trace-name"
+"""The pod's name in the trace (kwokbench names the replayed pod <workload>-<run>-<i>)."""
+DELETE_AFTER_ANNOTATION = "kwokbench.io/delete-after"
+"""How long the pod lives once Running (a Go duration); a kwok Stage deletes it then."""
 
 
 def pod_requests(p: TracePod) -> dict[str, str]:
@@ -57,3 +61,17 @@ def pod_affinity(p: TracePod) -> dict[str, Any] | None:
         return None
     term = {"matchExpressions": [{"key": GPU_PRODUCT_LABEL, "operator": "In", "values": list(p.gpu_models)}]}
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+
+
+def pod_params(p: TracePod, lifetime: bool = True) -> dict[str, Any]:
+    """The variables of the builtin ``trace-pod`` template for one trace pod."""
+    annotations = {TRACE_NAME_ANNOTATION: p.name}
+    if lifetime and p.lifetime_seconds is not None:
+        annotations[DELETE_AFTER_ANNOTATION] = f"{max(p.lifetime_seconds, 0.001):.3f}s"
+    out: dict[str, Any] = {"requests": pod_requests(p), "labels": dict(p.labels), "annotations": annotations,
+                           "node_selector": dict(p.node_selector), "tolerations": [dict(t) for t in p.tolerations]}
+    if (affinity := pod_affinity(p)) is not None:
+        out["affinity"] = affinity
+    if p.priority_class:
+        out["priority_class"] = p.priority_class
+    return out

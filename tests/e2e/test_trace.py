@@ -1,0 +1,74 @@
+"""A real trace replayed on a real control plane: a 300-pod slice of the Alibaba GPU trace v2023 on its 1523
+nodes, with the trace's arrival times and lifetimes compressed into a minute. Pods arrive in the trace's bursts,
+are bound, live their (scaled) lifetimes and are deleted by kwok; the cluster's GPU allocation rises and falls.
+And the bad inputs: a trace file that is missing, a CSV missing a column, a negative time, an unknown GPU model,
+an empty trace — each one line naming the file (row, column), exit 2, nothing written, no cluster started."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kwokbench.store import load_run
+from tests.conftest import REPO, assert_one_line_error, kwokbench
+
+TRACES = Path(os.environ.get("KWOKBENCH_TRACES") or REPO.parent / "shared" / "traces")
+pytestmark = pytest.mark.skipif(not (TRACES / "alibaba-gpu-2023" / "openb_pod_list_default.csv").is_file(),
+                                reason=f"the Alibaba GPU trace is not in {TRACES}")
+
+
+def test_a_slice_of_the_trace_fills_and_drains_the_cluster(tmp_path: Path) -> None:
+    kwokbench("run", str(REPO / "scenarios/alibaba-gpu-2023-timed.yaml"), "--variant", "least-allocated",
+              "--set", "workloads.0.trace.limit=300", "--set", "workloads.0.trace.duration_seconds=60",
+              "--out", str(tmp_path), check=True, timeout=900)
+    [path] = (tmp_path / "alibaba-gpu-2023-timed").iterdir()
+    run = load_run(path)
+    s = run.summary or {}
+    assert run.meta["status"] == "complete" and s["pods_scheduled"] == 300
+    assert run.meta["cluster"]["nodes"] == 1523
+    phase = run.meta["phases"][0]
+    assert phase["trace"]["pods"] == 300 and phase["trace"]["peak_per_second"] > phase["trace"]["mean_per_second"]
+    a = s["allocation"]
+    assert a["gpu_capacity"] == 6212
+    # pods end when the trace says: most are deleted by kwok once their scaled lifetime is over, and the GPU
+    # allocation falls back from its peak
+    assert a["deleted"] >= 250, a["deleted"]
+    assert a["peak"]["gpu"] > 0 and a["final"]["gpu"] < a["peak"]["gpu"] / 2
+    assert set(a["latency_by_class"]) >= {"cpu-only", "one-gpu", "shared-gpu"}
+    # offered vs accepted on the trace's own bursts
+    assert s["submit"][0]["accepted"] == 300
+    # the trace's pods carry their requests: shared GPUs as milli-GPUs on nodes that advertise them
+    pods = run.pods
+    assert (pods["gpu_milli"] > 0).sum() > 50 and ((pods["gpu_milli"] > 0) & (pods["gpu_milli"] < 1000)).any()
+
+
+def _case(tmp_path: Path, pods_csv: str) -> Path:
+    (tmp_path / "pods.csv").write_text(pods_csv)
+    (tmp_path / "nodes.csv").write_text("name,cpu_milli,memory_mib,gpu,gpu_model\nn0,32000,65536,2,T4\n")
+    s = tmp_path / "s.yaml"
+    s.write_text("schema_version: 1\nname: bad\ncluster:\n  node_groups: [{name: t, from_trace: {file: nodes.csv}}]\n"
+                 "workloads: [{name: r, trace: {file: pods.csv}}]\n")
+    return s
+
+
+HEAD = "name,arrival_seconds,cpu_milli,memory_mib,gpu,gpu_models\n"
+
+
+@pytest.mark.parametrize(("pods_csv", "needle"), [
+    ("name,arrival_seconds,cpu_milli\np,0,100\n", "no column 'memory_mib'"),
+    (HEAD + "p,-3,100,128,0,\n", "data row 1, column arrival_seconds"),
+    (HEAD + "p,0,100,128,1,V100\n", "data row 1, column gpu_models"),
+    (HEAD, "no pods in"),
+])
+def test_bad_traces_are_one_line_and_start_nothing(tmp_path: Path, pods_csv: str, needle: str) -> None:
+    s = _case(tmp_path, pods_csv)
+    out = tmp_path / "out"
+    for cmd in (("validate", str(s)), ("run", str(s), "--out", str(out))):
+        res = kwokbench(*cmd)
+        assert_one_line_error(res, needle)
+        assert "pods.csv" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+    clusters = kwokbench("status").stdout
+    assert "kb-" not in clusters or "bad" not in clusters
