@@ -564,12 +564,36 @@ def errors_reference(messages: list[ErrorMessage] | None = None) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+# ---- the trace format ---------------------------------------------------------------------------------------
+
+
+def trace_reference() -> str:
+    """The trace format's two tables and its JSON Schema, from the very column list the reader uses."""
+    from kwokbench.trace import format as trace_format
+
+    out = [_banner("the column list of kwokbench/trace/format.py"), "# The trace format", "",
+           "A trace is two tables, pods and nodes, each a CSV or Parquet file (Parquet files carry "
+           f"`{trace_format.VERSION_KEY}` = {trace_format.FORMAT_VERSION} in their metadata). Structured cells "
+           "(labels, selectors, tolerations, taints, extended resources) are JSON text in both formats. Every error "
+           "names the file, the data row (from 1, header excluded) and the column. How a replay uses them: "
+           "[Replaying a trace](../guides/traces.md).", ""]
+    for table in ("pods", "nodes"):
+        out += [f"## {table}", "", "| column | type | required | meaning |", "|---|---|---|---|"]
+        out += [f"| `{c}` | {_cell(t)} | {'yes' if req else 'no'} | {_cell(m)} |"
+                for c, t, req, m in trace_format.column_table(table)]
+        out.append("")
+    schema = json.dumps(trace_format.json_schema(), indent=2, sort_keys=True)
+    out += ["## JSON Schema", "", "One row of each table as a JSON object:", "", "```json", schema, "```", ""]
+    return "\n".join(out)
+
+
 # ---- writing ------------------------------------------------------------------------------------------------
 
 
 GENERATED: dict[Path, Callable[[], str]] = {REFERENCE / "cli.md": cli_reference,
                                             REFERENCE / "scenario.md": scenario_reference,
-                                            REFERENCE / "error-messages.md": errors_reference}
+                                            REFERENCE / "error-messages.md": errors_reference,
+                                            REFERENCE / "trace-format.md": trace_reference}
 """Each generated page (relative to the repository) and what renders it."""
 
 

@@ -50,7 +50,7 @@ from kwokbench.errors import ClusterError, KwokbenchError, ScenarioError
 from kwokbench.kind import SchedulerSpec
 from kwokbench.load.pacer import connection_cap, schedule, target_rate
 from kwokbench.load.submitter import RequestLog, Submission, SubmitJob
-from kwokbench.load.watcher import RUN_LABEL, STATES, WORKLOAD_LABEL, Watcher
+from kwokbench.load.watcher import PROGRESS, RUN_LABEL, WORKLOAD_LABEL, Watcher
 from kwokbench.measure import Measurement, RunContext
 from kwokbench.measure.run import for_run
 from kwokbench.measure.watch import PodTimeline
@@ -515,7 +515,8 @@ def _check_attached(attached: AttachedCluster | None, scenario: Scenario, opts: 
 def _phase_records(scenario: Scenario, factories: list[ManifestFactory]) -> list[dict[str, Any]]:
     """What ``meta.json`` says of each phase before it runs (the run adds what happened)."""
     return [{"name": w.name, "template": w.template, "kind": f.kind, "count": w.count,
-             "target_qps": target_rate(w.arrival), "pods_expected": w.count * f.pods_per_object(),
+             "target_qps": trace_offered(np.asarray(w.trace_offsets))["mean_per_second"] if w.trace
+             else target_rate(w.arrival), "pods_expected": w.count * f.pods_per_object(),
              "wait_for": w.wait_for, "timeout_seconds": w.timeout_seconds, "labels": f.labels_of_pods(),
              "gang": {"size": w.gang.size, "min_member": w.gang.min_member or w.gang.size} if w.gang else None}
             for w, f in zip(scenario.workloads, factories, strict=True)]
@@ -656,13 +657,14 @@ def _run_phase(info: AnyCluster, w: WorkloadSpec, f: ManifestFactory, i: int, se
     if w.wait_for == "none":
         return log, False
     if w.settle_seconds:
-        return log, _settle(w, i, expected, watcher, rep)
+        timed_out = _settle(w, i, expected, watcher, rep)
+        return log, _drain(w, i, expected, watcher, rep) or timed_out
     state = WAIT_STATE[w.wait_for]
     with rep.counter(f"{w.name}: waiting until {expected} pods are {state}", expected) as adv:
         ok = _poll(lambda: watcher.count(i, state) >= expected, lambda: adv(watcher.count(i, state)),
                    timeout=w.timeout_seconds)
     if not ok:
-        counts = dict(zip(STATES, watcher.counts[i].tolist(), strict=True))
+        counts = dict(zip(PROGRESS, watcher.counts[i].tolist(), strict=True))
         rep.warn(f"{w.name}: only {counts[state]}/{expected} pods {state} after {w.timeout_seconds:g}s ({counts})")
     return log, not ok
 
@@ -696,6 +698,23 @@ def _settle(w: WorkloadSpec, i: int, expected: int, watcher: Watcher, rep: Repor
     if bound < expected:
         rep.info(f"{w.name}: {bound} of {expected} pods bound, {expected - bound} left pending "
                  f"(none bound for {w.settle_seconds:g}s)")
+    return not ok
+
+
+def _drain(w: WorkloadSpec, i: int, expected: int, watcher: Watcher, rep: Reporter) -> bool:
+    """A trace with lifetimes: wait until every bound pod that has one has ended (kwok deleted it), so the run
+    covers the trace's whole timeline, the cluster filling and draining. True only on a time-out."""
+    if not (w.trace and w.trace.lifetimes):
+        return False
+    living = sum(1 for p in w.trace_pods if p.lifetime_seconds is not None)
+    target = max(0, living - (expected - watcher.count(i, "scheduled")))
+    longest = max((p.lifetime_seconds or 0.0 for p in w.trace_pods), default=0.0)
+    with rep.counter(f"{w.name}: waiting until {target} pods have ended (their trace lifetimes, at most "
+                     f"{longest:.0f}s)", target) as adv:
+        ok = _poll(lambda: watcher.count(i, "deleted") >= target, lambda: adv(watcher.count(i, "deleted")),
+                   timeout=longest + w.timeout_seconds)
+    if not ok:
+        rep.warn(f"{w.name}: only {watcher.count(i, 'deleted')}/{target} pods ended after their lifetimes")
     return not ok
 
 

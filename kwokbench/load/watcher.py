@@ -29,6 +29,8 @@ from kwokbench.placement import quantity
 RUN_LABEL = "kwokbench.io/run"
 WORKLOAD_LABEL = "kwokbench.io/workload"
 STATES = ("created", "scheduled", "running", "finished")
+PROGRESS = (*STATES, "deleted")
+"""What the live counts say per workload: pods that reached each state, and pods deleted (a trace's lifetimes)."""
 
 
 @dataclass
@@ -103,7 +105,7 @@ class Timeline:
     def __init__(self, workloads: list[str]) -> None:
         self.workloads = {w: i for i, w in enumerate(workloads)}
         self.pods: dict[tuple[str, str], PodRecord] = {}
-        self.counts = np.zeros((len(workloads), len(STATES)), dtype=np.int64)
+        self.counts = np.zeros((len(workloads), len(PROGRESS)), dtype=np.int64)
 
     def handle(self, typ: str, pod: dict[str, Any], t: float) -> None:
         meta = pod.get("metadata") or {}
@@ -131,7 +133,9 @@ class Timeline:
             self._mark(rec, "finished", t)
         if typ == "DELETED":
             rec.deleted = True
-            rec.deleted_at = t if np.isnan(rec.deleted_at) else rec.deleted_at
+            if np.isnan(rec.deleted_at):
+                rec.deleted_at = t
+                self.counts[rec.workload, PROGRESS.index("deleted")] += 1
 
     def _mark(self, rec: PodRecord, state: str, t: float) -> None:
         if np.isnan(getattr(rec, state)):
@@ -208,7 +212,7 @@ class Watcher:
     def __init__(self, creds: Credentials, run_id: str, workloads: list[str], out: Path) -> None:
         ctx = mp.get_context("spawn")
         self.out = out
-        self._shape = (len(workloads), len(STATES))
+        self._shape = (len(workloads), len(PROGRESS))
         self._counts = ctx.Array("q", self._shape[0] * self._shape[1], lock=False)  # see load/child.py
         self._synced, self._stop = Flag(ctx), Flag(ctx)
         self._errors: Any = ctx.Queue()
@@ -227,7 +231,7 @@ class Watcher:
         return np.frombuffer(raw, dtype=np.int64).reshape(self._shape).copy()
 
     def count(self, workload: int, state: str) -> int:
-        return int(self.counts[workload, STATES.index(state)])
+        return int(self.counts[workload, PROGRESS.index(state)])
 
     def stop(self, timeout: float = 120.0) -> list[str]:
         """Stop the watch, wait for pods.parquet, return the recorded watch errors."""

@@ -258,7 +258,8 @@ POD_COLUMNS: tuple[Column, ...] = (
            dns_subdomain),
     Column("arrival_seconds", "number >= 0", "When the pod is created, in seconds after the trace starts.",
            _SECONDS, number, "float"),
-    Column("lifetime_seconds", "number >= 0", "How long it runs once created; empty: until the replay ends.",
+    Column("lifetime_seconds", "number >= 0", "How long it runs (a replay counts it from Running, scaled like "
+           "the arrivals); empty: until the replay ends.",
            _SECONDS, number, "float"),
     Column("cpu_milli", "integer >= 0", "CPU request in millicores.", _COUNT, whole(), "int"),
     Column("memory_mib", "integer >= 0", "Memory request in MiB.", _COUNT, whole(), "int"),

@@ -38,7 +38,8 @@ def test_a_slice_of_the_trace_fills_and_drains_the_cluster(tmp_path: Path) -> No
     assert a["peak"]["gpu"] > 0 and a["final"]["gpu"] < a["peak"]["gpu"] / 2
     assert set(a["latency_by_class"]) >= {"cpu-only", "one-gpu", "shared-gpu"}
     # offered vs accepted on the trace's own bursts
-    assert s["submit"][0]["accepted"] == 300
+    submit = s["submit"][0]
+    assert submit["created"] == 300 and 0.9 < submit["offered_qps"] / phase["trace"]["mean_per_second"] < 1.1
     # the trace's pods carry their requests: shared GPUs as milli-GPUs on nodes that advertise them
     pods = run.pods
     assert (pods["gpu_milli"] > 0).sum() > 50 and ((pods["gpu_milli"] > 0) & (pods["gpu_milli"] < 1000)).any()

@@ -74,8 +74,11 @@ def test_timeline_first_observation_wins_and_relist_is_idempotent() -> None:
     p1 = df[df.name == "p1"].iloc[0]
     assert (p1.created, p1.scheduled, p1.running) == (10.0, 10.5, 10.7)
     assert not p1.from_list and df[df.name == "p2"].iloc[0].from_list
-    assert tl.counts.tolist() == [[1, 1, 1, 0], [1, 1, 1, 0]]
+    assert tl.counts.tolist() == [[1, 1, 1, 0, 0], [1, 1, 1, 0, 0]]
     assert len(df) == 2
+    tl.handle("DELETED", _ev("p1", "n1", "Running"), 30.0)
+    tl.handle("DELETED", _ev("p1", "n1", "Running"), 31.0)  # seen twice (a relist): counted once, first time kept
+    assert tl.counts[0].tolist() == [1, 1, 1, 0, 1] and tl.frame().set_index("name").loc["p1", "deleted_at"] == 30.0
 
 
 def test_throughput_excludes_idle_tails() -> None:
