@@ -20,14 +20,14 @@ LAYERS = [
      "placement", "toolchain", "trace"],
     ["kind", "store", "summary", "shard", "templates", "bottleneck", "extender", "pprof"],
     ["scenario", "gate", "ceiling", "history"],
-    ["cluster", "chaos", "load"],
+    ["cluster", "chaos", "load", "capture"],
     ["metrics"],
     ["measure", "analyse"],
     ["components"],
     ["runner"],
     ["sweep"],
     ["report", "merge"],
-    ["cli", "__main__"],
+    ["cli", "__main__", "docs_gen"],
 ]
 NO_KIND = ["scenario.py", "gate.py", "metrics/derive.py", "report/table.py", "runner.py"]
 """Modules that must name no scheduler kind (they learn of kinds from the registry)."""
