@@ -377,6 +377,51 @@ def down(
         console.info("no kwokbench clusters")
 
 
+# ---- traces ---------------------------------------------------------------------------------------
+
+
+@app.command()
+@handled
+def capture(
+    kubeconfig: Annotated[Path, typer.Option(help="Kubeconfig of the cluster to read (a token or a client "
+                                             "certificate; exec plugins are not run).", show_default=False)],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Folder to write nodes.csv, pods.csv, "
+                                         "scenario.yaml and capture.json into (new or empty).", show_default=False)],
+    context: Annotated[str | None, typer.Option(help="The kubeconfig context (default: its current one).")] = None,
+    namespace: Annotated[list[str] | None, typer.Option(help="Only the pods of this namespace (repeatable; "
+                                                        "default: all namespaces).")] = None,
+    keep_names: Annotated[bool, typer.Option("--keep-names", help="Keep names and label values as they are "
+                                             "(default: salted hashes).")] = False,
+    salt: Annotated[str | None, typer.Option(help="Secret salt of the hashes, to anonymise this capture like an "
+                                             "earlier one (default: a random one, printed and written to "
+                                             "capture.json).")] = None,
+    force: Annotated[bool, typer.Option(help="Write into a folder that is not empty, replacing those four "
+                                        "files.")] = False,
+) -> None:
+    """Capture a live cluster's nodes and pods as a kwokbench trace, with a scenario that replays it. Read-only:
+    LIST calls on nodes and pods, never a write. Pods of DaemonSets and static (mirror) pods are skipped; names
+    and label values become salted hashes unless --keep-names; capture.json records the salt and what was
+    left out."""
+    from kwokbench import console
+    from kwokbench.capture import capture as capture_cluster
+
+    res = capture_cluster(kubeconfig, context, output, namespace or [], salt, keep_names, force,
+                          console.RichReporter())
+    info = res.info
+    skipped = ", ".join(f"{v['pods']} {k}" for k, v in info["skipped"].items()) or "none"
+    dropped = ", ".join(f"{v['objects']} {k}" for k, v in info["dropped"].items()) or "none"
+    rows = [["from", f"{info['server']} (context {info['context']})"],
+            ["nodes", f"{info['nodes']}" + (f" ({len(info['not_ready_nodes'])} NotReady)"
+                                            if info["not_ready_nodes"] else "")],
+            ["pods", str(info["pods"])], ["pods skipped", skipped], ["placement rules dropped", dropped],
+            ["names", "kept" if res.salt is None else "salted hashes"]]
+    console.table(f"captured {info['nodes']} nodes and {info['pods']} pods into {res.out}", ["", ""], rows)
+    if res.salt is not None and res.salt_generated:
+        console.out.print(f"salt: {res.salt} (in {res.out / 'capture.json'}; keep it secret, and pass it as "
+                          "--salt to anonymise a later capture alike)")
+    console.out.print(f"replay it: kwokbench run {res.out / 'scenario.yaml'}")
+
+
 # ---- scenarios and runs ---------------------------------------------------------------------------
 
 

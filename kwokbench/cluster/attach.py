@@ -102,7 +102,9 @@ def describe(kubeconfig: Path, context: str | None) -> tuple[str, str]:
     except (OSError, yaml.YAMLError) as e:
         raise ClusterError(f"cannot read kubeconfig {kubeconfig}: {e}") from e
     ctx = context or doc.get("current-context") or ""
-    return ctx, load_kubeconfig(kubeconfig, context).server
+    creds = load_kubeconfig(kubeconfig, context)
+    creds.forget()  # only its server was wanted
+    return ctx, creds.server
 
 
 async def _check_reachable(creds: Credentials, kubeconfig: Path, context: str) -> str:

@@ -12,8 +12,10 @@ public vocabulary), and the values of well-known keys: ``kubernetes.io/*``, ``*.
 (e.g. ``node.kubernetes.io/instance-type``, ``topology.kubernetes.io/zone``), ``nvidia.com/*`` (GPU
 feature discovery, e.g. ``nvidia.com/gpu.product``) and ``kwokbench.io/*``, except the few of those
 keys whose value is an object's name (``kubernetes.io/hostname``, ``statefulset.kubernetes.io/pod-name``,
-...), which are hashed like the name. Also kept: resources, times, GPU models, owner kinds, the
-``default`` namespace and the built-in ``system-*-critical`` priority classes.
+...), which are hashed like the name, and the recommended application labels ``app.kubernetes.io/*``
+(``name``, ``instance``, ``part-of``, ...), whose values are the user's own names. Also kept: resources,
+times, GPU models, owner kinds, the ``default`` namespace and the built-in ``system-*-critical`` priority
+classes.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from kwokbench.trace.format import Trace, TraceNode, TracePod
 
 KEPT_DOMAINS = ("kubernetes.io", "nvidia.com", "kwokbench.io")
 """Label-key prefixes whose values are kept; subdomains of kubernetes.io too."""
+HASHED_DOMAINS = ("app.kubernetes.io",)
+"""Subdomains of kubernetes.io whose values are names the user chose (an application's name, instance, ...)."""
 NAME_KEYS = frozenset({
     "kubernetes.io/hostname", "kubernetes.io/metadata.name", "statefulset.kubernetes.io/pod-name",
     "batch.kubernetes.io/job-name", "batch.kubernetes.io/controller-uid",
@@ -45,7 +49,8 @@ M = TypeVar("M", bound=Mapping[str, Any])
 def keep_value(key: str) -> bool:
     """Whether a label (taint, toleration) with this key keeps its value verbatim."""
     prefix, _, _ = key.rpartition("/")
-    return key not in NAME_KEYS and (prefix in KEPT_DOMAINS or prefix.endswith(".kubernetes.io"))
+    return key not in NAME_KEYS and prefix not in HASHED_DOMAINS \
+        and (prefix in KEPT_DOMAINS or prefix.endswith(".kubernetes.io"))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,7 +20,7 @@ LAYERS = [
      "placement", "allocation", "toolchain", "trace"],
     ["kind", "store", "summary", "shard", "templates", "bottleneck", "extender", "pprof"],
     ["scenario", "gate", "ceiling", "history"],
-    ["cluster", "chaos", "load"],
+    ["cluster", "chaos", "load", "capture"],
     ["metrics"],
     ["measure", "analyse"],
     ["components"],

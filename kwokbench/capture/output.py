@@ -1,0 +1,129 @@
+"""The capture directory: the trace (nodes.csv, pods.csv), a scenario replaying it, and capture.json.
+
+The files are written into a hidden folder beside the target and moved into place only when all of them
+are complete, so a capture that fails leaves nothing behind and a half-written trace is never seen.
+
+capture.json format history: 1 — the first version (what was captured from where and when, the salt or
+"names kept", what was skipped and dropped and why).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kwokbench import __version__
+from kwokbench.capture.convert import DROPPED, SKIPPED
+from kwokbench.errors import ScenarioError
+from kwokbench.trace.format import TraceNode, TracePod, write_nodes, write_pods
+
+FORMAT_VERSION = 1
+"""Of capture.json."""
+NODES, PODS, SCENARIO, INFO = "nodes.csv", "pods.csv", "scenario.yaml", "capture.json"
+FILES = (NODES, PODS, SCENARIO, INFO)
+REPLAY_SECONDS = 600
+NAMES_KEPT = "names kept"
+_PREFIX = "captured-"
+_SCENARIO_NAME_MAX = 60
+
+
+def scenario_name(context: str) -> str:
+    """``captured-<context>`` as a scenario name: a lower-case RFC 1123 label of at most 60 characters."""
+    slug = re.sub(r"[^a-z0-9]+", "-", context.lower()).strip("-")
+    slug = slug[: _SCENARIO_NAME_MAX - len(_PREFIX)].rstrip("-")
+    return _PREFIX + (slug or "cluster")
+
+
+def _scalar(text: str) -> str:
+    """``text`` as a YAML scalar: plain where YAML reads it back unchanged, else double-quoted."""
+    try:
+        plain = yaml.safe_load(f"k: {text}") == {"k": text}
+    except yaml.YAMLError:
+        plain = False
+    return text if plain else json.dumps(text)
+
+
+def scenario_yaml(context: str, when: datetime, nodes: int, pods: int) -> str:
+    """A scenario replaying the capture: its nodes as one node group, its pods as one trace workload."""
+    description = (f"Captured from {context} on {when.date().isoformat()} by kwokbench capture "
+                   f"({nodes} nodes, {pods} pods)")
+    return (f"schema_version: 1\n"
+            f"name: {scenario_name(context)}\n"
+            f"description: {_scalar(description)}\n"
+            f"cluster:\n"
+            f"  node_groups:\n"
+            f"    - name: captured\n"
+            f"      from_trace: {{file: {NODES}}}\n"
+            f"schedulers:\n"
+            f"  - name: default\n"
+            f"workloads:\n"
+            f"  - name: replay\n"
+            f"    trace: {{file: {PODS}, nodes: {NODES}, duration_seconds: {REPLAY_SECONDS}}}\n")
+
+
+def info_document(*, context: str, server: str, when: datetime, namespaces: Sequence[str], listed: Mapping[str, int],
+                  nodes: int, pods: int, first_created: datetime | None, salt: str | None,
+                  not_ready: Sequence[str], cordoned: Sequence[str], skipped: Mapping[str, int],
+                  dropped: Mapping[str, int]) -> dict[str, Any]:
+    """capture.json: where and when from, how many, the salt (or that names were kept), what was left out."""
+    return {
+        "format_version": FORMAT_VERSION,
+        "kwokbench_version": __version__,
+        "captured_at": when.isoformat(timespec="seconds"),
+        "context": context,
+        "server": server,
+        "namespaces": list(namespaces) or "all",
+        "listed": dict(listed),
+        "nodes": nodes,
+        "pods": pods,
+        "first_pod_created_at": first_created.isoformat(timespec="seconds") if first_created else None,
+        "salt": salt if salt is not None else NAMES_KEPT,
+        "not_ready_nodes": list(not_ready),
+        "cordoned_nodes": list(cordoned),
+        "skipped": {k: {"pods": n, "why": SKIPPED[k]} for k, n in sorted(skipped.items())},
+        "dropped": {k: {"objects": n, "why": DROPPED[k]} for k, n in sorted(dropped.items())},
+        "files": {"nodes": NODES, "pods": PODS, "scenario": SCENARIO},
+    }
+
+
+def check_target(out: Path, force: bool) -> None:
+    """Refuse a target that is a file, or a folder holding anything, unless ``force``; before the cluster is read."""
+    if out.exists() and not out.is_dir():
+        raise ScenarioError(f"-o {out}: exists and is not a folder")
+    if out.is_dir() and not force and any(out.iterdir()):
+        raise ScenarioError(f"-o {out}: the folder is not empty (--force writes {', '.join(FILES)} into it, "
+                            "replacing those files)")
+
+
+def write_capture(out: Path, nodes: Sequence[TraceNode], pods: Sequence[TracePod], scenario: str,
+                  info: Mapping[str, Any], force: bool) -> None:
+    """All four files, or none: written beside ``out``, then moved in (``--force``: replacing only these files)."""
+    check_target(out, force)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.capture-", dir=out.parent))
+    except OSError as e:
+        raise ScenarioError(f"cannot write {out}: {e.strerror or e}") from e
+    try:
+        write_nodes(nodes, tmp / NODES)
+        write_pods(pods, tmp / PODS)
+        (tmp / SCENARIO).write_text(scenario)
+        (tmp / INFO).write_text(json.dumps(info, indent=2) + "\n")
+        if out.is_dir():
+            for name in FILES:
+                os.replace(tmp / name, out / name)
+        else:
+            os.replace(tmp, out)
+    except OSError as e:
+        raise ScenarioError(f"cannot write {out}: {e.strerror or e}") from e
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
