@@ -60,7 +60,7 @@ from kwokbench.shard import Shard, shard_cells
 from kwokbench.store import REQUESTS, RunDir, host_info, owner
 from kwokbench.templates import ManifestFactory, resolve_template
 from kwokbench.toolchain import Toolchain, versions
-from kwokbench.trace.kube import pod_params
+from kwokbench.trace.kube import pod_annotations, pod_params
 
 AnyCluster = ClusterInfo | AttachedCluster
 WAIT_STATE = {"created": "created", "scheduled": "scheduled", "running": "running", "completed": "finished"}
@@ -168,12 +168,13 @@ def _factories(scenario: Scenario, base: Path, run_label: str, attached: Attache
         labels = {RUN_LABEL: run_label, WORKLOAD_LABEL: w.name,
                   **({kueue.QUEUE_LABEL: w.queue} if to_queue and w.queue else {}),
                   **(attached.labels if attached else {})}
-        rows = [pod_params(p, w.trace.lifetimes) for p in w.trace_pods] if w.trace else ()
+        rows = [pod_params(p) for p in w.trace_pods] if w.trace else ()
+        own_ann = [pod_annotations(p, w.trace.lifetimes) for p in w.trace_pods] if w.trace else ()
         plain = ManifestFactory(resolve_template(w.template, base), w.params, f"{w.name}-{run_label}", labels=labels,
                                 per_object=rows)
         own = pod_settings(scenario, w, kinds, variant, _requests(plain), plain.kind)
         f = ManifestFactory(resolve_template(w.template, base), w.params, f"{w.name}-{run_label}",
-                            labels={**own.labels, **labels}, per_object=rows,
+                            labels={**own.labels, **labels}, per_object=rows, per_object_annotations=own_ann,
                             suspend=to_queue,
                             pod_annotations={**own.annotations,
                                              **({kueue.COMPLETE_DELAY_ANNOTATION: w.complete_after}

@@ -11,6 +11,7 @@ naming the node group or workload: a resource quantity that is not one, an objec
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -30,6 +31,7 @@ _SENTINELS = ("kb-sentinel-a0", "kb-sentinel-b1")
 _GROUP_SENTINEL = "kb-group-sentinel-c2"
 _SCHEDULER_SENTINEL = "kb-scheduler-sentinel-d3"
 _APP_SENTINEL = "kb-app-sentinel-e4"
+_NAME_SENTINEL = "kb-name-sentinel-a7"
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 _WORKLOAD_LABEL = "kwokbench.io/workload"  # kwokbench.load.watcher.WORKLOAD_LABEL; not imported: load needs us
 MAX_OBJECT_BYTES = 3 * 2**19
@@ -60,7 +62,9 @@ def resolve_template(name: str | Path, base: Path | None = None) -> Path:
                         f"builtin templates: {builtin})")
 
 
+@functools.cache
 def _env(folder: Path) -> jinja2.Environment:
+    """One environment per folder: it compiles each template once (and again when the file changes)."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader([str(folder), str(BUILTIN_DIR)]),
         undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False,
@@ -165,8 +169,11 @@ class ManifestFactory:
     gang_params: Mapping[str, Any] = field(default_factory=dict)
     """More variables of that template (e.g. the queue the gang is submitted to)."""
     per_object: Sequence[Mapping[str, Any]] = ()
-    """Variables of object i on top of ``params`` (a replayed trace: one row per pod); every object is then
-    rendered on its own."""
+    """Variables of object i on top of ``params`` (a replayed trace: one row per pod). The template is rendered
+    once per distinct row (``index`` is then that of the row's first object) and the object's name spliced in."""
+    per_object_annotations: Sequence[Mapping[str, str]] = ()
+    """Annotations of object i's pod (what is unique to each, kept out of the rows so that they repeat)."""
+    _rendered: dict[bytes, bytes] = field(default_factory=dict, init=False, repr=False, compare=False)
     suspend: bool = False
     """A Job is created suspended (Kueue unsuspends it on admission)."""
     pod_annotations: Mapping[str, str] = field(default_factory=dict)
@@ -247,9 +254,19 @@ class ManifestFactory:
         """The schedulerName of object i's pods ("" when the template's own is kept)."""
         return self.scheduler_names[i % len(self.scheduler_names)] if self.scheduler_names else ""
 
+    def _manifest(self, name: str, i: int) -> dict[str, Any]:
+        if not self.per_object:
+            return render_manifest(self.path, self._vars(name, i))
+        key = orjson.dumps(self.per_object[i % len(self.per_object)], option=orjson.OPT_SORT_KEYS)
+        body = self._rendered.get(key)
+        if body is None:  # a trace's rows repeat: thousands of pods, a few hundred shapes
+            body = self._rendered[key] = orjson.dumps(render_manifest(self.path, self._vars(_NAME_SENTINEL, i)))
+        doc: dict[str, Any] = orjson.loads(body.replace(_NAME_SENTINEL.encode(), name.encode()))
+        return doc
+
     def _render(self, name: str, i: int, group: str | None = None, scheduler: str | None = None,
                 app: str = _APP_SENTINEL) -> dict[str, Any]:
-        doc = render_manifest(self.path, self._vars(name, i))
+        doc = self._manifest(name, i)
         labels = {**self.labels, **({POD_GROUP_LABEL: group} if self.gang_size and group else {}),
                   **dict.fromkeys(self.app_labels, app)}
         if labels:
@@ -264,7 +281,9 @@ class ManifestFactory:
         if self.suspend and doc.get("kind") == "Job" and isinstance(doc.get("spec"), dict):
             doc["spec"]["suspend"] = True
         annotations = {**self.pod_annotations,
-                       **(dict.fromkeys(self.gang_annotations, group) if self.gang_size and group else {})}
+                       **(dict.fromkeys(self.gang_annotations, group) if self.gang_size and group else {}),
+                       **(self.per_object_annotations[i % len(self.per_object_annotations)]
+                          if self.per_object_annotations else {})}
         if annotations:
             spec = doc.get("spec") or {}
             meta = (spec.get("template") or {}).get("metadata") if doc.get("kind") != "Pod" else doc.get("metadata")

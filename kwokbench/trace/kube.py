@@ -23,7 +23,7 @@ from typing import Any
 from kwokbench.trace.format import GPU_MILLI_RESOURCE, GPU_RESOURCE, MILLI_PER_GPU, TraceNode, TracePod
 
 __all__ = ["GPU_MILLI_RESOURCE", "GPU_PRODUCT_LABEL", "GPU_RESOURCE", "node_allocatable", "node_labels",
-           "pod_affinity", "pod_params", "pod_requests"]
+           "pod_affinity", "pod_annotations", "pod_params", "pod_requests"]
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 TRACE_NAME_ANNOTATION = "kwokbench.io/trace-name"
 """The pod's name in the trace (kwokbench names the replayed pod <workload>-<run>-<i>)."""
@@ -63,12 +63,17 @@ def pod_affinity(p: TracePod) -> dict[str, Any] | None:
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
 
 
-def pod_params(p: TracePod, lifetime: bool = True) -> dict[str, Any]:
-    """The variables of the builtin ``trace-pod`` template for one trace pod."""
-    annotations = {TRACE_NAME_ANNOTATION: p.name}
+def pod_annotations(p: TracePod, lifetime: bool = True) -> dict[str, str]:
+    """What is the pod's own: its name in the trace and, with lifetimes, how long it lives once Running."""
+    out = {TRACE_NAME_ANNOTATION: p.name}
     if lifetime and p.lifetime_seconds is not None:
-        annotations[DELETE_AFTER_ANNOTATION] = f"{max(p.lifetime_seconds, 0.001):.3f}s"
-    out: dict[str, Any] = {"requests": pod_requests(p), "labels": dict(p.labels), "annotations": annotations,
+        out[DELETE_AFTER_ANNOTATION] = f"{max(p.lifetime_seconds, 0.001):.3f}s"
+    return out
+
+
+def pod_params(p: TracePod) -> dict[str, Any]:
+    """The variables of the builtin ``trace-pod`` template for one trace pod (its shape: many pods share it)."""
+    out: dict[str, Any] = {"requests": pod_requests(p), "labels": dict(p.labels),
                            "node_selector": dict(p.node_selector), "tolerations": [dict(t) for t in p.tolerations]}
     if (affinity := pod_affinity(p)) is not None:
         out["affinity"] = affinity

@@ -1,7 +1,7 @@
 """`kwokbench capture` of a real (kwokctl) cluster: nodes of two shapes and pods of mixed shapes created in waves,
 then captured; the trace holds what was created (nodes per shape, the requests' distribution, the arrival order),
 the DaemonSet's pods are skipped, names are hashed unless kept, and a cluster that will not answer is one error line.
-(Replaying the capture is the scenario side's test.)"""
+And the round trip: the captured scenario replayed on a fresh cluster is that cluster again."""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 import yaml
 
 from kwokbench.cluster import ClusterInfo, ClusterOptions, Kwokctl, NodeGroup, bring_up
 from kwokbench.cluster.api import Api
+from kwokbench.store import load_run
 from kwokbench.templates import resolve_template
 from kwokbench.trace.format import read_trace
 from tests.conftest import assert_one_line_error, kwokbench
@@ -184,3 +186,26 @@ def test_a_cluster_that_will_not_answer_is_one_error_line(small: ClusterInfo, tm
         assert_one_line_error(res, needle)
         assert not (tmp_path / "out").exists()
     assert "(capture needs permission to list nodes and pods)" in res.stderr
+
+
+def test_a_capture_replays_as_the_cluster_it_was(small: ClusterInfo, tmp_path: Path) -> None:
+    """The round trip: the captured scenario, run on a fresh cluster, has the same nodes per shape, the same
+    requests and the same arrival order (compressed into 10 s)."""
+    _capture(small, tmp_path / "cap", "--keep-names")
+    trace = read_trace(tmp_path / "cap" / "pods.csv", tmp_path / "cap" / "nodes.csv")
+    kwokbench("run", str(tmp_path / "cap" / "scenario.yaml"), "--set", "workloads.0.trace.duration_seconds=10",
+              "--out", str(tmp_path / "runs"), check=True, timeout=600)
+    [path] = [p for p in (tmp_path / "runs").glob("*/*") if p.is_dir()]
+    run = load_run(path)
+    assert run.meta["status"] == "complete" and (run.summary or {})["pods_scheduled"] == len(trace.pods)
+    nodes = pd.read_parquet(path / "nodes.parquet")
+    shapes = Counter((int(n.cpu_m), int(n.mem_mi), int(n.gpus), n.gpu_model or None) for n in nodes.itertuples())
+    assert shapes == {CPU_SHAPE: 4, GPU_SHAPE: 2}
+    pods = run.pods
+    replayed = Counter((int(p.cpu_m), int(p.mem_mi), int(p.gpus)) for p in pods.itertuples())
+    assert replayed == Counter((p.cpu_milli, p.memory_mib, p.gpu) for p in trace.pods)
+    # arrival order: the replayed pod i is trace pod i, created in that order
+    by_index = pods.assign(i=pods["name"].str.rsplit("-", n=1).str[-1].astype(int)).sort_values("i")
+    assert by_index["created"].is_monotonic_increasing or (by_index["created"].diff().dropna() >= -0.05).all()
+    assert [(int(r.cpu_m), int(r.mem_mi)) for r in by_index.itertuples()] == \
+        [(p.cpu_milli, p.memory_mib) for p in trace.pods]
