@@ -573,8 +573,9 @@ def _emit_job(file: Path, scenario: str, shards: int, image: str | None, paralle
 @app.command()
 @handled
 def merge(
-    shards: Annotated[list[Path], typer.Argument(help="The shards' folders: sweep directories of `sweep --shard`, "
-                                                 "or folders holding the runs of `run --repeat R --shard`.")],
+    shards: Annotated[list[Path], typer.Argument(help="The shards' folders: the --out folders of `sweep --shard` "
+                                                 "(or their sweep directories), or folders holding the runs of "
+                                                 "`run --repeat R --shard`.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="New folder for the merged sweep or run group.")],
 ) -> None:
     """Join shards run on several machines into one sweep (or run group) that report and gate read as one."""
@@ -582,6 +583,8 @@ def merge(
     from kwokbench.merge import merge as merge_shards
 
     merged = merge_shards(shards, output)
+    for n in merged.notes:
+        console.info(f"note: {n}")
     for w in merged.warnings:
         console.warn(w)
     if merged.kind == "sweep":
