@@ -876,8 +876,14 @@ def history_cmd(
     table_rows = [[r["run_id"], str(r["scenario"]), str(r["variant"]), str(r["status"]), (r["commit"] or "-")[:10],
                    r["ref"] or "-", r["hostname"] or "-", cell(r, "ceiling_ratio"), *[cell(r, c) for c in cols]]
                   for r in rows]
-    console.table(f"kwokbench history ({len(rows)} runs)", ["run", "scenario", "variant", "status", "commit", "ref",
-                                                             "host", "of ceiling", *cols], table_rows)
+    columns = ["run", "scenario", "variant", "status", "commit", "ref", "host", "of ceiling", *cols]
+    # what a narrow log keeps first: which run and commit, then its figures; where it ran last
+    left_out = console.fitted_table(f"kwokbench history ({len(rows)} runs)", columns, table_rows,
+                                    ["run", "commit", "scenario", "variant", *cols, "status", "of ceiling", "host",
+                                     "ref"])
+    if left_out:
+        console.dim(f"{len(left_out)} column(s) left out to fit {console.out.width} characters "
+                    f"({', '.join(left_out)}): --format csv or --format json gives every column")
     console.dim(footer)
 
 

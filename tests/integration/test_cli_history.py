@@ -29,6 +29,25 @@ def test_history_lists_runs_and_skips_an_unreadable_one_with_one_warning(tmp_pat
     assert table.returncode == 0 and "00cccccccc" in table.stdout and "index " in table.stdout
 
 
+def test_history_piped_keeps_whole_cells_and_says_which_format_has_every_column(tmp_path: Path) -> None:
+    """A CI log (stdout a pipe, COLUMNS=80): fewer columns, each whole, never "quicks…"."""
+    runs = [run_dir(tmp_path, i, v, commit=f"{i:02d}" + "c" * 38, scenario="quickstart-with-gangs",
+                    variant="coscheduling", ceiling=400.0) for i, v in enumerate(STEP[:3])]
+    res = kwokbench("history", str(tmp_path), env={"COLUMNS": "80"})
+    assert res.returncode == 0, res.stderr
+    assert "…" not in res.stdout
+    table = [line for line in res.stdout.splitlines() if line.startswith("│")]
+    assert [line.split("│")[1].strip() for line in table] == [r.name for r in runs]
+    assert all("quickstart-with-gangs" in line and "coscheduling" in line for line in table)
+    assert max(len(line) for line in res.stdout.splitlines() if line[:1] in "┏┃┡│└") <= 80
+    [said] = [line for line in res.stdout.splitlines() if "left out" in line]
+    assert said.startswith("column(s) left out to fit 80 characters (", 2) and "status" in said
+    assert said.endswith("--format csv or --format json gives every column")
+    # wide enough: every column, no such line
+    wide = kwokbench("history", str(tmp_path), env={"COLUMNS": "250"})
+    assert "left out" not in wide.stdout and "of ceiling" in wide.stdout and "main" in wide.stdout
+
+
 def test_detect_finds_the_drop_and_an_ack_mutes_it(tmp_path: Path) -> None:
     _history(tmp_path / "runs")
     res = kwokbench("detect", str(tmp_path / "runs"), "--metric", "throughput:-10%", "--json")
