@@ -730,7 +730,8 @@ def _history_rows(runs: list[Path], index: Path | None, store: str | None, scena
     — one or the other; the index's warnings (an unreadable run skipped) are printed."""
     from kwokbench import console
     from kwokbench.history.index import LocalIndex, sources
-    from kwokbench.history.store import Filters, Store, open_store
+    from kwokbench.history.rows import Filters
+    from kwokbench.history.store import Store, open_store
 
     if store and (runs or index):
         raise ScenarioError(f"{what} either run directories or --store, not both (push runs to the store with "
@@ -841,7 +842,8 @@ def history_cmd(
     ceiling and figures; with --store, push them to a store a team shares, or list what it holds."""
     from kwokbench import console
     from kwokbench.history.index import FORMATS, LocalIndex, export, figure_columns, sources
-    from kwokbench.history.store import Filters, check_location, open_store, push_rows
+    from kwokbench.history.rows import Filters
+    from kwokbench.history.store import check_location, open_store, push_rows
 
     if fmt not in FORMATS:
         raise ScenarioError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")

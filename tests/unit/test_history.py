@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from kwokbench.errors import ScenarioError
-from kwokbench.history.index import INDEX_NAME, build_index, export, select
+from kwokbench.history.index import INDEX_NAME, build_index, export
+from kwokbench.history.rows import select
 from kwokbench.store import META, SUMMARY
 from tests.unit.fake_runs import run_dir
 
