@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-from tests.conftest import assert_one_line_error, kwokbench
+from tests.conftest import REPO, assert_one_line_error, kwokbench
 from tests.unit.fake_runs import run_dir
 
 STEP = [220.0, 231.0, 214.0, 226.0, 219.0, 224.0, 229.0, 216.0, 187.0, 190.0, 184.0, 193.0, 189.0, 186.0]
@@ -104,3 +107,31 @@ def test_report_history_writes_the_trend_page_and_bad_input_is_2(tmp_path: Path)
                           "unknown metric 'speed'")
     assert_one_line_error(kwokbench("report", "--history", str(tmp_path / "runs"), "--scenario", "nope"),
                           "no run of scenario nope")
+
+
+FLAT = [200.0, 203.0, 198.0, 201.0, 199.0, 202.0, 200.0, 197.0, 201.0, 199.0, 203.0, 198.0, 200.0, 202.0]
+"""Throughput of 14 commits without a change: every command below exits 0."""
+
+
+def test_history_detect_and_report_at_once_on_one_index(tmp_path: Path) -> None:
+    """Three kwokbench processes on one folder's index at once, each of them perhaps indexing: none fails
+    (DuckDB lets one process write the file: a writer waits, readers share it)."""
+    runs = [run_dir(tmp_path / "runs", i, v, commit=f"{i:02d}" + "c" * 38) for i, v in enumerate(FLAT)]
+    commands = [["history", str(tmp_path / "runs")],
+                ["detect", str(tmp_path / "runs"), "--metric", "throughput:-10%"],
+                ["report", "--history", str(tmp_path / "runs"), "--metric", "throughput:-10%", "-o",
+                 str(tmp_path / "out")]]
+    for round_ in ("no index yet", "index up to date", "changed runs"):
+        if round_ == "changed runs":
+            for r in runs[::3]:  # rewritten summaries, as `analyse` leaves them: every command writes rows
+                st = (r / "summary.json").stat()
+                os.utime(r / "summary.json", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+        procs = [subprocess.Popen([sys.executable, "-m", "kwokbench", *c], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env={**os.environ, "COLUMNS": "200"},
+                                  stdin=subprocess.DEVNULL, cwd=REPO) for c in commands]
+        results = [(c[0], p.returncode, out, err) for c, p in zip(commands, procs, strict=True)
+                   for out, err in [p.communicate(timeout=300)]]
+        assert [(name, code) for name, code, _, _ in results] == [("history", 0), ("detect", 0), ("report", 0)], \
+            (round_, results)
+        assert all("lock" not in err.lower() and "warning" not in err for _, _, _, err in results), (round_, results)
+    assert "14 run(s) read" not in results[0][2]  # the last round read only what changed
