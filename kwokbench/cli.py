@@ -722,6 +722,8 @@ def report(
     for w in rep.warnings:
         console.warn(w)
     console.out.print(f"report: {rep.html}\nmarkdown: {rep.markdown}\ncharts: {len(rep.charts)} PNG in {output}")
+    for line in rep.left_out:
+        console.dim(f"chart left out, {line}")
 
 
 def _history_rows(runs: list[Path], index: Path | None, store: str | None, scenario: str | None,
