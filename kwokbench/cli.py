@@ -18,8 +18,11 @@ from kwokbench.errors import KwokbenchError, ScenarioError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="Scheduler scalability harness for Kubernetes on KWOK clusters.")
+# `kwokbench --help` groups the commands by what they act on, in the order of the data flow
+PANEL_CLUSTER, PANEL_RUN, PANEL_ANALYSE, PANEL_HISTORY = "Cluster", "Run", "Analyse", "History"
+PANEL_TOOLCHAIN = "Toolchain"
 tools_app = typer.Typer(no_args_is_help=True, help="Provision and check the offline toolchain.")
-app.add_typer(tools_app, name="tools")
+app.add_typer(tools_app, name="tools", rich_help_panel=PANEL_TOOLCHAIN)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -207,7 +210,7 @@ def tools_doctor() -> None:
 # ---- cluster lifecycle ----------------------------------------------------------------------------
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_CLUSTER)
 @handled
 def up(
     name: Annotated[str, typer.Option(help="Cluster name.")] = "kwokbench",
@@ -293,7 +296,7 @@ def _attach(name: str, kubeconfig: Path, context: str | None, groups: list[Any],
                    ["runs", f"kwokbench run FILE --cluster {name}"], ["remove", f"kwokbench down {name}"]])
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_CLUSTER)
 @handled
 def status() -> None:
     """List the clusters kwokbench owns, their components and node counts."""
@@ -331,7 +334,7 @@ def status() -> None:
     console.table("kwokbench clusters", ["name", "nodes", "components", "kubeconfig"], rows)
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_CLUSTER)
 @handled
 def down(
     name: Annotated[str | None, typer.Argument(help="Cluster to delete.")] = None,
@@ -363,7 +366,7 @@ def down(
 # ---- scenarios and runs ---------------------------------------------------------------------------
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_RUN)
 @handled
 def validate(
     file: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
@@ -382,7 +385,7 @@ def validate(
                  f"{len(sc.schedulers)} scheduler variant(s)")
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_RUN)
 def schema() -> None:
     """Print the scenario JSON Schema (for editor completion)."""
     import json
@@ -392,7 +395,7 @@ def schema() -> None:
     typer.echo(json.dumps(json_schema(), indent=2))
 
 
-@app.command("run")
+@app.command("run", rich_help_panel=PANEL_RUN)
 @handled
 def run_cmd(
     file: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
@@ -479,7 +482,7 @@ def _seconds(text: str, what: str) -> float:
         raise ScenarioError(f"{what} {text!r}: expected a duration such as 1s, 500ms or 2.5") from None
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_RUN)
 @handled
 def sweep(
     file: Annotated[Path, typer.Argument(help="Scenario YAML file (its first workload phase is swept).")],
@@ -570,7 +573,7 @@ def _emit_job(file: Path, scenario: str, shards: int, image: str | None, paralle
     typer.echo(yaml.safe_dump_all(docs, sort_keys=False), nl=False)
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_RUN)
 @handled
 def merge(
     shards: Annotated[list[Path], typer.Argument(help="The shards' folders: the --out folders of `sweep --shard` "
@@ -604,7 +607,7 @@ def merge(
                       f"{', '.join(doc['shards'])}) into {merged.path}: `kwokbench report {merged.path}`")
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_RUN)
 @handled
 def ceiling(
     nodes: Annotated[int | None, typer.Option(min=1, help="Cluster size to match.")] = None,
@@ -654,7 +657,7 @@ def _load(paths: list[Path]) -> list[Any]:
     return [load_run(p) for p in find_runs(paths)]
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_ANALYSE)
 @handled
 def analyse(
     runs: Annotated[list[Path], typer.Argument(help="Run directories, or folders holding runs.")],
@@ -671,7 +674,7 @@ def analyse(
         console.out.print(f"summary written to {path / 'summary.json'}")
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_ANALYSE)
 @handled
 def report(
     runs: Annotated[list[Path] | None, typer.Argument(help="Run directories, or folders holding runs (with "
@@ -778,7 +781,7 @@ def _verdicts(title: str, columns: list[str], rows: list[list[str]], notes: list
         console.warn(w)
 
 
-@app.command("gate")
+@app.command("gate", rich_help_panel=PANEL_ANALYSE)
 @handled
 def gate_cmd(
     baseline: Annotated[list[Path], typer.Option(help="Baseline run(s) or folder (repeatable).")],
@@ -821,7 +824,7 @@ HistoryRuns = Annotated[list[Path] | None, typer.Argument(
 """The runs ``history`` and ``detect`` read."""
 
 
-@app.command("history")
+@app.command("history", rich_help_panel=PANEL_HISTORY)
 @handled
 def history_cmd(
     runs: HistoryRuns = None,
@@ -891,7 +894,7 @@ def history_cmd(
     console.dim(footer)
 
 
-@app.command("detect")
+@app.command("detect", rich_help_panel=PANEL_HISTORY)
 @handled
 def detect_cmd(
     runs: HistoryRuns = None,
