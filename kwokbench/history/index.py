@@ -13,6 +13,7 @@ flattened to a dotted name, is kept beside it (table ``figures``) for export.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -86,8 +87,6 @@ def _locked(e: Exception) -> bool:
 
 def _holder(e: Exception) -> str:
     """Which process holds the lock, as DuckDB names it (``PID 1234``), for the message."""
-    import re
-
     found = re.search(r"\(PID (\d+)\)", str(e))
     return f" (pid {found.group(1)})" if found else ""
 
