@@ -53,10 +53,11 @@ def verbose(cmd: Sequence[str]) -> list[str]:
 
 
 def label(cmd: Sequence[str]) -> str:
-    """A short name of the command for the progress line: ``go build kube-apiserver``, ``go get``."""
+    """A short name of the command for the progress line: ``go build kube-apiserver``, ``go get``; another
+    command as it is (shortened)."""
     sub = _subcommand(cmd)
     if not sub:
-        return Path(cmd[0]).name if cmd else ""
+        return " ".join(cmd)[:80]
     if sub == "mod" and len(cmd) > 2:
         return f"go mod {cmd[2]}"
     if "-o" in cmd[:-1]:
@@ -75,16 +76,20 @@ class GoSteps:
     """Import paths of the command's targets: once one of them compiles, its link follows."""
     packages: int | None = None
     """Packages of the build (``go list -deps``), when known; set from another thread while Go runs."""
+    go: bool = True
+    """False for another command, whose last line is its step."""
     downloaded: int = 0
     compiled: int = 0
 
     @classmethod
     def of(cls, cmd: Sequence[str]) -> GoSteps:
-        return cls(label(cmd), frozenset(t.split("@")[0] for t in targets(cmd)))
+        return cls(label(cmd), frozenset(t.split("@")[0] for t in targets(cmd)), go=bool(_subcommand(cmd)))
 
     def step(self, line: str) -> str | None:
         """The step after ``line``, or None when the line says nothing new (an error line, a blank)."""
         line = line.strip()
+        if not self.go:
+            return line or None
         if line.startswith("go: downloading "):
             self.downloaded += 1
             module = line.removeprefix("go: downloading ").split(" ")[0]

@@ -24,6 +24,7 @@ def test_the_commands_targets_label_and_verbose_form() -> None:
     assert targets(["go", "get", "-tool", "x@v1"]) == [] and targets(["go", "mod", "init", "m"]) == []
     assert label(APISERVER) == "go build kube-apiserver" and label(KWOK) == "go install kwok, kwokctl"
     assert label(["go", "mod", "init", "kwokbench.local/k8sbuild"]) == "go mod init"
+    assert label(["sh", "-c", "sleep 1"]) == "sh -c sleep 1"
     assert label(["go", "get", "-tool", "k8s.io/kubernetes/cmd/kubectl@v1.36.4"]) == "go get"
     assert label(["go", "test", "-c", "-o", "/x/scheduler_perf.test", "./test/integration"]) == \
         "go test scheduler_perf.test"
@@ -63,6 +64,7 @@ def test_lines_that_are_not_a_step_leave_it_as_it_was() -> None:
     # a count below what Go compiles (cached packages are not printed, extra ones are) never reads "9 of 3"
     steps.packages = 1
     assert steps.step("sigs.k8s.io/kwok/pkg/utils") == "go install kwok, kwokctl: compiling packages 2"
+    assert GoSteps.of(["make", "all"]).step("CC main.o\n") == "CC main.o"  # not Go: its last line
     shim = GoSteps.of(SHIM)
     assert shim.step("github.com/apache/yunikorn-k8shim/pkg/cmd/shim") == \
         "go build yunikorn-scheduler: compiled 1 packages, linking shim"
