@@ -18,8 +18,11 @@ from kwokbench.errors import KwokbenchError, ScenarioError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="Scheduler scalability harness for Kubernetes on KWOK clusters.")
+# `kwokbench --help` groups the commands by what they act on, in the order of the data flow
+PANEL_CLUSTER, PANEL_RUN, PANEL_ANALYSE, PANEL_HISTORY = "Cluster", "Run", "Analyse", "History"
+PANEL_TOOLCHAIN = "Toolchain"
 tools_app = typer.Typer(no_args_is_help=True, help="Provision and check the offline toolchain.")
-app.add_typer(tools_app, name="tools")
+app.add_typer(tools_app, name="tools", rich_help_panel=PANEL_TOOLCHAIN)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -224,7 +227,7 @@ def tools_doctor() -> None:
 # ---- cluster lifecycle ----------------------------------------------------------------------------
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_CLUSTER)
 @handled
 def up(
     name: Annotated[str, typer.Option(help="Cluster name.")] = "kwokbench",
@@ -310,7 +313,7 @@ def _attach(name: str, kubeconfig: Path, context: str | None, groups: list[Any],
                    ["runs", f"kwokbench run FILE --cluster {name}"], ["remove", f"kwokbench down {name}"]])
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_CLUSTER)
 @handled
 def status() -> None:
     """List the clusters kwokbench owns, their components and node counts."""
@@ -348,7 +351,7 @@ def status() -> None:
     console.table("kwokbench clusters", ["name", "nodes", "components", "kubeconfig"], rows)
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_CLUSTER)
 @handled
 def down(
     name: Annotated[str | None, typer.Argument(help="Cluster to delete.")] = None,
@@ -425,7 +428,7 @@ def capture(
 # ---- scenarios and runs ---------------------------------------------------------------------------
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_RUN)
 @handled
 def validate(
     file: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
@@ -444,7 +447,7 @@ def validate(
                  f"{len(sc.schedulers)} scheduler variant(s)")
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_RUN)
 def schema() -> None:
     """Print the scenario JSON Schema (for editor completion)."""
     import json
@@ -454,7 +457,7 @@ def schema() -> None:
     typer.echo(json.dumps(json_schema(), indent=2))
 
 
-@app.command("run")
+@app.command("run", rich_help_panel=PANEL_RUN)
 @handled
 def run_cmd(
     file: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
@@ -541,7 +544,7 @@ def _seconds(text: str, what: str) -> float:
         raise ScenarioError(f"{what} {text!r}: expected a duration such as 1s, 500ms or 2.5") from None
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_RUN)
 @handled
 def sweep(
     file: Annotated[Path, typer.Argument(help="Scenario YAML file (its first workload phase is swept).")],
@@ -632,11 +635,12 @@ def _emit_job(file: Path, scenario: str, shards: int, image: str | None, paralle
     typer.echo(yaml.safe_dump_all(docs, sort_keys=False), nl=False)
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_RUN)
 @handled
 def merge(
-    shards: Annotated[list[Path], typer.Argument(help="The shards' folders: sweep directories of `sweep --shard`, "
-                                                 "or folders holding the runs of `run --repeat R --shard`.")],
+    shards: Annotated[list[Path], typer.Argument(help="The shards' folders: the --out folders of `sweep --shard` "
+                                                 "(or their sweep directories), or folders holding the runs of "
+                                                 "`run --repeat R --shard`.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="New folder for the merged sweep or run group.")],
 ) -> None:
     """Join shards run on several machines into one sweep (or run group) that report and gate read as one."""
@@ -644,6 +648,8 @@ def merge(
     from kwokbench.merge import merge as merge_shards
 
     merged = merge_shards(shards, output)
+    for n in merged.notes:
+        console.info(f"note: {n}")
     for w in merged.warnings:
         console.warn(w)
     if merged.kind == "sweep":
@@ -663,7 +669,7 @@ def merge(
                       f"{', '.join(doc['shards'])}) into {merged.path}: `kwokbench report {merged.path}`")
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_RUN)
 @handled
 def ceiling(
     nodes: Annotated[int | None, typer.Option(min=1, help="Cluster size to match.")] = None,
@@ -713,7 +719,7 @@ def _load(paths: list[Path]) -> list[Any]:
     return [load_run(p) for p in find_runs(paths)]
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_ANALYSE)
 @handled
 def analyse(
     runs: Annotated[list[Path], typer.Argument(help="Run directories, or folders holding runs.")],
@@ -730,7 +736,7 @@ def analyse(
         console.out.print(f"summary written to {path / 'summary.json'}")
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_ANALYSE)
 @handled
 def report(
     runs: Annotated[list[Path] | None, typer.Argument(help="Run directories, or folders holding runs (with "
@@ -781,6 +787,8 @@ def report(
     for w in rep.warnings:
         console.warn(w)
     console.out.print(f"report: {rep.html}\nmarkdown: {rep.markdown}\ncharts: {len(rep.charts)} PNG in {output}")
+    for line in rep.left_out:
+        console.dim(f"chart left out, {line}")
 
 
 def _history_rows(runs: list[Path], index: Path | None, store: str | None, scenario: str | None,
@@ -789,7 +797,8 @@ def _history_rows(runs: list[Path], index: Path | None, store: str | None, scena
     — one or the other; the index's warnings (an unreadable run skipped) are printed."""
     from kwokbench import console
     from kwokbench.history.index import LocalIndex, sources
-    from kwokbench.history.store import Filters, Store, open_store
+    from kwokbench.history.rows import Filters
+    from kwokbench.history.store import Store, open_store
 
     if store and (runs or index):
         raise ScenarioError(f"{what} either run directories or --store, not both (push runs to the store with "
@@ -834,7 +843,7 @@ def _verdicts(title: str, columns: list[str], rows: list[list[str]], notes: list
         console.warn(w)
 
 
-@app.command("gate")
+@app.command("gate", rich_help_panel=PANEL_ANALYSE)
 @handled
 def gate_cmd(
     baseline: Annotated[list[Path], typer.Option(help="Baseline run(s) or folder (repeatable).")],
@@ -877,7 +886,7 @@ HistoryRuns = Annotated[list[Path] | None, typer.Argument(
 """The runs ``history`` and ``detect`` read."""
 
 
-@app.command("history")
+@app.command("history", rich_help_panel=PANEL_HISTORY)
 @handled
 def history_cmd(
     runs: HistoryRuns = None,
@@ -900,7 +909,8 @@ def history_cmd(
     ceiling and figures; with --store, push them to a store a team shares, or list what it holds."""
     from kwokbench import console
     from kwokbench.history.index import FORMATS, LocalIndex, export, figure_columns, sources
-    from kwokbench.history.store import Filters, check_location, open_store, push_rows
+    from kwokbench.history.rows import Filters
+    from kwokbench.history.store import check_location, open_store, push_rows
 
     if fmt not in FORMATS:
         raise ScenarioError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
@@ -935,12 +945,18 @@ def history_cmd(
     table_rows = [[r["run_id"], str(r["scenario"]), str(r["variant"]), str(r["status"]), (r["commit"] or "-")[:10],
                    r["ref"] or "-", r["hostname"] or "-", cell(r, "ceiling_ratio"), *[cell(r, c) for c in cols]]
                   for r in rows]
-    console.table(f"kwokbench history ({len(rows)} runs)", ["run", "scenario", "variant", "status", "commit", "ref",
-                                                             "host", "of ceiling", *cols], table_rows)
+    columns = ["run", "scenario", "variant", "status", "commit", "ref", "host", "of ceiling", *cols]
+    # what a narrow log keeps first: which run and commit, then its figures; where it ran last
+    left_out = console.fitted_table(f"kwokbench history ({len(rows)} runs)", columns, table_rows,
+                                    ["run", "commit", "scenario", "variant", *cols, "status", "of ceiling", "host",
+                                     "ref"])
+    if left_out:
+        console.dim(f"{len(left_out)} column(s) left out to fit {console.out.width} characters "
+                    f"({', '.join(left_out)}): --format csv or --format json gives every column")
     console.dim(footer)
 
 
-@app.command("detect")
+@app.command("detect", rich_help_panel=PANEL_HISTORY)
 @handled
 def detect_cmd(
     runs: HistoryRuns = None,

@@ -29,6 +29,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 HEARTBEAT_SECONDS = 30.0
 """Without a terminal, a running step prints a line this often (docs/reference/reliability.md promises 30 s)."""
@@ -184,6 +185,25 @@ def table(title: str, columns: list[str], rows: list[list[str]]) -> None:
     for r in rows:
         t.add_row(*r)
     out.print(t, soft_wrap=False)
+
+
+def fitted_table(title: str, columns: list[str], rows: list[list[str]], priority: list[str]) -> list[str]:
+    """A table of the columns that fit the console whole, kept in ``priority`` order (the first always), and
+    shown in their own order; returns the names of those left out, for the caller to say so.
+
+    Rich squeezes a table wider than the console by cutting every cell ("quicks…"), which in a CI log
+    leaves nothing readable: fewer whole columns, and a line saying where the rest are, are worth more."""
+    widths = [max(Text.from_markup(c).cell_len for c in [name, *(r[i] for r in rows)])
+              for i, name in enumerate(columns)]
+    used, kept = 1, set[str]()  # the table's left border; each column adds its padding and right border
+    for name in [c for c in priority if c in columns] + [c for c in columns if c not in priority]:
+        need = widths[columns.index(name)] + 3
+        if not kept or used + need <= out.width:
+            kept.add(name)
+            used += need
+    keep = [i for i, c in enumerate(columns) if c in kept]
+    table(title, [columns[i] for i in keep], [[r[i] for i in keep] for r in rows])
+    return [c for c in columns if c not in kept]
 
 
 class RichReporter:

@@ -10,6 +10,10 @@ Shards are only joined when they measured the same thing: the same scenario (a d
 scenario), the same toolchain versions and the same kwokbench version; a cell found twice is refused.
 Hosts may differ, and then the merge says so and records them: compare such points as shares of each
 host's own ceiling (the sweep table's "of host ceiling" column), not as absolute rates.
+
+A shard folder may also be what a CI matrix artefact holds: the ``--out`` folder given to the shard's
+``sweep`` or ``run``, with the sweep directory (or the runs) below it. The merge finds the one sweep inside
+and says so in a note; a folder holding several sweeps or run groups is refused with the folders to pass.
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ class Merged:
     path: Path
     doc: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What the merge decided for the user, e.g. which sweep it found inside a folder it was given."""
 
 
 def merge(dirs: list[Path], out: Path) -> Merged:
@@ -47,11 +53,6 @@ def merge(dirs: list[Path], out: Path) -> Merged:
     cannot be one result."""
     if not dirs:
         raise StoreError("merge: give the shard folders to join")
-    sweeps = [d for d in dirs if (d / SWEEP).is_file()]
-    if sweeps and len(sweeps) != len(dirs):
-        plain = next(d for d in dirs if d not in sweeps)
-        raise StoreError(f"{plain}: not a sweep directory (no {SWEEP}), but {sweeps[0]} is: merge shards of one "
-                         "kind")
     resolved = {d.resolve() for d in dirs}
     if len(resolved) != len(dirs):
         raise StoreError("merge: a shard folder is given twice")
@@ -59,7 +60,44 @@ def merge(dirs: list[Path], out: Path) -> Merged:
         raise StoreError(f"merge output {out}: must not be one of the shard folders or inside one")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise StoreError(f"merge output {out}: exists and is not an empty folder")
-    return _merge_sweeps(dirs, out) if sweeps else _merge_runs(dirs, out)
+    notes: list[str] = []
+    shards = [_locate(d, notes) for d in dirs]
+    if len({s.resolve() for s in shards}) != len(shards):
+        raise StoreError("merge: two of the folders hold the same sweep (" + ", ".join(map(str, dirs)) + ")")
+    sweeps = [d for d in shards if (d / SWEEP).is_file()]
+    if sweeps and len(sweeps) != len(shards):
+        plain = next(d for d in shards if d not in sweeps)
+        raise StoreError(f"{plain}: not a sweep directory (no {SWEEP}), but {sweeps[0]} is: merge shards of one "
+                         "kind")
+    merged = _merge_sweeps(shards, out) if sweeps else _merge_runs(shards, out)
+    merged.notes[:0] = notes
+    return merged
+
+
+def _locate(folder: Path, notes: list[str]) -> Path:
+    """The shard inside ``folder``: the folder itself when it is a sweep directory or holds one run group;
+    the one sweep directory below it (what ``sweep --shard i/N --out folder`` leaves, noted in ``notes``).
+    A folder holding several sweeps, or runs of several groups, is refused naming what to pass instead."""
+    if (folder / SWEEP).is_file() or not folder.is_dir():
+        return folder
+    sweeps = sorted(s.parent for s in folder.rglob(SWEEP))
+    if len(sweeps) == 1:
+        notes.append(f"{folder} is not a sweep directory; merging the sweep inside it, {sweeps[0]}")
+        return sweeps[0]
+    if sweeps:
+        raise StoreError(f"{folder} holds {len(sweeps)} sweeps ({', '.join(map(str, sweeps))}): pass the sweep "
+                         f"directory of this shard instead of {folder}")
+    groups: dict[str, list[Path]] = {}
+    for p in find_runs([folder]):
+        g = read_meta(p).get("group") or {}
+        groups.setdefault(str(g.get("id") or "none"), []).append(p)
+    if len(groups) > 1:
+        parents = sorted({str(p.parent) for ps in groups.values() for p in ps})
+        where = f" in {parents[0]}" if len(parents) == 1 else ""
+        raise StoreError(f"{folder} holds runs of {len(groups)} run groups{where} (group ids "
+                         f"{', '.join(sorted(groups))}): pass a folder holding only this shard's runs of "
+                         "`run --repeat R --shard i/N`")
+    return folder
 
 
 # ---- checks shared by both kinds ------------------------------------------------------------------
@@ -228,6 +266,10 @@ def _merge_sweeps(dirs: list[Path], out: Path) -> Merged:
 def _merge_runs(dirs: list[Path], out: Path) -> Merged:
     paths = find_runs(dirs)
     metas = {p: settle_status(read_meta(p)) for p in paths}
+    for p, m in metas.items():
+        if not m.get("group"):  # a sweep's point (its sweep.json left behind) or a run of an older kwokbench
+            raise StoreError(f"cannot merge: {p} is not a run of a run group (`run --repeat R --shard i/N`); "
+                             "a sweep's shards are merged through their sweep directories")
     _check_runs(metas)
     _same("number of repeats", {p: (m.get("group") or {}).get("of") for p, m in metas.items()})
     owner: dict[tuple[int, str], Path] = {}

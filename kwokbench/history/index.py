@@ -13,34 +13,27 @@ flattened to a dotted name, is kept beside it (table ``figures``) for export.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import re
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
-from kwokbench.ceiling import host_fingerprint
 from kwokbench.errors import ScenarioError, StoreError
 from kwokbench.gate import METRICS
-from kwokbench.store import META, SUMMARY, find_runs, read_doc, read_meta, settle_status
-
-if TYPE_CHECKING:
-    from kwokbench.history.store import Filters
+from kwokbench.history.rows import COLUMNS, ROW_COLUMNS, Filters, read_row, select
+from kwokbench.store import META, SUMMARY, find_runs
 
 INDEX_NAME = ".kwokbench-history.duckdb"
 INDEX_VERSION = 1
 """Version history: 1 the first. Another version in a file: the index is dropped and rebuilt."""
 
-# the row of a run: name → DuckDB type (then one DOUBLE column per gate metric)
-COLUMNS: dict[str, str] = {
-    "run_id": "VARCHAR", "path": "VARCHAR", "scenario": "VARCHAR", "variant": "VARCHAR", "status": "VARCHAR",
-    "started_at": "TIMESTAMPTZ", "kwokbench_version": "VARCHAR", "commit": "VARCHAR", "ref": "VARCHAR",
-    "dirty": "BOOLEAN", "code_source": "VARCHAR", "hostname": "VARCHAR", "host": "VARCHAR",
-    "kubernetes": "VARCHAR", "nodes": "BIGINT", "ceiling_pods_per_second": "DOUBLE", "ceiling_ratio": "DOUBLE",
-    "pods_scheduled": "BIGINT",
-}
-ROW_COLUMNS = [*COLUMNS, *METRICS]
 FORMATS = ("table", "csv", "json", "parquet")
+LOCK_WAIT_SECONDS = 60.0
+"""How long a command waits for another kwokbench that holds the index file before it gives up with one
+line: a writer holds it for one transaction of rows, a reader while it selects rows."""
+T = TypeVar("T")
 
 
 @dataclass
@@ -75,63 +68,6 @@ def sources(paths: list[Path], index: Path | None = None) -> tuple[list[Path], P
     return [p.parent if p in files else p for p in paths], files[0]
 
 
-def flatten(doc: Any, prefix: str = "") -> dict[str, float]:
-    """Every number of a nested document by dotted path (lists and the format bookkeeping left out)."""
-    out: dict[str, float] = {}
-    if isinstance(doc, dict):
-        for k, v in doc.items():
-            if prefix == "" and k in ("format_version", "migrated_from"):
-                continue
-            out.update(flatten(v, f"{prefix}{k}."))
-    elif isinstance(doc, int | float) and not isinstance(doc, bool):
-        out[prefix[:-1]] = float(doc)
-    return out
-
-
-def _started(meta: dict[str, Any], path: Path) -> datetime | None:
-    """``started_at``, else the UTC time a run directory's name starts with (runs of any kwokbench)."""
-    for text, fmt in ((meta.get("started_at"), None), (path.name.split("-")[0], "%Y%m%dT%H%M%SZ")):
-        if not isinstance(text, str):
-            continue
-        try:
-            t = datetime.strptime(text, fmt) if fmt else datetime.fromisoformat(text)
-        except ValueError:
-            continue
-        return t if t.tzinfo else t.replace(tzinfo=UTC)
-    return None
-
-
-def run_row(path: Path, meta: dict[str, Any], summary: dict[str, Any] | None) -> dict[str, Any]:
-    """A run's row (without the ``figures``) from its documents, older runs' included (absent: None)."""
-    s = summary or {}
-    code: dict[str, Any] = meta["code"] if isinstance(meta.get("code"), dict) else {}
-    host: dict[str, Any] = meta["host"] if isinstance(meta.get("host"), dict) else {}
-    ceiling: dict[str, Any] = s["ceiling"] if isinstance(s.get("ceiling"), dict) else {}
-    nodes = (meta.get("cluster") or {}).get("nodes")
-    scheduled = s.get("pods_scheduled")
-    row: dict[str, Any] = {
-        "run_id": str(meta.get("run_id") or path.name), "path": str(path.resolve()),
-        "scenario": (meta.get("scenario") or {}).get("name"), "variant": (meta.get("variant") or {}).get("name"),
-        "status": meta.get("status"), "started_at": _started(meta, path),
-        "kwokbench_version": meta.get("kwokbench_version"), "commit": code.get("commit"), "ref": code.get("ref"),
-        "dirty": code.get("dirty"), "code_source": code.get("source"), "hostname": host.get("hostname"),
-        "host": host_fingerprint(host) if host else None, "kubernetes": (meta.get("toolchain") or {}).get("kubernetes"),
-        "nodes": int(nodes) if isinstance(nodes, int | float) else None,
-        "ceiling_pods_per_second": ceiling.get("pods_per_second"), "ceiling_ratio": ceiling.get("ratio"),
-        "pods_scheduled": int(scheduled) if isinstance(scheduled, int | float) else None,
-    }
-    for name, m in METRICS.items():
-        row[name] = m.get(s) if summary is not None else None
-    return row
-
-
-def read_row(path: Path) -> dict[str, Any]:
-    """A run's row and its ``figures``, read from its directory; StoreError when it is unreadable."""
-    meta = settle_status(read_meta(path))
-    summary = read_doc(path, SUMMARY)
-    return {**run_row(path, meta, summary), "figures": flatten(summary or {})}
-
-
 def _stamp(path: Path) -> str:
     """Size and modification time of the two documents a row comes from: unchanged, not read again."""
     parts = []
@@ -144,24 +80,77 @@ def _stamp(path: Path) -> str:
     return "|".join(parts)
 
 
-def _connect(index: Path) -> Any:
+def _locked(e: Exception) -> bool:
+    """Whether DuckDB refused a file because another process holds a conflicting lock on it."""
+    return "Could not set lock" in str(e)
+
+
+def _holder(e: Exception) -> str:
+    """Which process holds the lock, as DuckDB names it (``PID 1234``), for the message."""
+    found = re.search(r"\(PID (\d+)\)", str(e))
+    return f" (pid {found.group(1)})" if found else ""
+
+
+def wait_for_lock(attempt: Callable[[], T], index: Path, seconds: float | None = None,
+                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> T:
+    """``attempt()`` (open the index file), tried again while another process holds the file, for at most
+    ``seconds`` (default :data:`LOCK_WAIT_SECONDS`); then StoreError, one line, naming the holder.
+
+    DuckDB lets one process write a file or many read it, and refuses the others at once; another
+    kwokbench holds it only while it writes a batch of rows, so waiting a little is all it takes."""
+    wait = LOCK_WAIT_SECONDS if seconds is None else seconds
+    deadline, delay = clock() + wait, 0.05
+    while True:
+        try:
+            return attempt()
+        except Exception as e:
+            if not _locked(e):
+                raise
+            left = deadline - clock()
+            if left <= 0:
+                raise StoreError(f"history index {index}: another kwokbench{_holder(e)} held it for {wait:g}s; "
+                                 "run this again when it is done, or give another file with --index") from e
+        sleep(min(delay, left))
+        delay = min(delay * 2, 1.0)
+
+
+def _open(index: Path, read_only: bool) -> Any:
+    """A connection to the index file (waiting for another process's lock); StoreError, one line, when it
+    cannot be opened."""
     import duckdb
 
     try:
-        con = duckdb.connect(str(index))
+        return wait_for_lock(lambda: duckdb.connect(str(index), read_only=read_only), index)
     except duckdb.Error as e:
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise StoreError(f"history index {index}: cannot open it ({first}); another kwokbench may be using "
-                         "it, or the folder is not writable (choose another file with --index)") from e
-    con.execute("CREATE TABLE IF NOT EXISTS info (key VARCHAR PRIMARY KEY, value VARCHAR)")
-    found = con.execute("SELECT value FROM info WHERE key = 'version'").fetchone()
-    if found is None or found[0] != str(INDEX_VERSION):
+        raise StoreError(f"history index {index}: cannot open it ({first}); the folder may not be writable "
+                         "(choose another file with --index)") from e
+
+
+def _current(con: Any) -> bool:
+    """Whether an index file holds this version's tables (else it is rebuilt by the next writer)."""
+    import duckdb
+
+    try:
+        found = con.execute("SELECT value FROM info WHERE key = 'version'").fetchone()
+        con.execute("SELECT key FROM runs LIMIT 0")
+        con.execute("SELECT key FROM figures LIMIT 0")
+    except duckdb.CatalogException:
+        return False
+    return found is not None and found[0] == str(INDEX_VERSION)
+
+
+def _connect(index: Path) -> Any:
+    """A writing connection with this version's tables in place (those of another version dropped)."""
+    con = _open(index, read_only=False)
+    if not _current(con):
+        con.execute("CREATE TABLE IF NOT EXISTS info (key VARCHAR PRIMARY KEY, value VARCHAR)")
         con.execute("DROP TABLE IF EXISTS runs")
         con.execute("DROP TABLE IF EXISTS figures")
         con.execute("INSERT OR REPLACE INTO info VALUES ('version', ?)", [str(INDEX_VERSION)])
-    cols = ", ".join(f'"{c}" {t}' for c, t in {**COLUMNS, **dict.fromkeys(METRICS, "DOUBLE")}.items())
-    con.execute(f"CREATE TABLE IF NOT EXISTS runs (key VARCHAR PRIMARY KEY, stamp VARCHAR, {cols})")
-    con.execute("CREATE TABLE IF NOT EXISTS figures (key VARCHAR, name VARCHAR, value DOUBLE)")
+        cols = ", ".join(f'"{c}" {t}' for c, t in {**COLUMNS, **dict.fromkeys(METRICS, "DOUBLE")}.items())
+        con.execute(f"CREATE TABLE runs (key VARCHAR PRIMARY KEY, stamp VARCHAR, {cols})")
+        con.execute("CREATE TABLE figures (key VARCHAR, name VARCHAR, value DOUBLE)")
     return con
 
 
@@ -174,55 +163,81 @@ def _key(path: Path, root: Path) -> str:
 def build_index(paths: list[Path], index: Path | None = None) -> History:
     """Index the runs in ``paths`` (run directories or folders of runs) incrementally and return their rows.
 
+    Several kwokbench processes may use one index at once (``history`` while ``detect`` runs): the file is
+    read through a read-only connection, which readers share; the changed runs are read with no lock held,
+    and the file is opened for writing only for the one transaction that stores their rows.
+
     An unreadable run (a broken or newer ``meta.json`` / ``summary.json``) is left out with one warning;
     StoreError when the paths hold no run at all or the index cannot be opened."""
-    import pandas as pd
-
     run_paths = find_runs(paths)
     index = (index or default_index(paths)).resolve()
     root = index.parent
-    con = _connect(index)
-    try:
-        stamps = dict(con.execute("SELECT key, stamp FROM runs").fetchall())
-        warnings: list[str] = []
-        wanted: list[str] = []
-        rows: list[dict[str, Any]] = []
-        figures: list[tuple[str, str, float]] = []
-        stale: list[str] = []
-        for path in run_paths:
-            key, stamp = _key(path, root), _stamp(path)
-            if stamps.get(key) == stamp:
-                wanted.append(key)
-                continue
-            stale.append(key)
-            try:
-                row = read_row(path)
-            except StoreError as e:
-                warnings.append(f"skipped an unreadable run: {e}")
-                continue
+    current, stamps = _stamps(index)
+    warnings: list[str] = []
+    wanted: list[str] = []
+    rows: list[dict[str, Any]] = []
+    figures: list[tuple[str, str, float]] = []
+    stale: list[str] = []
+    for path in run_paths:
+        key, stamp = _key(path, root), _stamp(path)
+        if stamps.get(key) == stamp:
             wanted.append(key)
-            figures += [(key, name, v) for name, v in row.pop("figures").items()]
-            rows.append({"key": key, "stamp": stamp, **row})
-        # runs removed from disk leave the index (wherever they were, as the directories are the truth)
-        gone = [k for k in stamps if not ((root / k) / META).exists()]
-        con.execute("BEGIN")
-        for table in ("runs", "figures"):
-            for k in stale + gone:
-                con.execute(f"DELETE FROM {table} WHERE key = ?", [k])
-        if rows:
-            frame = pd.DataFrame(rows, columns=["key", "stamp", *ROW_COLUMNS])
-            con.register("new_runs", frame)
-            con.execute("INSERT INTO runs SELECT * FROM new_runs")
-            con.unregister("new_runs")
-        if figures:
-            con.register("new_figures", pd.DataFrame(figures, columns=["key", "name", "value"]))
-            con.execute("INSERT INTO figures SELECT * FROM new_figures")
-            con.unregister("new_figures")
-        con.execute("COMMIT")
-        out = _select(con, wanted)
+            continue
+        stale.append(key)
+        try:
+            row = read_row(path)
+        except StoreError as e:
+            warnings.append(f"skipped an unreadable run: {e}")
+            continue
+        wanted.append(key)
+        figures += [(key, name, v) for name, v in row.pop("figures").items()]
+        rows.append({"key": key, "stamp": stamp, **row})
+    gone = [k for k in stamps if not ((root / k) / META).exists()]
+    # most commands find the index as they left it: they only read, and readers share the file
+    writes = not current or bool(rows) or bool(gone) or any(k in stamps for k in stale)
+    con = _connect(index) if writes else _open(index, read_only=True)
+    try:
+        out = _write(con, root, rows, figures, stale, wanted) if writes else _select(con, wanted)
     finally:
         con.close()
     return History(index, out, warnings, len(rows))
+
+
+def _stamps(index: Path) -> tuple[bool, dict[str, str]]:
+    """Whether the index file is of this version, and the stamp of every run it holds (read-only)."""
+    if not index.exists():
+        return False, {}
+    con = _open(index, read_only=True)
+    try:
+        if not _current(con):
+            return False, {}
+        return True, dict(con.execute("SELECT key, stamp FROM runs").fetchall())
+    finally:
+        con.close()
+
+
+def _write(con: Any, root: Path, rows: list[dict[str, Any]], figures: list[tuple[str, str, float]],
+           stale: list[str], wanted: list[str]) -> list[dict[str, Any]]:
+    """Store the rows read (replacing those of their runs) in one transaction, and select the wanted ones."""
+    import pandas as pd
+
+    # runs removed from disk leave the index (wherever they were, as the directories are the truth); the
+    # index is read again here, as another process may have written it since
+    gone = [k for (k,) in con.execute("SELECT key FROM runs").fetchall() if not ((root / k) / META).exists()]
+    con.execute("BEGIN")
+    for table in ("runs", "figures"):
+        for k in stale + gone:
+            con.execute(f"DELETE FROM {table} WHERE key = ?", [k])
+    if rows:
+        con.register("new_runs", pd.DataFrame(rows, columns=["key", "stamp", *ROW_COLUMNS]))
+        con.execute("INSERT INTO runs SELECT * FROM new_runs")
+        con.unregister("new_runs")
+    if figures:
+        con.register("new_figures", pd.DataFrame(figures, columns=["key", "name", "value"]))
+        con.execute("INSERT INTO figures SELECT * FROM new_figures")
+        con.unregister("new_figures")
+    con.execute("COMMIT")
+    return _select(con, wanted)
 
 
 def _select(con: Any, keys: list[str]) -> list[dict[str, Any]]:
@@ -263,19 +278,6 @@ class LocalIndex:
     def rows(self, filters: Filters) -> list[dict[str, Any]]:
         self.history = build_index(self.paths, self.index)
         return select(self.history.rows, filters.scenario, filters.variant)
-
-
-def select(rows: list[dict[str, Any]], scenario: str | None = None,
-           variant: str | None = None) -> list[dict[str, Any]]:
-    """The rows of one scenario and/or variant; ScenarioError naming those present when none match."""
-    out = [r for r in rows if (scenario is None or r["scenario"] == scenario)
-           and (variant is None or r["variant"] == variant)]
-    if rows and not out:
-        present = ", ".join(sorted({f"{r['scenario']}/{r['variant']}" for r in rows}))
-        raise ScenarioError(f"no run of {'scenario ' + scenario if scenario else ''}"
-                            f"{' and ' if scenario and variant else ''}{'variant ' + variant if variant else ''} "
-                            f"(scenario/variant present: {present})")
-    return out
 
 
 def figure_columns(rows: list[dict[str, Any]], metrics: list[str] | None) -> list[str]:

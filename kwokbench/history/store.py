@@ -23,14 +23,12 @@ from urllib.parse import urlsplit, urlunsplit
 from kwokbench import __version__
 from kwokbench.errors import ScenarioError, StoreError
 from kwokbench.gate import METRICS
-from kwokbench.history.index import COLUMNS, read_row
+from kwokbench.history.rows import COLUMNS, Filters, Row, read_row, select
 
 if TYPE_CHECKING:
     import psycopg
 
     from kwokbench.progress import Reporter
-
-Row = dict[str, Any]
 
 STORE_VERSION = 1
 """Schema version history: 1 the first (tables kwokbench_schema, kwokbench_runs). A database of a newer
@@ -51,18 +49,10 @@ STORE_COLUMNS: dict[str, str] = {**{c: _PG_TYPES[t] for c, t in COLUMNS.items()}
 """The row of a run in the store: the index's columns, then ``location`` and the figures as JSON."""
 
 
-@dataclass(frozen=True)
-class Filters:
-    """Which rows to read: one scenario and/or variant (None: all)."""
-
-    scenario: str | None = None
-    variant: str | None = None
-
-
 class Store(Protocol):
     """Where history rows live: the embedded index of one machine's runs or a database a team shares.
 
-    Both hold the same row shape: :data:`~kwokbench.history.index.ROW_COLUMNS` and ``figures``."""
+    Both hold the same row shape: :data:`~kwokbench.history.rows.ROW_COLUMNS` and ``figures``."""
 
     @property
     def where(self) -> str:
@@ -252,8 +242,6 @@ class PostgresStore:
         except psycopg.Error as e:
             raise StoreError(f"store {self.where}: {_reason(e)}") from e
         if present:
-            from kwokbench.history.index import select
-
             select([{"scenario": s, "variant": v} for s, v in present], filters.scenario, filters.variant)
         names = list(STORE_COLUMNS)
         out = []

@@ -1,4 +1,8 @@
-"""matplotlib charts of stored runs; each returns PNG bytes.
+"""matplotlib charts of stored runs; each returns PNG bytes, or :class:`NotApplicable` with the reason.
+
+A chart that has nothing to draw for these runs (YuniKorn queues in runs of kube-scheduler, control-plane
+processes of a cluster kwokbench did not start) says so instead of drawing an empty frame: the report leaves
+it out and lists it with its reason.
 
 One colour per scheduler variant in every chart, so two variants × 4 repeats read as two things
 compared, not eight: the lines of a variant's repeats are thin lines of its colour, and a bar is the
@@ -9,6 +13,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import matplotlib
@@ -21,6 +26,17 @@ from matplotlib.figure import Figure
 
 from kwokbench.acceptance import OK, normalise_requests
 from kwokbench.store import BINDING_RATE, StoredRun
+
+
+@dataclass(frozen=True)
+class NotApplicable:
+    """What a chart returns when the runs hold nothing it would draw."""
+
+    reason: str
+    """Why, in a few words the report shows after the chart's title ("no run has YuniKorn queues")."""
+
+
+Chart = bytes | NotApplicable
 
 
 def _png(fig: Figure) -> bytes:
@@ -133,7 +149,9 @@ def _mark_chaos(ax: Any, r: StoredRun, color: Any) -> None:
         ax.text(x, ax.get_ylim()[1] * 0.95, " " + label, fontsize=7, color=color, va="top", rotation=90)
 
 
-def binding_rate(runs: list[StoredRun]) -> bytes:
+def binding_rate(runs: list[StoredRun]) -> Chart:
+    if not any((r.path / BINDING_RATE).exists() or len(r.pods) for r in runs):
+        return NotApplicable("no run has a scraped binding rate or a pod timeline")
     fig, ax = plt.subplots(figsize=(9, 4))
     lines = _Lines(runs)
     for r in runs:
@@ -156,9 +174,11 @@ def binding_rate(runs: list[StoredRun]) -> bytes:
     return _png(fig)
 
 
-def cumulative_scheduled(runs: list[StoredRun]) -> bytes:
+def cumulative_scheduled(runs: list[StoredRun]) -> Chart:
     """clusterloader2's view: objects offered, accepted by the apiserver (created), pods scheduled and
     running over time; a gap between two curves is a backlog. One colour per variant."""
+    if not any(len(r.requests) or len(r.pods) for r in runs):
+        return NotApplicable("no run recorded its requests or a pod timeline")
     fig, ax = plt.subplots(figsize=(9, 4.2))
     colours = _variant_colours(runs)
     thin = {v: 0.6 if len(ix) > 1 else 1.0 for v, ix in _by_variant(runs).items()}
@@ -192,13 +212,17 @@ def cumulative_scheduled(runs: list[StoredRun]) -> bytes:
     return _png(fig)
 
 
-def latency(runs: list[StoredRun]) -> bytes:
+def latency(runs: list[StoredRun]) -> Chart:
+    delays = []
+    for r in runs:
+        p = r.pods[~r.pods["from_list"]] if len(r.pods) else r.pods
+        delays.append(((p["scheduled"] - p["created"]).dropna().to_numpy() * 1000) if len(p) else np.zeros(0))
+    if not any(len(d) for d in delays):
+        return NotApplicable("no pod of these runs was seen created and scheduled")
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
     lines = _Lines(runs)
     bars: list[list[float]] = []
-    for r in runs:
-        p = r.pods[~r.pods["from_list"]] if len(r.pods) else r.pods
-        d = ((p["scheduled"] - p["created"]).dropna().to_numpy() * 1000) if len(p) else np.zeros(0)
+    for r, d in zip(runs, delays, strict=True):
         if len(d):
             s = np.sort(d)
             a1.plot(s, np.linspace(0, 1, len(s)), **lines.style(r))
@@ -217,7 +241,7 @@ def latency(runs: list[StoredRun]) -> bytes:
 _SUBMIT = {"offered": "offered", "sent": "sent", "accepted": "accepted", "apiserver counter": "apiserver\ncounter"}
 
 
-def submit_rate(runs: list[StoredRun]) -> bytes:
+def submit_rate(runs: list[StoredRun]) -> Chart:
     """Per phase: the offered rate next to what was sent and what the apiserver accepted, per variant."""
     phases: list[str] = []
     per_run: list[dict[tuple[str, str], float]] = []
@@ -232,6 +256,8 @@ def submit_rate(runs: list[StoredRun]) -> bytes:
             got[(name, "accepted")] = ph.get("accepted_qps") or 0  # older runs: not recorded
             got[(name, "apiserver counter")] = whole.get("apiserver_counter") or 0
         per_run.append(got)
+    if not phases:
+        return NotApplicable("no run recorded the rates of its submit phases")
     keys = [(ph, what) for ph in phases for what in _SUBMIT]
     names = [f"{ph}: {_SUBMIT[what]}" if len(phases) > 1 else _SUBMIT[what] for ph, what in keys]
     values = [[float(got.get(k, np.nan)) for k in keys] for got in per_run]
@@ -256,9 +282,11 @@ def _mean(values: list[float]) -> float:
     return float(np.mean(finite)) if finite else 0.0
 
 
-def node_allocation(runs: list[StoredRun]) -> bytes:
+def node_allocation(runs: list[StoredRun]) -> Chart:
     """Requested CPU (and GPUs, when any pod asks for them) per node, empty nodes included: one outline per
     variant, its runs pooled and counted per run."""
+    if not any(len(r.pods) and "cpu_m" in r.pods and "node" in r.pods for r in runs):
+        return NotApplicable("no run has a pod timeline with the pods' requests and nodes")
     has_gpu = any(len(r.pods) and "gpus" in r.pods and r.pods["gpus"].sum() > 0 for r in runs)
     fig, axes = plt.subplots(1, 2 if has_gpu else 1, figsize=(11 if has_gpu else 9, 3.5), squeeze=False)
     colours = _variant_colours(runs)
@@ -293,11 +321,13 @@ _COMPONENTS = {"kube-apiserver": "apiserver", "etcd": "etcd", "kube-scheduler": 
                "kube-controller-manager": "controller-manager", "kwok-controller": "kwok"}
 
 
-def control_plane(runs: list[StoredRun]) -> bytes:
+def control_plane(runs: list[StoredRun]) -> Chart:
     """CPU and peak RSS per component as horizontal bars, so the component names never overlap."""
+    procs = [(r.summary or {}).get("processes") or {} for r in runs]
+    if not any(c in p for p in procs for c in _COMPONENTS):
+        return NotApplicable("no run measured its control-plane processes")
     k = len(_by_variant(runs))
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 1.4 + len(_COMPONENTS) * (0.2 + 0.16 * k)))
-    procs = [(r.summary or {}).get("processes") or {} for r in runs]
 
     def figure(comp: dict[str, Any], key: str, scale: float) -> float:
         v = comp.get(key)
@@ -315,7 +345,7 @@ def control_plane(runs: list[StoredRun]) -> bytes:
     return _png(fig)
 
 
-def scheduler_time(runs: list[StoredRun]) -> bytes:
+def scheduler_time(runs: list[StoredRun]) -> Chart:
     """Mean time per pod of the scheduling attempt, the algorithm, each extension point, and the extender."""
     points = ["PreFilter", "Filter", "PreScore", "Score", "Reserve", "Permit", "PreBind", "Bind"]
     names = ["attempt", "algorithm", *points, "extender"]
@@ -331,6 +361,8 @@ def scheduler_time(runs: list[StoredRun]) -> bytes:
                *[(ext_points.get(p) or {}).get("mean") or 0.0 for p in points],
                sum((ext.get("handling_seconds") or {}).values()) / scheduled if calls else 0.0]
         values.append([v * 1000 for v in row])
+    if not any(v for row in values for v in row):
+        return NotApplicable("no run has kube-scheduler's timing metrics or an extender's handling time")
     fig, ax = plt.subplots(figsize=(11, 3.8))
     _variant_bars(ax, runs, names, values)
     ax.set(title="Scheduler time per pod, mean (extension points from scheduler metrics; extender: its own "
@@ -338,8 +370,11 @@ def scheduler_time(runs: list[StoredRun]) -> bytes:
     return _png(fig)
 
 
-def placement_quality(runs: list[StoredRun]) -> bytes:
-    """What placement did, next to how fast: the lower the better for every bar."""
+def placement_quality(runs: list[StoredRun]) -> Chart:
+    """What placement did, next to how fast: the lower the better for every bar (zeros are good news, so
+    the chart is only left out when no run has placement figures at all)."""
+    if not any((r.summary or {}).get("placement") for r in runs):
+        return NotApplicable("no run has placement figures")
     names = ["pods pending", "gangs partly placed", "rule violations", "GPUs stranded", "nodes unused"]
     values = []
     for r in runs:
@@ -357,21 +392,18 @@ def placement_quality(runs: list[StoredRun]) -> bytes:
     return _png(fig)
 
 
-def yunikorn_queues(runs: list[StoredRun]) -> bytes:
+def yunikorn_queues(runs: list[StoredRun]) -> Chart:
     """Each YuniKorn queue's allocated CPUs over time (a panel per queue, a colour per variant, every run
-    drawn) against its guarantee (dashed) and max (dotted): what queue fairness is judged by. Runs without
-    YuniKorn queues draw a note instead."""
+    drawn) against its guarantee (dashed) and max (dotted): what queue fairness is judged by."""
     per_queue: dict[str, list[tuple[StoredRun, dict[str, Any]]]] = {}
     for r in runs:
         for name, q in (((r.summary or {}).get("yunikorn") or {}).get("queues") or {}).items():
             if name != "root" and (q.get("series") or {}).get("vcore"):
                 per_queue.setdefault(name, []).append((r, q))
     names = sorted(per_queue)[:4]
-    fig, axes = plt.subplots(1, max(1, len(names)), figsize=(11, 3.8), squeeze=False, sharey=True)
     if not names:
-        axes[0][0].set_axis_off()
-        axes[0][0].text(0.5, 0.5, "no YuniKorn queues in these runs", ha="center", va="center")
-        return _png(fig)
+        return NotApplicable("no run has YuniKorn queues")
+    fig, axes = plt.subplots(1, len(names), figsize=(11, 3.8), squeeze=False, sharey=True)
     colours, counts = _variant_colours(runs), _by_variant(runs)
     for ax, name in zip(axes[0], names, strict=False):
         labelled: set[str] = set()
@@ -393,7 +425,7 @@ def yunikorn_queues(runs: list[StoredRun]) -> bytes:
     return _png(fig)
 
 
-CHARTS: dict[str, tuple[str, Callable[[list[StoredRun]], bytes]]] = {
+CHARTS: dict[str, tuple[str, Callable[[list[StoredRun]], Chart]]] = {
     "binding_rate": ("Binding rate over time", binding_rate),
     "cumulative": ("Offered, accepted, scheduled, running", cumulative_scheduled),
     "latency": ("Scheduling latency", latency),

@@ -18,7 +18,7 @@ import jinja2
 from kwokbench.errors import StoreError
 from kwokbench.gate import DEFAULT_GATES, GateResult, comparability, gate
 from kwokbench.report import variants
-from kwokbench.report.charts import CHARTS
+from kwokbench.report.charts import CHARTS, NotApplicable
 from kwokbench.report.table import summary_rows
 from kwokbench.stats import Comparison
 from kwokbench.store import StoredRun
@@ -30,6 +30,8 @@ class Report:
     markdown: Path
     charts: list[Path]
     warnings: list[str]
+    left_out: list[str]
+    """One line per chart left out because it does not apply to these runs: its title and why."""
 
 
 def _row_values(runs: list[StoredRun]) -> tuple[list[str], list[list[str]]]:
@@ -154,6 +156,9 @@ FILE</code> for the call graph.</small></p>
 <h2>Charts</h2>
 {% for title, data in charts %}<h3>{{ title }}</h3><img alt="{{ title }}" src="data:image/png;base64,{{ data }}">
 {% endfor %}
+{% if left_out %}<h3>Left out</h3>
+{% for line in left_out %}<p class="left-out">{{ line }}</p>
+{% endfor %}{% endif %}
 <p><small>kwokbench {{ version }} · generated offline from stored runs</small></p>
 </body></html>
 """)
@@ -176,9 +181,14 @@ def write_report(runs: list[StoredRun], out: Path, baseline: list[StoredRun] | N
     make_report_dir(out)
     charts: list[tuple[str, str]] = []
     paths = []
+    left_out = []
     for key, (title, fn) in CHARTS.items():
         png = fn(runs)
         p = out / f"{key}.png"
+        if isinstance(png, NotApplicable):
+            p.unlink(missing_ok=True)  # an earlier report's chart in this folder is not one of this report's
+            left_out.append(f"{title}: {png.reason}")
+            continue
         p.write_bytes(png)
         paths.append(p)
         charts.append((title, base64.b64encode(png).decode()))
@@ -191,13 +201,13 @@ def write_report(runs: list[StoredRun], out: Path, baseline: list[StoredRun] | N
     columns, rows = _row_values(runs)
     title = ", ".join(sorted({str(r.meta.get("scenario", {}).get("name")) for r in runs}))
     doc = _HTML.render(title=title, by_variant=variants.view(runs), runs=[_view(r) for r in runs], columns=columns,
-                       rows=rows, profiles=profiles(runs, out), gate=result, charts=charts, warnings=warnings,
-                       version=__version__)
+                       rows=rows, profiles=profiles(runs, out), gate=result, charts=charts, left_out=left_out,
+                       warnings=warnings, version=__version__)
     html_path = out / "report.html"
     html_path.write_text(doc)
     md_path = out / "summary.md"
     md_path.write_text(markdown(runs, result))
-    return Report(html_path, md_path, paths, warnings)
+    return Report(html_path, md_path, paths, warnings, left_out)
 
 
 def profiles(runs: list[StoredRun], out: Path) -> list[dict[str, Any]]:

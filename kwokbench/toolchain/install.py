@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import urllib.request
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -29,6 +30,7 @@ from typing import Literal
 from kwokbench.errors import ToolchainError
 from kwokbench.progress import Reporter, Silent
 from kwokbench.toolchain import versions
+from kwokbench.toolchain.gosteps import GoSteps, count_packages, targets, verbose
 
 Source = Literal["auto", "source", "release"]
 RELEASE_PROBE_URL = "https://dl.k8s.io/release/stable.txt"
@@ -466,20 +468,30 @@ def put_in_place(built: Path, final: Path) -> Path:
 
 def run_logged(cmd: Sequence[str], cwd: Path, env: dict[str, str], logf: object,
                 update: Callable[[str], None]) -> None:
+    """Run a build command, its output into ``logf``; ``update`` gets the step Go is at (:mod:`.gosteps`:
+    modules downloaded, packages compiled of how many, linking) rather than its last line, which for a
+    silent compile stayed "go: downloading …" for minutes. ToolchainError with the last lines on failure."""
     tail: deque[str] = deque(maxlen=25)
-    print("$ " + " ".join(cmd), file=logf, flush=True)  # type: ignore[call-overload]
-    update(" ".join(cmd)[:120])
+    steps = GoSteps.of(cmd)
+    run = verbose(cmd)  # Go names each package it compiles: what "compiling packages k of n" counts
+    print("$ " + " ".join(run), file=logf, flush=True)  # type: ignore[call-overload]
+    update(steps.command)
     try:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(run, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, bufsize=1)
     except OSError as e:
         raise ToolchainError(f"cannot run {cmd[0]}: {e}") from e
+    if targets(cmd):  # n of "k of n", found beside the build rather than before it
+        threading.Thread(target=lambda: setattr(steps, "packages", count_packages(cmd, cwd, env)),
+                         name="kwokbench-go-list", daemon=True).start()
     assert proc.stdout is not None
-    with proc.stdout:  # a silent step (go build) still gets a heartbeat from the reporter
+    with proc.stdout:  # a silent step still gets a heartbeat (with the elapsed time) from the reporter
         for line in proc.stdout:
             logf.write(line)  # type: ignore[attr-defined]
             tail.append(line.rstrip())
-            update(line.strip())
+            step = steps.step(line)
+            if step is not None:
+                update(step)
     rc = proc.wait()
     if rc != 0:
         raise ToolchainError(

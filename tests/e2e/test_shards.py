@@ -35,6 +35,14 @@ def test_two_sweep_shards_merge_into_the_unsharded_grid(tmp_path: Path) -> None:
     assert merged["knees"] == whole["knees"] and merged["status"] == "complete"
     assert len(find_runs([tmp_path / "merged"])) == 4
     kwokbench("report", str(tmp_path / "merged"), "-o", str(tmp_path / "report"), check=True)
+    # what a CI matrix's artefacts hold: the --out folders themselves, each with its sweep below it
+    res = kwokbench("merge", str(tmp_path / "shard1"), str(tmp_path / "shard2"), "-o", str(tmp_path / "from-out"),
+                    check=True)
+    assert all(f"merging the sweep inside it, {s}" in res.stderr for s in shards), res.stderr
+    from_out = json.loads((tmp_path / "from-out" / "sweep.json").read_text())
+    assert {(p["nodes"], p["qps"]): p["holds"] for p in from_out["points"]} == \
+        {(p["nodes"], p["qps"]): p["holds"] for p in merged["points"]}
+    assert len(find_runs([tmp_path / "from-out"])) == 4
 
 
 def test_repeats_sharded_and_merged_are_one_group(tmp_path: Path) -> None:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-from tests.conftest import assert_one_line_error, kwokbench
+from tests.conftest import REPO, assert_one_line_error, kwokbench
 from tests.unit.fake_runs import run_dir
 
 STEP = [220.0, 231.0, 214.0, 226.0, 219.0, 224.0, 229.0, 216.0, 187.0, 190.0, 184.0, 193.0, 189.0, 186.0]
@@ -27,6 +30,25 @@ def test_history_lists_runs_and_skips_an_unreadable_one_with_one_warning(tmp_pat
     assert len(warnings) == 1 and "skipped an unreadable run" in warnings[0] and runs[3].name in warnings[0]
     table = kwokbench("history", str(tmp_path), "--metric", "throughput")
     assert table.returncode == 0 and "00cccccccc" in table.stdout and "index " in table.stdout
+
+
+def test_history_piped_keeps_whole_cells_and_says_which_format_has_every_column(tmp_path: Path) -> None:
+    """A CI log (stdout a pipe, COLUMNS=80): fewer columns, each whole, never "quicks…"."""
+    runs = [run_dir(tmp_path, i, v, commit=f"{i:02d}" + "c" * 38, scenario="quickstart-with-gangs",
+                    variant="coscheduling", ceiling=400.0) for i, v in enumerate(STEP[:3])]
+    res = kwokbench("history", str(tmp_path), env={"COLUMNS": "80"})
+    assert res.returncode == 0, res.stderr
+    assert "…" not in res.stdout
+    table = [line for line in res.stdout.splitlines() if line.startswith("│")]
+    assert [line.split("│")[1].strip() for line in table] == [r.name for r in runs]
+    assert all("quickstart-with-gangs" in line and "coscheduling" in line for line in table)
+    assert max(len(line) for line in res.stdout.splitlines() if line[:1] in "┏┃┡│└") <= 80
+    [said] = [line for line in res.stdout.splitlines() if "left out" in line]
+    assert said.startswith("column(s) left out to fit 80 characters (", 2) and "status" in said
+    assert said.endswith("--format csv or --format json gives every column")
+    # wide enough: every column, no such line
+    wide = kwokbench("history", str(tmp_path), env={"COLUMNS": "250"})
+    assert "left out" not in wide.stdout and "of ceiling" in wide.stdout and "main" in wide.stdout
 
 
 def test_detect_finds_the_drop_and_an_ack_mutes_it(tmp_path: Path) -> None:
@@ -85,3 +107,31 @@ def test_report_history_writes_the_trend_page_and_bad_input_is_2(tmp_path: Path)
                           "unknown metric 'speed'")
     assert_one_line_error(kwokbench("report", "--history", str(tmp_path / "runs"), "--scenario", "nope"),
                           "no run of scenario nope")
+
+
+FLAT = [200.0, 203.0, 198.0, 201.0, 199.0, 202.0, 200.0, 197.0, 201.0, 199.0, 203.0, 198.0, 200.0, 202.0]
+"""Throughput of 14 commits without a change: every command below exits 0."""
+
+
+def test_history_detect_and_report_at_once_on_one_index(tmp_path: Path) -> None:
+    """Three kwokbench processes on one folder's index at once, each of them perhaps indexing: none fails
+    (DuckDB lets one process write the file: a writer waits, readers share it)."""
+    runs = [run_dir(tmp_path / "runs", i, v, commit=f"{i:02d}" + "c" * 38) for i, v in enumerate(FLAT)]
+    commands = [["history", str(tmp_path / "runs")],
+                ["detect", str(tmp_path / "runs"), "--metric", "throughput:-10%"],
+                ["report", "--history", str(tmp_path / "runs"), "--metric", "throughput:-10%", "-o",
+                 str(tmp_path / "out")]]
+    for round_ in ("no index yet", "index up to date", "changed runs"):
+        if round_ == "changed runs":
+            for r in runs[::3]:  # rewritten summaries, as `analyse` leaves them: every command writes rows
+                st = (r / "summary.json").stat()
+                os.utime(r / "summary.json", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+        procs = [subprocess.Popen([sys.executable, "-m", "kwokbench", *c], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env={**os.environ, "COLUMNS": "200"},
+                                  stdin=subprocess.DEVNULL, cwd=REPO) for c in commands]
+        results = [(c[0], p.returncode, out, err) for c, p in zip(commands, procs, strict=True)
+                   for out, err in [p.communicate(timeout=300)]]
+        assert [(name, code) for name, code, _, _ in results] == [("history", 0), ("detect", 0), ("report", 0)], \
+            (round_, results)
+        assert all("lock" not in err.lower() and "warning" not in err for _, _, _, err in results), (round_, results)
+    assert "14 run(s) read" not in results[0][2]  # the last round read only what changed

@@ -52,3 +52,19 @@ def test_log_lines_are_not_wrapped_without_a_terminal(tmp_path: Path) -> None:
         res = kwokbench("validate", str(s), env={"COLUMNS": columns}, check=True)
         assert len(str(s)) > 160
         assert res.stderr.splitlines()[0].startswith(f"{s}: ok — 100 nodes"), res.stderr
+
+
+def test_help_groups_the_commands_in_panels_in_the_order_of_the_data_flow() -> None:
+    out = kwokbench("--help", env={"COLUMNS": "100"}, check=True).stdout
+    panels: dict[str, list[str]] = {}
+    current = ""
+    for line in out.splitlines():
+        if line.startswith("╭─ "):
+            current = line.removeprefix("╭─ ").split(" ─")[0]
+            panels[current] = []
+        elif line.startswith("│ ") and current != "Options" and line[2] != " ":  # not a wrapped help line
+            panels[current].append(line[2:].split()[0])
+    assert panels == {"Options": [], "Cluster": ["up", "status", "down"],
+                      "Run": ["validate", "schema", "run", "sweep", "merge", "ceiling"],
+                      "Analyse": ["analyse", "report", "gate"], "History": ["history", "detect"],
+                      "Toolchain": ["tools"]}

@@ -17,8 +17,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from kwokbench.history.index import ROW_COLUMNS
-from kwokbench.history.store import RUNS_TABLE, Filters, PostgresStore, Row, open_store, parse_url, push_runs
+from kwokbench.history.rows import ROW_COLUMNS, Filters, Row
+from kwokbench.history.store import RUNS_TABLE, PostgresStore, open_store, parse_url, push_runs
 from kwokbench.progress import Silent
 from tests.conftest import Postgres, assert_one_line_error, free_port, kwokbench
 from tests.integration.test_cli_history import STEP, _history

@@ -91,6 +91,23 @@ def test_columns_sets_the_width_without_a_terminal(monkeypatch: pytest.MonkeyPat
     assert console.make_console(file=io.StringIO()).width == console.PLAIN_WIDTH
 
 
+def test_a_fitted_table_keeps_whole_columns_in_priority_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "60")
+    buf = io.StringIO()
+    monkeypatch.setattr(console, "out", console.make_console(file=buf))
+    columns = ["run", "scenario", "host", "throughput", "latency_p99"]
+    rows = [["20260101T000000Z-0a1b2c", "quickstart-gang-scheduling", "ci-runner-1", "212.5", "0.031"]]
+    left_out = console.fitted_table("t", columns, rows, ["run", "throughput", "scenario", "latency_p99"])
+    lines = buf.getvalue().splitlines()
+    # run (23) + throughput (10) + latency_p99 (11) fit in 60 with their borders; scenario (26) does not
+    assert left_out == ["scenario", "host"]
+    assert "…" not in buf.getvalue() and max(len(line.rstrip()) for line in lines) <= 60
+    assert "20260101T000000Z-0a1b2c │ 212.5      │ 0.031" in buf.getvalue()
+    assert lines[2].split("┃")[1:-1] == [" run                     ", " throughput ", " latency_p99 "]
+    # a first column wider than the console is still shown (rich wraps it): a table is never empty
+    assert console.fitted_table("t", ["run"], [["x" * 80]], ["run"]) == []
+
+
 def test_a_silent_build_step_prints_heartbeats(log: io.StringIO, monkeypatch: pytest.MonkeyPatch,
                                                tmp_path: Path) -> None:
     """The toolchain build through the real reporter: a command that prints nothing for a while (as

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from kwokbench.errors import ScenarioError
-from kwokbench.history.index import INDEX_NAME, build_index, export, select
+from kwokbench.errors import ScenarioError, StoreError
+from kwokbench.history import index as index_module
+from kwokbench.history.index import INDEX_NAME, build_index, export, wait_for_lock
+from kwokbench.history.rows import select
 from kwokbench.store import META, SUMMARY
 from tests.unit.fake_runs import run_dir
 
@@ -127,3 +133,101 @@ def test_export_refuses_what_it_cannot_do(tmp_path: Path) -> None:
         export(rows, "parquet", None)
     with pytest.raises(ScenarioError, match="--metric nope: neither a gate metric"):
         export(rows, "csv", None, ["nope"])
+
+
+class _Locked(Exception):
+    """What DuckDB raises while another process holds the file."""
+
+    def __init__(self) -> None:
+        super().__init__('IO Error: Could not set lock on file "x.duckdb": Conflicting lock is held in python '
+                         "(PID 4242). See also https://duckdb.org/docs/current/connect/concurrency")
+
+
+def test_the_lock_wait_retries_until_the_other_process_lets_go(tmp_path: Path) -> None:
+    now = [0.0]
+    tries: list[float] = []
+
+    def attempt() -> str:
+        tries.append(now[0])
+        if now[0] < 1.0:
+            raise _Locked
+        return "connection"
+
+    def sleep(s: float) -> None:
+        now[0] += s
+
+    assert wait_for_lock(attempt, tmp_path / "i.duckdb", 5.0, clock=lambda: now[0], sleep=sleep) == "connection"
+    assert tries[0] == 0.0 and 1.0 <= tries[-1] < 2.0  # backing off, never more than a second between tries
+    assert all(0 < b - a <= 1.0 for a, b in itertools.pairwise(tries))
+
+
+def test_the_lock_wait_is_bounded_and_says_who_holds_the_index(tmp_path: Path) -> None:
+    now = [0.0]
+
+    def sleep(s: float) -> None:
+        now[0] += s
+
+    def attempt() -> str:
+        raise _Locked
+
+    with pytest.raises(StoreError) as e:
+        wait_for_lock(attempt, tmp_path / "i.duckdb", 3.0, clock=lambda: now[0], sleep=sleep)
+    assert str(e.value) == (f"history index {tmp_path / 'i.duckdb'}: another kwokbench (pid 4242) held it for 3s; "
+                            "run this again when it is done, or give another file with --index")
+    assert 3.0 <= now[0] < 3.01  # it gave up at the bound, not later
+
+    def broken() -> str:
+        raise ValueError("not a lock")
+
+    with pytest.raises(ValueError, match="not a lock"):  # anything else is not waited for
+        wait_for_lock(broken, tmp_path / "i.duckdb", 3.0, clock=lambda: now[0], sleep=sleep)
+
+
+HOLD = """
+import sys, time, duckdb
+con = duckdb.connect(sys.argv[1], read_only=sys.argv[2] == "read")
+print("holding", time.time(), flush=True)
+time.sleep(float(sys.argv[3]))
+con.close()
+"""
+
+
+class _Holder(subprocess.Popen[str]):
+    since: float
+    """When (time.time()) it took the file."""
+
+
+def _hold(index: Path, mode: str, seconds: float) -> _Holder:
+    """Another process holding the index file (DuckDB's lock is per process), once it says so."""
+    p = _Holder([sys.executable, "-c", HOLD, str(index), mode, str(seconds)], stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None
+    said, since = p.stdout.readline().split()
+    assert said == "holding"
+    p.since = float(since)
+    return p
+
+
+def _changed(run: Path) -> None:
+    """The run's summary rewritten (as `analyse` does): the index must write its row again."""
+    st = (run / SUMMARY).stat()
+    os.utime(run / SUMMARY, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+
+
+def test_a_writer_waits_for_another_process_and_readers_share_the_index(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    runs = _history(tmp_path)
+    index = build_index([tmp_path]).index
+    with _hold(index, "read", 60) as reader:  # an up-to-date index is read beside another reader
+        h = build_index([tmp_path])
+        assert len(h.rows) == 4 and h.read == 0 and reader.poll() is None
+        reader.kill()
+    _changed(runs[0])
+    with _hold(index, "write", 3) as writer:  # a changed run must be written: wait for the other writer
+        h = build_index([tmp_path])
+        assert h.read == 1 and len(h.rows) == 4 and time.time() >= writer.since + 3
+    monkeypatch.setattr(index_module, "LOCK_WAIT_SECONDS", 0.3)
+    _changed(runs[1])
+    with _hold(index, "write", 60) as writer:
+        with pytest.raises(StoreError, match=rf"another kwokbench \(pid {writer.pid}\) held it for 0.3s; run this"):
+            build_index([tmp_path])
+        writer.kill()

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from kwokbench.errors import ScenarioError, StoreError
-from kwokbench.history.index import COLUMNS, ROW_COLUMNS, LocalIndex, frame
-from kwokbench.history.store import STORE_COLUMNS, Filters, Store, check_location, locate, parse_url
+from kwokbench.history.index import LocalIndex, frame
+from kwokbench.history.rows import COLUMNS, ROW_COLUMNS, Filters
+from kwokbench.history.store import STORE_COLUMNS, Store, check_location, locate, parse_url
 from tests.unit.fake_runs import run_dir
 
 
@@ -62,3 +63,18 @@ def test_the_local_index_is_a_store_too(tmp_path: Path) -> None:
     df = frame([{**r, "location": "h:/x"} for r in rows], ["throughput"])
     assert list(df.columns) == [*COLUMNS, "location", "throughput"] and list(df["location"]) == ["h:/x"] * 2
     assert "location" not in frame(rows, ["throughput"]).columns
+
+
+def test_the_history_modules_import_one_way() -> None:
+    """index and store both read rows; neither imports the other, anywhere (a function-local import too)."""
+    import ast
+
+    from kwokbench import history
+
+    def imports(module: str) -> set[str]:
+        tree = ast.parse((Path(history.__file__).parent / f"{module}.py").read_text())
+        return {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | \
+            {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+
+    ours = {m: {i for i in imports(m) if i.startswith("kwokbench.history")} for m in ("rows", "index", "store")}
+    assert ours == {"rows": set(), "index": {"kwokbench.history.rows"}, "store": {"kwokbench.history.rows"}}

@@ -41,6 +41,49 @@ def test_shards_merge_into_the_unsharded_sweep(tmp_path: Path, n: int) -> None:
     assert len(doc["hosts"]) == 1
 
 
+def test_the_out_folders_of_sweep_shards_merge_through_the_sweep_inside(tmp_path: Path) -> None:
+    """What a CI matrix artefact holds: the folder given to `sweep --shard i/2 --out DIR`, the sweep directory
+    (DIR/<scenario>/sweep-…-shard-i-of-2) and its points' runs below it."""
+    whole = load(fake_sweep(tmp_path / "one-machine", None))
+    sweeps = [fake_sweep(tmp_path / f"out-{i}", (i, 2)) for i in (1, 2)]
+    assert [s.relative_to(tmp_path).parts for s in sweeps] == [
+        (f"out-{i}", "compare", f"sweep-20260101T000000Z-shard-{i}-of-2") for i in (1, 2)]
+    merged = merge([tmp_path / "out-1", tmp_path / "out-2"], tmp_path / "merged")
+    assert merged.kind == "sweep" and merged.warnings == []
+    assert merged.notes == [f"{tmp_path / f'out-{i}'} is not a sweep directory; merging the sweep inside it, "
+                            f"{s}" for i, s in zip((1, 2), sweeps, strict=True)]
+    doc = load(tmp_path / "merged")
+    assert _cells(doc) == _cells(whole) and doc["status"] == "complete"
+    assert len(find_runs([tmp_path / "merged"])) == 6
+    # a sweep directory and its --out folder mixed: still one sweep per shard
+    assert merge([sweeps[0], tmp_path / "out-2"], tmp_path / "m2").doc["knees"] == whole["knees"]
+    with pytest.raises(StoreError, match="two of the folders hold the same sweep"):
+        merge([sweeps[0], tmp_path / "out-1"], tmp_path / "m3")
+
+
+def test_a_folder_holding_several_sweeps_names_them(tmp_path: Path) -> None:
+    first = fake_sweep(tmp_path / "out", (1, 2))
+    second = first.parent / "sweep-20260102T000000Z-shard-1-of-2"
+    fake_sweep(tmp_path / "again", (1, 2)).rename(second)  # the shard re-run into the same --out folder
+    b = fake_sweep(tmp_path / "b", (2, 2))
+    with pytest.raises(StoreError, match=f"{tmp_path / 'out'} holds 2 sweeps \\({first}, {second}\\): pass the "
+                       "sweep directory of this shard instead"):
+        merge([tmp_path / "out", b], tmp_path / "m")
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_folder_of_runs_outside_one_run_group_is_refused_clearly(tmp_path: Path) -> None:
+    a = _group(tmp_path / "a", (1, 2))
+    for r in (0, 1):  # a second `run --repeat 4 --shard 1/2` stored into the same folder
+        stored(fake_run(a / "again", "default", r, 90.0), group={"id": "later", "repeat": r, "of": 4}, shard="1/2")
+    with pytest.raises(StoreError, match=r"holds runs of 2 run groups \(group ids g1, later\): pass a folder"):
+        merge([a, _group(tmp_path / "b", (2, 2))], tmp_path / "m")
+    plain = tmp_path / "plain"
+    stored(fake_run(plain, "default", 0, 100.0))
+    with pytest.raises(StoreError, match=r"plain.* is not a run of a run group \(`run --repeat R --shard i/N`\)"):
+        merge([plain, _group(tmp_path / "c", (2, 2))], tmp_path / "m")
+
+
 def test_different_hosts_are_recorded_and_said(tmp_path: Path) -> None:
     a, b = fake_sweep(tmp_path / "a", (1, 2), host="ci-runner-1"), fake_sweep(tmp_path / "b", (2, 2), host="box-2")
     merged = merge([a, b], tmp_path / "m")

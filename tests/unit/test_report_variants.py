@@ -155,8 +155,35 @@ def test_charts_and_report_survive_a_run_with_nothing_stored(tmp_path: Path) -> 
 
     meta = {**fake_run(tmp_path, "x", 0, 1.0).meta, "status": "failed"}
     empty = StoredRun(tmp_path / "empty", meta, None, pd.DataFrame(), pd.DataFrame())
-    for runs in ([empty], [empty, fake_run(tmp_path, "x", 1, 50.0)]):
-        for _, fn in charts.CHARTS.values():
-            assert fn(runs).startswith(b"\x89PNG")
+    full = fake_run(tmp_path, "x", 1, 50.0)
+    for _, fn in charts.CHARTS.values():  # with nothing to draw, a chart says why instead
+        got = fn([empty])
+        assert isinstance(got, charts.NotApplicable) and got.reason.startswith("no ")
+        drawn = fn([empty, full])
+        assert isinstance(drawn, bytes) and drawn.startswith(b"\x89PNG")
     rep = write_report([empty], tmp_path / "out")
     assert "<td>x</td><td>0 (1 ignored: failed)</td><td>-</td>" in rep.html.read_text()
+    assert rep.charts == [] and len(rep.left_out) == len(charts.CHARTS)
+
+
+def test_the_report_leaves_out_the_charts_that_do_not_apply_and_says_why(tmp_path: Path) -> None:
+    """Runs of kube-scheduler (no YuniKorn queues) whose control plane was not measured (an attached cluster's)."""
+    runs = two_variants(tmp_path)
+    for r in runs:
+        assert r.summary is not None
+        r.summary.pop("yunikorn")
+        r.summary.pop("processes")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "yunikorn_queues.png").write_bytes(b"an earlier report's chart")
+    rep = write_report(runs, out)
+    assert rep.left_out == ["Control-plane CPU and memory: no run measured its control-plane processes",
+                            "YuniKorn queues over time: no run has YuniKorn queues"]
+    html = rep.html.read_text()
+    shown = re.findall(r'<img alt="([^"]+)"', html)
+    assert shown == [title for key, (title, _) in charts.CHARTS.items() if key not in ("control_plane",
+                                                                                       "yunikorn_queues")]
+    assert "YuniKorn queues" not in "".join(re.findall(r"<h3>[^<]*</h3><img", html))
+    assert [f'<p class="left-out">{line}</p>' in html for line in rep.left_out] == [True, True]
+    assert sorted(p.name for p in out.glob("*.png")) == sorted(p.name for p in rep.charts)
+    assert not (out / "yunikorn_queues.png").exists() and not (out / "control_plane.png").exists()
