@@ -425,6 +425,59 @@ def yunikorn_queues(runs: list[StoredRun]) -> Chart:
     return _png(fig)
 
 
+def pressure(runs: list[StoredRun]) -> Chart:
+    """The cluster under pressure over time: allocation per resource, pods waiting, GPUs free but useless to every
+    waiting pod (a colour per variant, every run drawn)."""
+    have = [(r, a) for r in runs if (a := (r.summary or {}).get("allocation")) and (a.get("series") or {}).get("t")]
+    if not have:
+        return NotApplicable("no run has allocation figures (its nodes were not read at its end)")
+    gpus = any(a.get("gpu_capacity") for _, a in have)
+    panels = [("cpu", "CPU allocated"), ("gpu", "GPU allocated"), ("pending", "pods waiting"),
+              ("fragmented_gpus", "GPUs free but useless")] if gpus else \
+        [("cpu", "CPU allocated"), ("memory", "memory allocated"), ("pending", "pods waiting")]
+    fig, axes = plt.subplots(1, len(panels), figsize=(12, 3.6), squeeze=False)
+    colours, counts = _variant_colours(runs), _by_variant(runs)
+    labelled: set[str] = set()
+    for r, a in have:
+        v, ser = _variant(r), a["series"]
+        for ax, (key, _) in zip(axes[0], panels, strict=True):
+            ys = [None if y is None else (y * 100 if key in ("cpu", "gpu", "memory") else y) for y in ser[key]]
+            ax.plot(ser["t"], ys, color=colours[v], linewidth=1,
+                    label=None if v in labelled else _variant_label(v, len(counts[v])))
+        labelled.add(v)
+    for ax, (key, title) in zip(axes[0], panels, strict=True):
+        ax.set(title=title, xlabel="s since the first pod", ylabel="%" if key in ("cpu", "gpu", "memory") else "")
+        ax.set_ylim(bottom=0)
+    _legend(axes[0][0])
+    fig.suptitle("The cluster under pressure")
+    return _png(fig)
+
+
+def gpu_vs_arrived(runs: list[StoredRun]) -> Chart:
+    """GPU allocation against the workload arrived, both as % of the GPU capacity (the FGD paper's figure):
+    pods in creation order, what the bound ones among the first so many hold."""
+    have = [(r, c) for r in runs if len(c := ((r.summary or {}).get("allocation") or {})
+                                        .get("gpu_allocated_vs_arrived") or []) > 2]
+    if not have:
+        return NotApplicable("no run requested GPUs")
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    colours, counts = _variant_colours(runs), _by_variant(runs)
+    labelled: set[str] = set()
+    for r, curve in have:
+        v = _variant(r)
+        ax.plot([p["arrived"] for p in curve], [p["allocated"] for p in curve], color=colours[v], linewidth=1.2,
+                label=None if v in labelled else _variant_label(v, len(counts[v])))
+        labelled.add(v)
+    top = max(p["arrived"] for _, c in have for p in c)
+    ax.plot([0, min(top, 100)], [0, min(top, 100)], color="#999999", linestyle=":", linewidth=1, label="all placed")
+    ax.set(xlabel="workload arrived (% of GPU capacity)", ylabel="GPUs allocated (% of capacity)",
+           title="GPU allocation against arrived workload")
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    _legend(ax)
+    return _png(fig)
+
+
 CHARTS: dict[str, tuple[str, Callable[[list[StoredRun]], Chart]]] = {
     "binding_rate": ("Binding rate over time", binding_rate),
     "cumulative": ("Offered, accepted, scheduled, running", cumulative_scheduled),
@@ -434,5 +487,7 @@ CHARTS: dict[str, tuple[str, Callable[[list[StoredRun]], Chart]]] = {
     "control_plane": ("Control-plane CPU and memory", control_plane),
     "scheduler_time": ("Scheduler time per pod by stage", scheduler_time),
     "placement": ("Placement quality", placement_quality),
+    "pressure": ("The cluster under pressure", pressure),
+    "gpu_vs_arrived": ("GPU allocation against arrived workload", gpu_vs_arrived),
     "yunikorn_queues": ("YuniKorn queues over time", yunikorn_queues),
 }
