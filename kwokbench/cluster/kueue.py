@@ -42,7 +42,7 @@ import orjson
 import psutil
 import yaml
 
-from kwokbench.cluster import processes
+from kwokbench.cluster import processes, stages
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.cluster.kwokctl import free_ports
@@ -222,23 +222,9 @@ def delayed_completion_stage(name: str = "kwokbench-pod-complete-after") -> dict
     kwok-controller=config=FILE``): the controller then has both pod-complete stages, and among stages
     matching one pod kwok takes only those with a positive weight, so an annotated pod gets this one and
     any other Job pod keeps completing at once."""
-    return {
-        "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Stage", "metadata": {"name": name},
-        "spec": {
-            "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
-            "selector": {"matchExpressions": [
-                {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
-                {"key": ".status.phase", "operator": "In", "values": ["Running"]},
-                {"key": ".metadata.ownerReferences.[].kind", "operator": "In", "values": ["Job"]},
-                {"key": f'.metadata.annotations["{COMPLETE_DELAY_ANNOTATION}"]', "operator": "Exists"},
-            ]},
-            "weight": 1,
-            # an annotation that is not a Go duration (nor an RFC 3339 time) means no delay
-            "delay": {"durationMilliseconds": 0,
-                      "durationFrom": {"expressionFrom": f'.metadata.annotations["{COMPLETE_DELAY_ANNOTATION}"]'}},
-            "next": {"statusTemplate": _COMPLETED_STATUS},
-        },
-    }
+    return stages.delay_stage(name, COMPLETE_DELAY_ANNOTATION,
+                              [{"key": ".metadata.ownerReferences.[].kind", "operator": "In", "values": ["Job"]}],
+                              {"statusTemplate": _COMPLETED_STATUS})
 
 
 _COMPLETED_STATUS = """\
@@ -263,9 +249,7 @@ phase: Succeeded
 
 def write_stage_config(path: Path) -> Path:
     """:func:`delayed_completion_stage` as a kwok config file at ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(delayed_completion_stage(), sort_keys=False))
-    return path
+    return stages.write_config(path, delayed_completion_stage())
 
 
 # ---- reading Kueue's objects ---------------------------------------------------------------------

@@ -27,7 +27,7 @@ import yaml
 from pydantic import BaseModel
 
 from kwokbench import kind
-from kwokbench.cluster import kueue, lifetimes
+from kwokbench.cluster import kueue, stages
 from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.cluster.kwokctl import ClusterOptions, free_port, home_dir
 from kwokbench.kind import SchedulerSpec
@@ -228,7 +228,8 @@ def cluster_options(scenario: Scenario, base: Path, variant: SchedulerSpec, name
         disable=[] if scenario.cluster.controller_manager else ["kube-controller-manager"],
         kwok_configs=[*([kueue.write_stage_config(home_dir() / "configs" / "kwok-complete-after.yaml")]
                         if any(w.complete_after for w in scenario.workloads) else []),
-                      *([lifetimes.write_lifetime_config(home_dir() / "configs" / "kwok-delete-after.yaml")]
+                      *([stages.write_config(home_dir() / "configs" / "kwok-delete-after.yaml",
+                                             stages.delete_after_stage())]
                         if any(w.trace and w.trace.lifetimes for w in scenario.workloads) else [])],
         kwok_stages=kwok_stages(tc, scenario.cluster.pod_lifecycle),
         node_lease_seconds=scenario.cluster.node_lease_seconds, pin_scheduler=scenario.cluster.pin_scheduler,

@@ -142,3 +142,13 @@ def test_allocation_against_arrived_workload() -> None:
     assert at_arrived(curve, 100) == 100.0 and at_arrived(curve, 150) == 100.0 and at_arrived(curve, 200) == 150.0
     assert pod_class(np.array([0, 1, 0, 4.0]), np.array([0, 1000, 250, 4000.0])).tolist() == [
         "cpu-only", "one-gpu", "shared-gpu", "multi-gpu"]
+
+
+def test_the_lifetime_stage_deletes_running_pods_after_their_annotation() -> None:
+    from kwokbench.cluster.stages import delete_after_stage
+
+    st = delete_after_stage()["spec"]
+    keys = [e["key"] for e in st["selector"]["matchExpressions"]]
+    assert f'.metadata.annotations["{DELETE_AFTER_ANNOTATION}"]' in keys and ".status.phase" in keys
+    assert st["delay"]["durationFrom"]["expressionFrom"] == f'.metadata.annotations["{DELETE_AFTER_ANNOTATION}"]'
+    assert st["next"] == {"delete": True}
