@@ -1,0 +1,99 @@
+"""The FGD paper's experiment on a real control plane (issue 32): the Alibaba GPU trace v2023 replayed by
+`scenarios/alibaba-gpu-2023.yaml` (default pod list on its 1523 nodes, resampled to 1.3x the GPU capacity, pods in
+trace order at a fixed rate, no lifetimes), one run per variant through the real CLI, set beside the published
+results of the paper's simulator (`../shared/traces/fgd-expected/analysis_allo_discrete.csv`: the mean over its
+seeds 42-51 of the GPU allocation ratio at each % of arrived workload, for its Random, BestFit and FGD policies).
+
+Printed: per variant, pods bound and left pending, GPU allocation (% of capacity) at 100% and 130% of arrived
+workload and at the end, mean GPU fragmentation, created → bound p99 per pod class, the run's length; then the
+simulator's rows; and the allocation-against-arrived curve of every variant every 10%.
+
+    python benchmarks/bench_traces.py                          # run every variant (about 5-10 min each here)
+    python benchmarks/bench_traces.py --variant gpu-binpack    # one of them
+    python benchmarks/bench_traces.py --runs DIR               # only print, from runs already stored in DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[1]
+SCENARIO = REPO / "scenarios/alibaba-gpu-2023.yaml"
+TRACES = Path(os.environ.get("KWOKBENCH_TRACES") or REPO.parent / "shared" / "traces")
+POLICIES = ("01-Random", "05-BestFit", "06-FGD")
+
+
+def at(curve: list[dict[str, float]], percent: float) -> float | None:
+    return next((p["allocated"] for p in curve if p["arrived"] >= percent), None)
+
+
+def rows(root: Path) -> list[dict[str, Any]]:
+    out = []
+    for d in sorted(root.rglob("summary.json")):
+        s, meta = json.loads(d.read_text()), json.loads((d.parent / "meta.json").read_text())
+        a = s.get("allocation") or {}
+        curve = a.get("gpu_allocated_vs_arrived") or []
+        started, ended = meta.get("started_at"), meta.get("ended_at")
+        out.append({"variant": meta["variant"]["name"], "bound": s.get("pods_scheduled"),
+                    "pending": (a.get("pending") or {}).get("final"),
+                    "at100": at(curve, 100), "at130": at(curve, 130),
+                    "final": 100 * ((a.get("final") or {}).get("gpu") or 0),
+                    "frag": 100 * ((a.get("gpu_fragmentation") or {}).get("mean_share") or 0),
+                    "p99": {c: v.get("p99") for c, v in (a.get("latency_by_class") or {}).items()},
+                    "offered": (s.get("submit") or [{}])[0].get("offered_qps"),
+                    "accepted": (s.get("submit") or [{}])[0].get("accepted_qps"),
+                    "seconds": (pd.Timestamp(ended) - pd.Timestamp(started)).total_seconds()
+                    if started and ended else None,
+                    "curve": curve})
+    return out
+
+
+def simulator() -> pd.DataFrame:
+    d = pd.read_csv(TRACES / "fgd-expected" / "analysis_allo_discrete.csv")
+    d = d[(d.workload == "openb_pod_list_default") & d.sc_policy.isin(POLICIES)]
+    return d.groupby("sc_policy")[["100", "130"]].mean()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--variant", action="append", default=[], help="only these variants (default: all)")
+    ap.add_argument("--runs", type=Path, help="print from runs stored here instead of running")
+    ap.add_argument("--out", type=Path, help="keep the runs here (default: a temporary folder)")
+    args = ap.parse_args()
+    root = args.runs
+    if root is None:
+        root = args.out or Path(tempfile.mkdtemp(prefix="bench-traces-"))
+        cmd = [sys.executable, "-m", "kwokbench", "run", str(SCENARIO), "--out", str(root),
+               *[a for v in args.variant for a in ("--variant", v)]]
+        res = subprocess.run(cmd, stdin=subprocess.DEVNULL, check=False)
+        if res.returncode != 0:
+            raise SystemExit(f"{' '.join(cmd[3:])} failed ({res.returncode})")
+    found = rows(root)
+    print("variant            bound  pending  GPU alloc @100%  @130%  end    frag(mean)  offered/accepted  "
+          "p99 by class (s)                         run")
+    for r in found:
+        p99 = ", ".join(f"{c} {v:.1f}" for c, v in r["p99"].items() if v is not None)
+        print(f"{r['variant']:<18} {r['bound']:>6} {r['pending'] or 0:>8.0f}  {r['at100'] or 0:>14.1f}  "
+              f"{r['at130'] or 0:>5.1f}  {r['final']:>5.1f}  {r['frag']:>9.1f}%  "
+              f"{r['offered'] or 0:>6.1f}/{r['accepted'] or 0:<6.1f}/s  {p99:<40} {r['seconds'] or 0:.0f}s")
+    if (TRACES / "fgd-expected").is_dir():
+        print("\nthe paper's simulator (mean of seeds 42-51, GPU allocation % at 100% / 130% arrived):")
+        for policy, v in simulator().iterrows():
+            print(f"  {policy:<12} {v['100']:.1f}  {v['130']:.1f}")
+    print("\nGPU allocation (% of capacity) against arrived workload, every 10%:")
+    for r in found:
+        print(f"  {r['variant']:<18} " + " ".join(f"{p['arrived']:.0f}:{p['allocated']:.1f}"
+                                                  for p in r["curve"] if p["arrived"] % 10 == 0))
+
+
+if __name__ == "__main__":
+    main()
