@@ -26,8 +26,9 @@ from kwokbench.history.rows import COLUMNS, ROW_COLUMNS, Filters, read_row, sele
 from kwokbench.store import META, SUMMARY, find_runs
 
 INDEX_NAME = ".kwokbench-history.duckdb"
-INDEX_VERSION = 1
-"""Version history: 1 the first. Another version in a file: the index is dropped and rebuilt."""
+INDEX_VERSION = 2
+"""Version history: 1 the first; 2 the allocation metrics (gpu_allocation, cpu_allocation, gpu_fragmentation).
+Another version in a file: the index is dropped and rebuilt."""
 
 FORMATS = ("table", "csv", "json", "parquet")
 LOCK_WAIT_SECONDS = 60.0

@@ -30,9 +30,10 @@ if TYPE_CHECKING:
 
     from kwokbench.progress import Reporter
 
-STORE_VERSION = 1
-"""Schema version history: 1 the first (tables kwokbench_schema, kwokbench_runs). A database of a newer
-version is refused; an older one would be migrated under the schema lock."""
+STORE_VERSION = 2
+"""Schema version history: 1 the first (tables kwokbench_schema, kwokbench_runs); 2 a column per gate metric added
+since (the allocation metrics). A database of a newer version is refused; an older one is migrated under the
+schema lock (its missing metric columns added, empty for the rows already there)."""
 SCHEMA_TABLE, RUNS_TABLE = "kwokbench_schema", "kwokbench_runs"
 SCHEMA_LOCK = 0x6B776F6B62656E63
 """pg_advisory_xact_lock key ('kwokbenc') that serialises schema creation and migration."""
@@ -183,6 +184,11 @@ class PostgresStore:
                          "(scenario, variant, started_at)")
             if found is None:
                 conn.execute(f"INSERT INTO {SCHEMA_TABLE} VALUES (1, %s, %s)",
+                             [STORE_VERSION, f"kwokbench {__version__}"])
+            elif found < STORE_VERSION:
+                for name in METRICS:
+                    conn.execute(f'ALTER TABLE {RUNS_TABLE} ADD COLUMN IF NOT EXISTS "{name}" double precision')
+                conn.execute(f"UPDATE {SCHEMA_TABLE} SET version = %s, written_by = %s WHERE id = 1",
                              [STORE_VERSION, f"kwokbench {__version__}"])
 
     @staticmethod

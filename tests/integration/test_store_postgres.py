@@ -208,3 +208,19 @@ def test_a_host_that_takes_the_connection_but_never_answers_fails_in_connect_tim
         with pytest.raises(StoreError, match="cannot connect: connection timeout expired"):
             open_store(url)
         assert 1.5 < time.monotonic() - t0 < 6
+
+
+def test_a_store_of_schema_1_is_migrated_and_keeps_its_rows(store_url: str) -> None:
+    """A store written before the allocation metrics (schema 1) gets their columns, empty for its rows."""
+    store = open_store(store_url)
+    store.upsert([row("old", 1, 1)])
+    with psycopg.connect(store_url) as conn:
+        for name in ("gpu_allocation", "cpu_allocation", "gpu_fragmentation"):
+            conn.execute(f'ALTER TABLE {RUNS_TABLE} DROP COLUMN "{name}"')
+        conn.execute("UPDATE kwokbench_schema SET version = 1")
+    again = open_store(store_url)
+    again.upsert([{**row("new", 2, 2), "gpu_allocation": 0.93}])
+    rows = {r["run_id"]: r for r in again.rows(Filters())}
+    assert rows["old"]["gpu_allocation"] is None and rows["new"]["gpu_allocation"] == 0.93
+    with psycopg.connect(store_url) as conn:
+        assert conn.execute("SELECT version FROM kwokbench_schema").fetchone() == (2,)
