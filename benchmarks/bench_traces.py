@@ -5,8 +5,8 @@ results of the paper's simulator (`../shared/traces/fgd-expected/analysis_allo_d
 seeds 42-51 of the GPU allocation ratio at each % of arrived workload, for its Random, BestFit and FGD policies).
 
 Printed: per variant, pods bound and left pending, GPU allocation (% of capacity) at 100% of arrived workload,
-once all has arrived (~130%: resampling stops just below 1.3x) and at the end, mean GPU fragmentation, created → bound p99 per pod class, the run's length; then the
-simulator's rows; and the allocation-against-arrived curve of every variant every 10%.
+once all has arrived (~130%: resampling stops just below 1.3x) and at the end, mean GPU fragmentation, created →
+bound p99 per pod class, the run's length; then the simulator's rows; and the allocation-against-arrived curve of every variant every 10%.
 
     python benchmarks/bench_traces.py                          # run every variant (about 5-10 min each here)
     python benchmarks/bench_traces.py --variant gpu-binpack    # one of them
@@ -43,7 +43,9 @@ def rows(root: Path) -> list[dict[str, Any]]:
         a = s.get("allocation") or {}
         curve = a.get("gpu_allocated_vs_arrived") or []
         started, ended = meta.get("started_at"), meta.get("ended_at")
-        out.append({"variant": meta["variant"]["name"], "bound": s.get("pods_scheduled"),
+        timed_out = any(p.get("timed_out") for p in meta.get("phases") or [])
+        out.append({"variant": meta["variant"]["name"] + (" (timed out)" if timed_out else ""),
+                    "bound": s.get("pods_scheduled"),
                     "pending": (a.get("pending") or {}).get("final"),
                     # inflation stops just below 1.3x: the last point is at 125%, allocation then no longer moves
                     "at100": at(curve, 100), "at130": curve[-1]["allocated"] if curve else None,

@@ -696,7 +696,10 @@ def _settle(w: WorkloadSpec, i: int, expected: int, watcher: Watcher, rep: Repor
                      expected) as adv:
         ok = _poll(settled, lambda: adv(watcher.count(i, "scheduled")), timeout=w.timeout_seconds)
     bound = watcher.count(i, "scheduled")
-    if bound < expected:
+    if not ok:
+        rep.warn(f"{w.name}: {bound} of {expected} pods bound when timeout_seconds ({w.timeout_seconds:g}s) ran out, "
+                 "still binding: a lower bound")
+    elif bound < expected:
         rep.info(f"{w.name}: {bound} of {expected} pods bound, {expected - bound} left pending "
                  f"(none bound for {w.settle_seconds:g}s)")
     return not ok
