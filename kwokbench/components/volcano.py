@@ -37,7 +37,7 @@ How it runs here, as Volcano's Helm chart deploys it minus what a kwokctl cluste
 - **Its own account of a run**, from ``/metrics`` each second: sessions (``volcano_e2e_scheduling_latency``: one
   session opens a snapshot, runs the actions, closes it), the time per action and per plugin
   (``…_action_scheduling_latency``, ``…_plugin_scheduling_latency{plugin,OnSession}``), pods' latency from creation
-  to each stage (``…_task_scheduling_latency{stage}``), schedule attempts by result, and per queue its allocated,
+  to each stage (``…_task_scheduling_latency{stage}``), PodGroups left unschedulable, and per queue its allocated,
   requested and deserved resources over time (``volcano_queue_*``, from the proportion plugin). Volcano v1.15.1
   observes all of them in milliseconds; the summary reports seconds. pprof is on (``--enable-pprof``).
 """
@@ -71,7 +71,7 @@ from kwokbench.components import PodSettings, Scheduler, Setup, own_component_na
 from kwokbench.errors import ClusterError, ScenarioError
 from kwokbench.formatting import fmt, ms
 from kwokbench.kind import SchedulerSpec
-from kwokbench.metrics.derive import counter_increase, histogram_quantiles
+from kwokbench.metrics.derive import histogram_quantiles
 from kwokbench.placement import quantity
 from kwokbench.progress import Reporter
 from kwokbench.scenario import WorkloadSpec
@@ -353,11 +353,12 @@ HISTOGRAMS = ("volcano_e2e_scheduling_latency_milliseconds", "volcano_open_sessi
               "volcano_action_scheduling_latency_milliseconds", "volcano_plugin_scheduling_latency_milliseconds",
               "volcano_task_scheduling_latency_milliseconds", "volcano_scheduling_stage_duration_milliseconds",
               "volcano_e2e_job_scheduling_latency_milliseconds")
-KEEP: dict[str, Any] = {**dict.fromkeys(HISTOGRAMS), "volcano_schedule_attempts_total": None,
-                        "volcano_unschedule_job_count": None, **dict.fromkeys(QUEUE_GAUGES)}
-"""Families kept from a scheduler component's scrapes (a kube-scheduler serves none of them; the per-job gauges
-``volcano_e2e_job_scheduling_*{job_name}`` and ``volcano_unschedule_task_count{job_id}`` grow with every PodGroup
-and are left out)."""
+KEEP: dict[str, Any] = {**dict.fromkeys(HISTOGRAMS), "volcano_unschedule_job_count": None,
+                        **dict.fromkeys(QUEUE_GAUGES)}
+"""Families kept from a scheduler component's scrapes (a kube-scheduler serves none of them). Left out: the per-job
+gauges (``volcano_e2e_job_scheduling_*{job_name}``, ``volcano_unschedule_task_count{job_id}``, ``volcano_job_*``),
+which grow with every PodGroup, and ``volcano_schedule_attempts_total``, which vc-scheduler v1.15.1 declares but
+never increments (only its agent scheduler does)."""
 SESSIONS = "volcano_e2e_scheduling_latency_milliseconds"
 
 
@@ -423,7 +424,6 @@ def volcano_section(series: pd.DataFrame, component: str, window: tuple[float, f
                                                   group_by="stage")),
         "job_latency_seconds": _seconds(histogram_quantiles(series, component,
                                                             "volcano_e2e_job_scheduling_latency_milliseconds")),
-        "schedule_attempts": counter_increase(series, component, "volcano_schedule_attempts_total", by="result"),
         "unschedulable_jobs_max": float(unsched["value"].max()) if len(unsched) else None,
         "queues": queue_usage(series, component, window),
         "cpu_seconds": proc.get("cpu_seconds"),
@@ -435,19 +435,18 @@ def volcano_rows(v: dict[str, Any] | None, who: str = "Volcano") -> list[list[st
     if not v:
         return []
     s = v.get("session_seconds") or {}
-    att = v.get("schedule_attempts") or {}
     rows = [[f"{who} sessions: count; mean / p99 (open, actions, close)",
-             f"{s.get('count', 0):.0f}; {ms(s.get('mean'))} / {ms(s.get('p99'))}"],
-            [f"{who} schedule attempts: scheduled / unschedulable / error",
-             f"{att.get('scheduled', 0):.0f} / {att.get('unschedulable', 0):.0f} / {att.get('error', 0):.0f}"]]
+             f"{s.get('count', 0):.0f}; {ms(s.get('mean'))} / {ms(s.get('p99'))}"]]
     acts = v.get("action_seconds") or {}
     if acts:
         rows.append([f"{who} actions: mean / p99 per session",
                      "; ".join(f"{a} {ms(h.get('mean'))} / {ms(h.get('p99'))}" for a, h in sorted(acts.items()))])
     bound = (v.get("task_latency_seconds") or {}).get("Bound") or {}
     if bound:
-        rows.append([f"{who} pod created → bound, its metric: p50 / p99", f"{ms(bound.get('p50'))} / "
-                     f"{ms(bound.get('p99'))}"])
+        rows.append([f"{who} pods bound, its metric: count; created → bound p50 / p99",
+                     f"{bound.get('count', 0):.0f}; {ms(bound.get('p50'))} / {ms(bound.get('p99'))}"])
+    if v.get("unschedulable_jobs_max"):
+        rows.append([f"{who} PodGroups it could not schedule, most at once", f"{v['unschedulable_jobs_max']:.0f}"])
     for q, u in sorted((v.get("queues") or {}).items()):
         if q == "root":
             continue
@@ -556,6 +555,7 @@ class Volcano(Scheduler):
                 "--enable-healthz=true", f"--healthz-address=127.0.0.1:{health_port}",
                 f"--kube-api-qps={sq}", f"--kube-api-burst={sb}", *self.spec.scheduler_args]
         logs = {c: info.dir / "logs" / f"{c}.log" for c in (self.CONTROLLER_COMPONENT, self._component)}
+        spawned = time.time()
         with rep.status(f"starting Volcano {VOLCANO} ({self.name}): vc-controller-manager and vc-scheduler"):
             procs = {}
             for comp, cmd in ((self.CONTROLLER_COMPONENT, cm_argv), (self._component, argv)):
@@ -576,8 +576,8 @@ class Volcano(Scheduler):
                             "conf": str(conf), "client_qps": sq, "client_burst": sb}
             health = {self.CONTROLLER_COMPONENT: f"http://127.0.0.1:{cm_health_port}/healthz",
                       self._component: f"http://127.0.0.1:{health_port}/healthz"}
-            ready = self._wait_ready(procs, logs, health, f"{base}/metrics", t0)
-        self._record["ready_seconds"] = ready - t0
+            ready = self._wait_ready(procs, logs, health, f"{base}/metrics", spawned)
+        self._record.update(setup_seconds=spawned - t0, ready_seconds=ready - spawned)
         return self._record
 
     def _wait_ready(self, procs: dict[str, Any], logs: dict[str, Path], health: dict[str, str], metrics: str,

@@ -58,15 +58,19 @@ def test_volcano_binds_every_pod_is_measured_and_down_stops_it(built: None, tmp_
         s = run.summary
         assert s is not None and s["pods_scheduled"] == 300, res.stdout
         v = s["volcano"]
-        # its own metrics: a session a second or so, each pod one scheduled attempt, every pod bound in its metric
-        assert v["session_seconds"]["count"] >= 3 and v["session_seconds"]["mean"] < 1.0
-        assert v["schedule_attempts"].get("scheduled", 0) >= 300, v["schedule_attempts"]
-        assert v["task_latency_seconds"]["Bound"]["count"] >= 300
+        # its own metrics: sessions (how long each takes depends on the host: no absolute figure), the actions in
+        # them (each shorter than the session holding it), every pod bound in its own metric
+        sess = v["session_seconds"]
+        assert sess["count"] >= 3 and sess["p99"] >= sess["p50"] > 0
+        assert all(a["mean"] <= sess["mean"] for a in v["action_seconds"].values()), v["action_seconds"]
+        assert v["task_latency_seconds"]["Bound"]["count"] >= 0.95 * 300  # the last ones may miss the last scrape
         assert {"enqueue", "allocate", "backfill"} <= set(v["action_seconds"])
         assert v["queues"]["default"]["allocated_milli_cpu_peak"] == 300 * 100
-        # the pg-controller makes a PodGroup per pod and annotates the pod: the apiserver's writes show it
+        # the pg-controller creates a PodGroup per pod and patches the pod to name it; each session's close writes
+        # the PodGroups' status (Pending → Inqueue → Running): the apiserver's writes per pod show it all
         writes = s["apiserver"]["writes"]["per_pod"]
-        assert writes["pods/binding"] == 1.0 and 0.95 <= writes["podgroups"] <= 1.05, writes
+        assert writes["pods/binding"] == 1.0 and 1.9 <= writes["pods"] <= 2.1, writes
+        assert 2.0 <= writes["podgroups"] <= 4.5, writes
         procs = s["processes"]
         assert procs["kube-scheduler"]["cpu_seconds"] and procs["vc-controller-manager"]["cpu_seconds"]
         prof = s["profiles"]["kube-scheduler"]  # pprof from its metrics server
@@ -88,7 +92,7 @@ def test_gangs_are_placed_whole_or_not_at_all(built: None, tmp_path: Path) -> No
     [g] = run.summary["placement"]["gangs"]
     assert g["gangs"] == 12 and g["partial"] == 0, g
     assert 1 <= g["complete"] <= 10, g  # 80 CPUs hold at most 10 gangs of 8
-    assert run.summary["volcano"]["schedule_attempts"].get("scheduled", 0) == 8 * g["complete"]
+    assert run.summary["volcano"]["task_latency_seconds"]["Bound"]["count"] == 8 * g["complete"]
 
 
 def test_a_queue_is_held_to_its_capability(built: None, tmp_path: Path) -> None:
