@@ -1,0 +1,144 @@
+"""Volcano as a first-class variant, on real clusters: built once from the pinned archive beside the repo
+(``../shared/sources``), its two processes started against each run's cluster, measured through its /metrics;
+gangs placed whole or not at all; a queue's capability holding; and the bad inputs: a tampered archive, an invalid
+queue (Volcano's own Queue schema), a configuration it refuses, a flag it refuses at start — each one line, exit 2,
+no process left. Small clusters (≤ 100 nodes, ≤ 500 pods) and figures as ratios: the host is shared."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import REPO, assert_one_line_error, kwokbench
+from tests.e2e.sources import ENV, SOURCES, install, only_run, processes
+
+ARCHIVE = "volcano-v1.15.1.tar.gz"
+pytestmark = pytest.mark.skipif(not (SOURCES / ARCHIVE).is_file(),
+                                reason=f"the pinned Volcano source is not in {SOURCES}")
+
+
+def _volcano_processes() -> list[psutil.Process]:
+    return processes(lambda exe: exe.endswith(("/vc-scheduler", "/vc-controller-manager")))
+
+
+@pytest.fixture(scope="module")
+def built(kb_home: Path) -> Iterator[None]:
+    """Volcano built from the pinned archive (a few minutes cold), then reused from the cache; every run of this
+    module in its own KWOKBENCH_HOME (``status`` and ``down`` see only these clusters)."""
+    install("volcano")
+    yield
+    assert not _volcano_processes(), "a Volcano process outlived its run"
+
+
+def _scenario(tmp_path: Path, schedulers: str, nodes: int = 5) -> Path:
+    path = tmp_path / "bad.yaml"
+    path.write_text(f"schema_version: 1\nname: bad\ncluster: {{node_groups: [{{name: c, count: {nodes}}}], "
+                    f"controller_manager: false}}\nschedulers: {schedulers}\nworkloads: [{{name: p, count: 5}}]\n")
+    return path
+
+
+def test_volcano_binds_every_pod_is_measured_and_down_stops_it(built: None, tmp_path: Path) -> None:
+    res = kwokbench("run", str(REPO / "scenarios/volcano.yaml"), "--variant", "volcano", "--out", str(tmp_path),
+                    "--set", "workloads.0.count=300", "--profile", "scheduler", "--keep-cluster", env=ENV, check=True)
+    run = only_run(tmp_path / "volcano")
+    cluster = run.meta["cluster"]["name"]
+    try:
+        assert run.meta["status"] == "complete"
+        [sched] = run.meta["schedulers"]
+        assert sched["kind"] == "volcano" and sched["scheduler_name"] == "volcano"
+        assert sched["version"].startswith("volcano v1.15.1") and "sha256:06f81ed1" in sched["version"]
+        assert sched["controller_manager"]["component"] == "vc-controller-manager"
+        fair = run.meta["fairness"]["volcano"]
+        assert fair["skew_to_control_plane"] == 1 and "binpack" in fair["scheduler_conf"]
+        assert set(run.pods["scheduler"]) == {"volcano"}
+        s = run.summary
+        assert s is not None and s["pods_scheduled"] == 300, res.stdout
+        v = s["volcano"]
+        # its own metrics: sessions (how long each takes depends on the host: no absolute figure), the actions in
+        # them (each shorter than the session holding it), every pod bound in its own metric
+        sess = v["session_seconds"]
+        assert sess["count"] >= 3 and sess["p99"] >= sess["p50"] > 0
+        assert all(a["mean"] <= sess["mean"] for a in v["action_seconds"].values()), v["action_seconds"]
+        assert v["task_latency_seconds"]["Bound"]["count"] >= 0.95 * 300  # the last ones may miss the last scrape
+        assert {"enqueue", "allocate", "backfill"} <= set(v["action_seconds"])
+        assert v["queues"]["default"]["allocated_milli_cpu_peak"] == 300 * 100
+        # the pg-controller creates a PodGroup per pod and patches the pod to name it; each session's close writes
+        # the PodGroups' status (Pending → Inqueue → Running): the apiserver's writes per pod show it all
+        writes = s["apiserver"]["writes"]["per_pod"]
+        assert writes["pods/binding"] == 1.0 and 1.9 <= writes["pods"] <= 2.1, writes
+        assert 2.0 <= writes["podgroups"] <= 4.5, writes
+        procs = s["processes"]
+        assert procs["kube-scheduler"]["cpu_seconds"] and procs["vc-controller-manager"]["cpu_seconds"]
+        prof = s["profiles"]["kube-scheduler"]  # pprof from its metrics server
+        assert prof.get("file") and prof["top"], prof
+        # --keep-cluster keeps both processes with the cluster; down stops them
+        live = _volcano_processes()
+        assert {p.name() for p in live} >= {"vc-scheduler", "vc-controller-manager"}
+    finally:
+        kwokbench("down", cluster, check=True)
+    assert not _volcano_processes()
+
+
+def test_gangs_are_placed_whole_or_not_at_all(built: None, tmp_path: Path) -> None:
+    """12 gangs of 8 one-CPU pods on 80 CPUs: Volcano's gang plugin binds a gang whole or leaves it pending."""
+    res = kwokbench("run", str(REPO / "scenarios/volcano-gangs.yaml"), "--variant", "volcano", "--out", str(tmp_path),
+                    "--set", "workloads.0.timeout_seconds=25", env=ENV)
+    assert res.returncode == 0, res.stderr
+    run = only_run(tmp_path / "volcano-gangs")
+    [g] = run.summary["placement"]["gangs"]
+    assert g["gangs"] == 12 and g["partial"] == 0, g
+    assert 1 <= g["complete"] <= 10, g  # 80 CPUs hold at most 10 gangs of 8
+    assert run.summary["volcano"]["task_latency_seconds"]["Bound"]["count"] == 8 * g["complete"]
+
+
+def test_a_queue_is_held_to_its_capability(built: None, tmp_path: Path) -> None:
+    """tenant-a (capability 20 CPUs) and tenant-b (30) each submit 40 one-CPU pods on 160 CPUs: each gets exactly
+    its capability, the rest wait in its queue."""
+    res = kwokbench("run", str(REPO / "scenarios/volcano-queues.yaml"), "--out", str(tmp_path), env=ENV)
+    assert res.returncode == 0, res.stderr
+    run = only_run(tmp_path / "volcano-queues")
+    placed = run.pods[run.pods["scheduled"].notna()].groupby("workload").size().to_dict()
+    assert placed == {"tenant-a": 20, "tenant-b": 30}
+    q = run.summary["volcano"]["queues"]
+    assert q["tenant-a"]["allocated_milli_cpu_peak"] == 20_000 and q["tenant-a"]["request_milli_cpu_peak"] == 40_000
+    assert q["tenant-b"]["allocated_milli_cpu_peak"] == 30_000
+    assert len(q["tenant-a"]["series"]["t"]) >= 5  # a series over time
+
+
+def test_tampered_archive_is_refused_before_anything_is_built(built: None, tmp_path: Path) -> None:
+    src = tmp_path / "sources"
+    src.mkdir()
+    bad = src / ARCHIVE
+    shutil.copyfile(SOURCES / ARCHIVE, bad)
+    data = bytearray(bad.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    bad.write_bytes(bytes(data))
+    res = kwokbench("tools", "install", "volcano", "--source", str(src))
+    assert_one_line_error(res, "is not the pinned 06f81ed19cabc6d2")
+    assert "building volcano" not in res.stdout + res.stderr  # refused before the build starts
+    doctor = kwokbench("tools", "doctor")
+    assert "volcano" in doctor.stdout and "from pinned archives" in doctor.stdout  # the good build is still there
+
+
+@pytest.mark.parametrize(("volcano", "needle"), [
+    # the apiserver checks the Queue against Volcano's own CRD schema (weight 1–65535)
+    ("{queues: [{name: a, weight: 0}]}", "Volcano's Queue schema refused queue a: Queue.scheduling.volcano.sh "
+                                         "\"a\" is invalid: spec.weight"),
+    # vc-scheduler would log this and fall back to its built-in configuration
+    ("{actions: 'enqueue, allocate, nonsense'}", "vc-scheduler refused its configuration: failed to find Action"),
+    # a flag its command line refuses: it exits at start
+    ("{scheduler_args: [--schedule-period=banana]}", "vc-scheduler exited with code 2 after"),
+], ids=["invalid-queue", "invalid-conf", "bad-flag"])
+def test_what_volcano_refuses_is_its_own_one_line(built: None, tmp_path: Path, volcano: str, needle: str) -> None:
+    scenario = _scenario(tmp_path, f"[{{name: vc, binary: volcano, volcano: {volcano}}}]")
+    res = kwokbench("run", str(scenario), "--out", str(tmp_path / "out"), env=ENV)
+    assert_one_line_error(res, needle)
+    assert not _volcano_processes()
+    run = only_run(tmp_path / "out" / "bad")  # the run is recorded as failed, with the reason
+    assert run.meta["status"] == "failed" and needle.split(":")[0] in run.meta["error"]
+    status = kwokbench("status")
+    assert run.meta["cluster"]["name"] not in status.stdout + status.stderr  # its cluster is gone
