@@ -57,6 +57,14 @@ def fake_run(tmp: Path, variant: str, repeat: int, throughput: float, p50_ms: fl
         "yunikorn": {"queues": {"root.tenant": {"guaranteed": {"vcore": 8000.0}, "max": {"vcore": 12000.0},
                                                 "series": {"t": [0.0, 1.0, 2.0, 3.0],
                                                            "vcore": [0.0, 4000.0, 9000.0, 12000.0 - repeat]}}}},
+        # as a replayed trace's: the cluster filling over time, and the FGD paper's curve
+        "allocation": {"gpu_capacity": 16.0,
+                       "series": {"t": [0.0, 1.0, 2.0, 3.0], "cpu": [0.0, 0.3, 0.6, 0.7],
+                                  "memory": [0.0, 0.2, 0.4, 0.5],
+                                  "gpu": [0.0, 0.4, 0.8, 0.9 - repeat / 100], "pending": [0.0, 3.0, 10.0, 12.0],
+                                  "fragmented_gpus": [0.0, 0.0, 1.0, 2.0]},
+                       "gpu_allocated_vs_arrived": [{"arrived": float(a), "allocated": min(a, 90.0 - repeat)}
+                                                    for a in range(0, 130, 5)]},
     }
     return StoredRun(path, meta, summary, pod_frame, requests)
 
