@@ -6,7 +6,8 @@ seeds 42-51 of the GPU allocation ratio at each % of arrived workload, for its R
 
 Printed: per variant, pods bound and left pending, GPU allocation (% of capacity) at 100% of arrived workload,
 once all has arrived (~130%: resampling stops just below 1.3x) and at the end, mean GPU fragmentation, created →
-bound p99 per pod class, the run's length; then the simulator's rows; and the allocation-against-arrived curve of every variant every 10%.
+bound p99 per pod class, the run's length; then the simulator's rows; and the allocation-against-arrived curve
+of every variant every 10%.
 
     python benchmarks/bench_traces.py                          # run every variant (about 5-10 min each here)
     python benchmarks/bench_traces.py --variant gpu-binpack    # one of them
