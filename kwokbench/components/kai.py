@@ -393,7 +393,8 @@ def fatal_line(log: Path) -> str:
     """Why a KAI process stopped, from its log: the last error its zap logger wrote (console or JSON), a Go
     panic, else its last line (the commands print their fatal error last)."""
     with contextlib.suppress(OSError):
-        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+        text = re.sub(r"\x1b\[[0-9;]*m", "", log.read_text(errors="replace"))  # the scheduler logs in colour
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
         for ln in reversed(lines[-40:]):
             if ln.startswith(("panic: ", "fatal error: ")):
                 return ln[:400]
@@ -404,7 +405,7 @@ def fatal_line(log: Path) -> str:
                         return " ".join(str(x) for x in (d.get("msg"), d.get("error")) if x)[:400]
             elif re.match(r"^\S+\s+(ERROR|FATAL|PANIC|DPANIC)\s", ln):
                 return re.sub(r"\s+", " ", ln.split(None, 2)[2])[:400]
-    return processes.telling_line(log)
+    return re.sub(r"\s+", " ", processes.telling_line(log))
 
 
 # ---- its metrics and report rows (pure, over a stored run) ------------------------------------------
@@ -453,9 +454,25 @@ def gauge_seconds(series: pd.DataFrame, component: str, name: str, window: tuple
     return out if by else out[""]
 
 
-def _seconds(h: dict[str, Any]) -> dict[str, Any]:
-    """A milliseconds histogram's figures in seconds."""
-    return {k: (v / 1000 if v is not None and k != "count" else v) for k, v in h.items()}
+def histogram_seconds(series: pd.DataFrame, component: str, family: str) -> dict[str, Any]:
+    """A milliseconds histogram's quantiles in seconds, with the share of observations above its highest bucket
+    (KAI's end at 2.56 s: a quantile there is a floor, not a value)."""
+    h = histogram_quantiles(series, component, family)
+    if not h:
+        return {}
+    out = {k: (v / 1000 if v is not None and k != "count" else v) for k, v in h.items()}
+    b = series[(series["component"] == component) & (series["name"] == f"{family}_bucket")]
+    le = b["labels"].map(lambda x: float(json.loads(x)["le"]))
+    top = float(le[np.isfinite(le)].max()) if np.isfinite(le).any() else None
+    out["top_bucket"] = top / 1000 if top is not None else None
+    if top is not None and h.get("count"):
+        t0, t1 = b["t"].min(), b["t"].max()
+
+        def count(bound: float, t: float) -> float:
+            return float(b.loc[(le == bound) & (b["t"] == t), "value"].sum())
+        above = (count(np.inf, t1) - count(np.inf, t0)) - (count(top, t1) - count(top, t0))
+        out["above_top_bucket_share"] = above / h["count"]
+    return out
 
 
 def queue_fair_shares(series: pd.DataFrame, component: str, window: tuple[float, float] | None) -> dict[str, Any]:
@@ -488,17 +505,20 @@ def kai_section(series: pd.DataFrame, component: str, window: tuple[float, float
     plugins = gauge_seconds(series, component, "kai_plugin_scheduling_latency_milliseconds", window, by="plugin")
     return {
         "component": component,
-        "pod_scheduling_seconds": _seconds(histogram_quantiles(
-            series, component, "kai_task_scheduling_latency_milliseconds")),
-        "bind_request_seconds": _seconds(histogram_quantiles(series, component, "kai_task_bind_latency_milliseconds")),
+        "pod_scheduling_seconds": histogram_seconds(series, component, "kai_task_scheduling_latency_milliseconds"),
+        "bind_request_seconds": histogram_seconds(series, component, "kai_task_bind_latency_milliseconds"),
         "session_seconds": gauge_seconds(series, component, "kai_e2e_scheduling_latency_milliseconds", window),
         "open_session_seconds": gauge_seconds(series, component, "kai_open_session_latency_milliseconds", window),
         "actions_seconds": gauge_seconds(series, component, "kai_action_scheduling_latency_milliseconds", window,
                                          by="action"),
         "plugins_seconds": dict(sorted(plugins.items(), key=lambda kv: -kv[1]["mean"])),
-        "podgroups_scheduled": counter_increase(series, component, "kai_podgroups_scheduled_by_action", by="action"),
-        "podgroups_acted_on": counter_increase(series, component, "kai_podgroups_acted_on_by_action", by="action"),
-        "preemption_attempts": sum(counter_increase(series, component, "kai_total_preemption_attempts").values()),
+        # the parser names a counter's samples <family>_total (KAI's counters have no such suffix)
+        "podgroups_scheduled": counter_increase(series, component, "kai_podgroups_scheduled_by_action_total",
+                                                by="action"),
+        "podgroups_acted_on": counter_increase(series, component, "kai_podgroups_acted_on_by_action_total",
+                                               by="action"),
+        "preemption_attempts": sum(counter_increase(series, component,
+                                                    "kai_total_preemption_attempts_total").values()),
         "queues": queue_fair_shares(series, component, window),
         "cpu_seconds": proc.get("cpu_seconds"),
     }
@@ -510,9 +530,12 @@ def kai_rows(k: dict[str, Any] | None, who: str = "KAI") -> list[list[str]]:
     if not k:
         return []
     pod, bind = k.get("pod_scheduling_seconds") or {}, k.get("bind_request_seconds") or {}
-    rows = [[f"{who} pod created → BindRequest written p50 / p99 (its histogram)",
-             f"{ms(pod.get('p50'))} / {ms(pod.get('p99'))} over {pod.get('count', 0):.0f} pods"],
-            [f"{who} BindRequest write mean / p99", f"{ms(bind.get('mean'))} / {ms(bind.get('p99'))}"]]
+    rows = [[f"{who} pod created → BindRequest written mean / p50 / p99 (its histogram)",
+             f"{ms(pod.get('mean'))} / {_quantile(pod, 'p50')} / {_quantile(pod, 'p99')} over "
+             f"{pod.get('count', 0):.0f} pods"
+             + (f"; {pod['above_top_bucket_share'] * 100:.0f}% above its top bucket" if
+                pod.get("above_top_bucket_share") else "")],
+            [f"{who} BindRequest write mean / p99", f"{ms(bind.get('mean'))} / {_quantile(bind, 'p99')}"]]
     sess = k.get("session_seconds") or {}
     if sess:
         rows.append([f"{who} session mean / max (sampled each second)",
@@ -521,10 +544,11 @@ def kai_rows(k: dict[str, Any] | None, who: str = "KAI") -> list[list[str]]:
     if acts:
         rows.append([f"{who} actions, mean per session",
                      ", ".join(f"{a} {ms(v['mean'])}" for a, v in sorted(acts.items(), key=lambda kv: -kv[1]["mean"]))])
-    plugins = list((k.get("plugins_seconds") or {}).items())[:3]
+    plugins = k.get("plugins_seconds") or {}
     if plugins:
-        rows.append([f"{who} slowest plugins at session open, mean", ", ".join(f"{p} {ms(v['mean'])}"
-                                                                             for p, v in plugins)])
+        slow = [f"{p} {ms(v['mean'])}" for p, v in list(plugins.items())[:3] if v["mean"] >= 0.0005]
+        rows.append([f"{who} slowest plugins at session open, mean",
+                     ", ".join(slow) or f"each of {len(plugins)} under 1 ms"])
     sched, acted = k.get("podgroups_scheduled") or {}, k.get("podgroups_acted_on") or {}
     if sched or acted:
         rows.append([f"{who} pod groups scheduled / acted on, by action",
@@ -540,6 +564,14 @@ def kai_rows(k: dict[str, Any] | None, who: str = "KAI") -> list[list[str]]:
     return rows
 
 
+def _quantile(h: dict[str, Any], q: str) -> str:
+    """A histogram quantile; one in its top bucket is only a floor (``≥ 2560 ms``)."""
+    v, top = h.get(q), h.get("top_bucket")
+    if v is not None and top is not None and v >= top and h.get("above_top_bucket_share"):
+        return f"≥ {ms(top)}"
+    return ms(v)
+
+
 # ---- the kind --------------------------------------------------------------------------------------
 
 
@@ -551,7 +583,7 @@ class Helper:
     component: str
     argv: list[str]
     ready_url: str | None
-    """Answers 200 once it runs (its health probe, or its /metrics)."""
+    """Answers 200 once it runs (its health probe, or its /metrics when it registers no health check)."""
     metrics_url: str | None
 
 
@@ -579,6 +611,8 @@ class Kai(Scheduler):
         self._started: list[str] = []
         """Components started on the cluster, in start order (stopped in reverse)."""
         self._helpers: list[Helper] = []
+        self._since: dict[str, float] = {}
+        """When each process was started."""
 
     def helper_component(self, role: str) -> str:
         """pid-file, log and metrics name of one of its other processes."""
@@ -640,7 +674,8 @@ class Kai(Scheduler):
                     f"--scheduler-name={SCHEDULER_NAME}", f"--qps={lim[0]}", f"--burst={lim[1]}",
                     f"--health-probe-bind-address=127.0.0.1:{ports['binder_health']}",
                     f"--metrics-bind-address=127.0.0.1:{ports['binder_metrics']}"],
-                   local.format(ports["binder_health"]) + "/healthz",
+                   # its probe server registers no check (no /healthz): its /metrics says it runs
+                   local.format(ports["binder_metrics"]) + "/metrics",
                    local.format(ports["binder_metrics"]) + "/metrics"),
             Helper("podgrouper", self.helper_component("podgrouper"),
                    [str(bin_dir / "kai-podgrouper"), f"-kubeconfig={kc}", "-leader-elect=false",
@@ -731,6 +766,7 @@ class Kai(Scheduler):
         except OSError as e:
             raise ClusterError(f"scheduler {self.name}: cannot start {argv[0]}: {e.strerror or e}") from e
         self._started.append(component)
+        self._since[component] = time.time()
         return proc
 
     def _wait(self, component: str, role: str, deadline: float, ready: Callable[[], bool],
@@ -739,7 +775,7 @@ class Kai(Scheduler):
         scheduler refuses its configuration)."""
         assert self._info is not None
         log = self._info.dir / "logs" / f"{component}.log"
-        t0 = time.time()
+        t0 = self._since.get(component, time.time())
         while True:
             if not own.alive(self._info, component):
                 why = fatal_line(log)
@@ -749,9 +785,10 @@ class Kai(Scheduler):
             if ready():
                 return
             if time.time() > deadline:
+                last = re.sub(r"\s+", " ", processes.telling_line(log))
                 raise ClusterError(f"scheduler {self.name}: KAI's {role} was not ready within "
                                    f"{self.variant.ready_timeout_seconds:g}s ({self._why_not}); last log line: "
-                                   f"{processes.telling_line(log)} (log: {log})")
+                                   f"{last} (log: {log})")
             time.sleep(0.25)
 
     _why_not = "not answering"
