@@ -785,9 +785,9 @@ class Kai(Scheduler):
             if ready():
                 return
             if time.time() > deadline:
-                last = re.sub(r"\s+", " ", processes.telling_line(log))
+                last, waiting_for = re.sub(r"\s+", " ", processes.telling_line(log)), self._why_not
                 raise ClusterError(f"scheduler {self.name}: KAI's {role} was not ready within "
-                                   f"{self.variant.ready_timeout_seconds:g}s ({self._why_not}); last log line: "
+                                   f"{self.variant.ready_timeout_seconds:g}s ({waiting_for}); last log line: "
                                    f"{last} (log: {log})")
             time.sleep(0.25)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -36,37 +37,46 @@ def test_kai_binds_every_pod_is_measured_and_down_leaves_nothing(built: None, kb
     kwokbench("run", str(REPO / "scenarios/kai.yaml"), "--variant", "kai", "--out", str(tmp_path), "--profile",
               "scheduler", "--keep-cluster", env=ENV, check=True)
     run = only_run(tmp_path / "kai")
-    assert run.meta["status"] == "complete"
-    [sched] = run.meta["schedulers"]
+    try:
+        _check_measured(run.meta, run.pods, run.summary)
+        # kept with its cluster (--keep-cluster) until `down`
+        alive = {Path(p.info["cmdline"][0]).name for p in _kai_processes()}
+        assert alive == set(ROLES), alive
+    finally:
+        down = kwokbench("down", run.meta["cluster"]["name"])
+    assert down.returncode == 0, down.stderr
+    assert not _kai_processes()  # `down` leaves none of its processes
+
+
+def _check_measured(meta: dict[str, Any], pods: Any, s: dict[str, Any] | None) -> None:
+    assert meta["status"] == "complete"
+    [sched] = meta["schedulers"]
     assert sched["kind"] == "kai" and sched["scheduler_name"] == "kai-scheduler"
     assert sched["version"].startswith("kai v0.13.0") and "sha256:518caaa1" in sched["version"]
     assert set(sched["helpers"]) == {"binder", "podgrouper", "queuecontroller", "podgroupcontroller"}
-    fair = run.meta["fairness"]
+    fair = meta["fairness"]
     assert fair["kai"]["skew_to_control_plane"] == 2 and fair["scheduler_client_qps"] == 100000.0
     assert [q["name"] for q in fair["kai"]["queues"]] == ["default-parent-queue", "default-queue"]
-    assert set(run.pods["scheduler"]) == {"kai-scheduler"}
-    s = run.summary
+    assert set(pods["scheduler"]) == {"kai-scheduler"}
     assert s is not None and s["pods_scheduled"] == 300 and s["pods_expected"] == 300
     k = s["kai"]
-    # its own account: every pod through its histogram once, one pod group per bare pod, all by allocate
-    assert k["pod_scheduling_seconds"]["count"] == 300 and k["bind_request_seconds"]["count"] == 300
-    assert k["podgroups_scheduled"].get("allocate") == 300
+    # its own account: every pod once through its histogram, one pod group per bare pod, placed by allocate.
+    # The scraper's last scrape may precede the last bindings by a second on a loaded host: counts within 5%
+    pod, binds = k["pod_scheduling_seconds"]["count"], k["bind_request_seconds"]["count"]
+    assert 285 <= pod <= 300 and binds == pod, k
+    assert 285 <= k["podgroups_scheduled"].get("allocate", 0) <= 300, k["podgroups_scheduled"]
     assert "allocate" in k["actions_seconds"] and k["session_seconds"]["samples"] >= 2
     assert "default-queue" in k["queues"]
-    # what each pod costs the apiserver: a PodGroup (podgrouper), a BindRequest (scheduler), a binding (binder)
+    # what each pod costs the apiserver: a PodGroup (podgrouper), a BindRequest (scheduler), a binding (binder),
+    # against one binding and one event per pod for kube-scheduler
     writes = s["apiserver"]["writes"]["per_pod"]
-    assert writes["pods/binding"] == 1.0 and writes["bindrequests"] >= 1.0 and writes["podgroups"] >= 1.0, writes
+    assert writes["pods/binding"] >= 0.95 and writes["bindrequests"] >= 0.95 and writes["podgroups"] >= 0.95, writes
+    assert sum(writes.values()) > 6, writes
     procs = s["processes"]
     assert procs["kube-scheduler"]["cpu_seconds"] > 0  # its scheduler, measured as the run's scheduler
-    assert all((procs.get(f"kai-{r}") or {}).get("cpu_seconds") is not None for r in ("binder", "podgrouper")), procs
+    assert all((procs.get(f"kai-{r}") or {}).get("cpu_seconds") for r in ("binder", "podgrouper")), procs
     prof = s["profiles"]["kube-scheduler"]  # pprof from its profiler port
     assert prof.get("file") and prof["top"], prof
-    # kept with its cluster (--keep-cluster) until `down`, which leaves none of its processes
-    alive = {Path(p.info["cmdline"][0]).name for p in _kai_processes()}
-    assert alive == set(ROLES), alive
-    down = kwokbench("down", run.meta["cluster"]["name"])
-    assert down.returncode == 0, down.stderr
-    assert not _kai_processes()
 
 
 def test_a_queue_is_held_to_its_limit_and_gangs_are_placed_whole(built: None, kb_home: Path,
