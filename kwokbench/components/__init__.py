@@ -27,8 +27,9 @@ import yaml
 from pydantic import BaseModel
 
 from kwokbench import kind
-from kwokbench.cluster import kueue, stages
+from kwokbench.cluster import stages
 from kwokbench.cluster.endpoints import Endpoint
+from kwokbench.cluster.kueue import write_stage_config
 from kwokbench.cluster.kwokctl import ClusterOptions, free_port, home_dir
 from kwokbench.kind import SchedulerSpec
 
@@ -226,7 +227,7 @@ def cluster_options(scenario: Scenario, base: Path, variant: SchedulerSpec, name
         prometheus_port=free_port() if scenario.cluster.prometheus else None,
         extra_args=list(scenario.cluster.extra_args),
         disable=[] if scenario.cluster.controller_manager else ["kube-controller-manager"],
-        kwok_configs=[*([kueue.write_stage_config(home_dir() / "configs" / "kwok-complete-after.yaml")]
+        kwok_configs=[*([write_stage_config(home_dir() / "configs" / "kwok-complete-after.yaml")]
                         if any(w.complete_after for w in scenario.workloads) else []),
                       *([stages.write_config(home_dir() / "configs" / "kwok-delete-after.yaml",
                                              stages.delete_after_stage())]

@@ -152,3 +152,16 @@ def test_the_lifetime_stage_deletes_running_pods_after_their_annotation() -> Non
     assert f'.metadata.annotations["{DELETE_AFTER_ANNOTATION}"]' in keys and ".status.phase" in keys
     assert st["delay"]["durationFrom"]["expressionFrom"] == f'.metadata.annotations["{DELETE_AFTER_ANNOTATION}"]'
     assert st["next"] == {"delete": True}
+
+
+def test_a_cluster_gets_the_stages_its_workloads_need(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Jobs that complete after a delay and a trace with lifetimes: both kwok configs, whatever else is imported
+    (kwokbench.components.kueue once shadowed the cluster module of the same name)."""
+    import kwokbench.components.kueue  # noqa: F401
+    from kwokbench.components import cluster_options
+
+    monkeypatch.setenv("KWOKBENCH_HOME", str(tmp_path / "home"))
+    sc = load_scenario(_scenario(tmp_path, "{file: pods.csv}\n  - name: jobs\n    template: job\n    count: 1\n"
+                                           "    complete_after: 4s"))
+    copts = cluster_options(sc, tmp_path, sc.schedulers[0], "x", None)  # type: ignore[arg-type]
+    assert sorted(p.name for p in copts.kwok_configs) == ["kwok-complete-after.yaml", "kwok-delete-after.yaml"]
