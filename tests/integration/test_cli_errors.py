@@ -32,7 +32,7 @@ def _scenario(tmp_path: Path, text: str) -> str:
      "scheduler config nope.yaml: no such file"),
     (GOOD.replace("schema_version: 1", "schema_version: 7"), "schema_version: Input should be 1"),
     (GOOD.replace("schedulers:\n  - name: default", "schedulers:\n  - name: default\n    binary: plugins/none"),
-     "scheduler default: binary 'plugins/none' is neither external, kube-scheduler, scheduler-plugins, "),
+     "scheduler default: binary 'plugins/none' is neither external, "),
     (GOOD.replace("schedulers:\n  - name: default", "schedulers:\n  - name: default\n    binary: /tmp"),
      "plugin directory /tmp: no go.mod"),
     (GOOD.replace("    template: pod\n", "    template: job\n    gang: {size: 2}\n")
