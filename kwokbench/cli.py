@@ -383,7 +383,7 @@ def down(
 # ---- traces ---------------------------------------------------------------------------------------
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_CLUSTER)
 @handled
 def capture(
     kubeconfig: Annotated[Path, typer.Option(help="Kubeconfig of the cluster to read (a token or a client "
