@@ -14,6 +14,8 @@ long each class of pod waited for a node.
   node (kwokbench's GPU sharing is accounted per node, not per device) and GPU-model affinity is not checked;
   with nothing pending nothing is fragmented.
 - **Pending**: pods created and neither bound nor deleted, over time.
+- **By workload** (runs of several workloads): each one's CPU cores held and pods waiting over time, its peak and
+  final share of the cluster's CPU: what each tenant got, whichever scheduler's queues placed it.
 - **Latency by pod class**: created → bound, p50 / p99, for CPU-only pods, one whole GPU, a shared GPU (less
   than one), several GPUs.
 - **Allocation against arrived workload** (the paper's figure): pods in creation order; at each step of 5% of
@@ -77,8 +79,16 @@ def allocation(pods: pd.DataFrame, nodes: pd.DataFrame) -> dict[str, Any] | None
     times = np.linspace(t0, t_end, SAMPLES) if t_end > t0 else np.array([t0])
     series: dict[str, list[float | None]] = {"cpu": [], "memory": [], "gpu": [], "pending": [],
                                              "fragmented_gpus": []}
+    workloads = pods["workload"].fillna("").astype(str).to_numpy() if "workload" in pods else np.full(len(pods), "")
+    names = sorted(set(workloads.tolist()) - {""})
+    tenants: dict[str, dict[str, list[float]]] = {w: {"cpu": [], "pending": []} for w in names}
     for t in times:
         on = (bound <= t) & ~(gone <= t)
+        if len(names) > 1:
+            for w in names:
+                mine = workloads == w
+                tenants[w]["cpu"].append(round(float(req["cpu"][on & mine].sum()) / MILLI, 3))
+                tenants[w]["pending"].append(float((mine & (created <= t) & ~(bound <= t) & ~(gone <= t)).sum()))
         used = {k: np.bincount(node_of[on], weights=v[on], minlength=len(nodes)) for k, v in req.items()}
         for k in ("cpu", "memory", "gpu"):
             series[k].append(_ratio(float(used[k].sum()), float(cap[k].sum())))
@@ -100,9 +110,24 @@ def allocation(pods: pd.DataFrame, nodes: pd.DataFrame) -> dict[str, Any] | None
         "deleted": int((~np.isnan(gone)).sum()),
         "latency_by_class": latency_by_class(pods),
     }
+    if len(names) > 1:
+        out["by_workload"] = by_workload(tenants, float(cap["cpu"].sum()) / MILLI)
     if gpu_total:
         out["gpu_allocated_vs_arrived"] = allocated_vs_arrived(created, req["gpu"], ~np.isnan(bound),
                                                                gpu_total * MILLI)
+    return out
+
+
+def by_workload(tenants: dict[str, dict[str, list[float]]], cpu_total: float) -> dict[str, Any]:
+    """Each workload's CPU cores held over time (on the section's sample instants) and its share of the cluster's CPU:
+    what a tenant got when several submit at once, whatever scheduler and queues placed them."""
+    out = {}
+    for w, ser in tenants.items():
+        cores = ser["cpu"]
+        out[w] = {"series": ser, "peak_cores": max(cores, default=0.0), "final_cores": cores[-1] if cores else 0.0,
+                  "mean_cores": float(np.mean(cores)) if cores else 0.0,
+                  "peak_share": max(cores, default=0.0) / cpu_total if cpu_total else None,
+                  "final_share": (cores[-1] if cores else 0.0) / cpu_total if cpu_total else None}
     return out
 
 

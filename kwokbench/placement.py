@@ -107,8 +107,29 @@ def gangs(pods: pd.DataFrame, phases: list[dict[str, Any]]) -> list[dict[str, An
         partial = int(((bound > 0) & (bound < need)).sum())
         out.append({"phase": ph["name"], "gangs": total, "size": size, "min_member": need,
                     "complete": int((bound >= need).sum()), "partial": partial, "unplaced": int((bound == 0).sum()),
-                    "pods_in_partial_gangs": int(bound[(bound > 0) & (bound < need)].sum())})
+                    "pods_in_partial_gangs": int(bound[(bound > 0) & (bound < need)].sum()),
+                    "time_to_place": _time_to_place(p, size, need, total)})
     return out
+
+
+def _time_to_place(p: pd.DataFrame, size: int, need: int, total: int) -> dict[str, Any] | None:
+    """Seconds from a gang's last member created (from then on the gang can be placed) to its ``need``-th member
+    bound, over the gangs placed whole: what the scheduler took once the whole gang was there (p50, p90, max)."""
+    if not len(p) or "created" not in p or "scheduled" not in p:
+        return None
+    f = pd.DataFrame({"gang": p["name"].map(_index).to_numpy() // size,
+                      "created": p["created"].to_numpy(dtype=float), "scheduled": p["scheduled"].to_numpy(dtype=float)})
+    f = f[(f["gang"] >= 0) & (f["gang"] < total)]
+    times = []
+    for _, g in f.groupby("gang"):
+        bound = np.sort(g["scheduled"].dropna().to_numpy())
+        if len(bound) >= need and g["created"].notna().all():
+            times.append(max(0.0, float(bound[need - 1] - g["created"].max())))
+    if not times:
+        return None
+    t = np.asarray(times)
+    return {"gangs": len(times), "p50": float(np.percentile(t, 50)), "p90": float(np.percentile(t, 90)),
+            "max": float(t.max())}
 
 
 def rule_violations(pods: pd.DataFrame, usage: pd.DataFrame, phases: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 from prometheus_client.parser import text_string_to_metric_families
@@ -12,11 +12,21 @@ BINDING = {"resource": "pods", "subresource": "binding", "verb": "POST"}
 """Labels of the apiserver's pod-binding POSTs: one per pod the scheduler placed."""
 
 
-def prefilter(text: str, families: Iterable[str]) -> str:
-    """Keep only the lines of the named families: the parser is slow, payloads are megabytes."""
+def prefilter(text: str, families: Iterable[str], lines: Mapping[str, Callable[[str], bool]] | None = None) -> str:
+    """Keep only the lines of the named families: the parser is slow, payloads are megabytes. ``lines``: for some
+    families, which of their sample lines to keep (a test on the raw line, e.g. a label present), so the parser
+    never sees the series dropped after it anyway."""
     names = tuple(families)
     prefixes = names + tuple(f"# {kind} {n}" for kind in ("HELP", "TYPE") for n in names)
-    return "\n".join(line for line in text.splitlines() if line.startswith(prefixes)) + "\n"
+    hinted = tuple((lines or {}).items())
+    out = []
+    for line in text.splitlines():
+        if not line.startswith(prefixes):
+            continue
+        if hinted and line[0] != "#" and any(line.startswith(f) and not ok(line) for f, ok in hinted):
+            continue
+        out.append(line)
+    return "\n".join(out) + "\n"
 
 
 def samples(text: str, name: str) -> list[Sample]:

@@ -392,37 +392,48 @@ def placement_quality(runs: list[StoredRun]) -> Chart:
     return _png(fig)
 
 
-def yunikorn_queues(runs: list[StoredRun]) -> Chart:
-    """Each YuniKorn queue's allocated CPUs over time (a panel per queue, a colour per variant, every run
-    drawn) against its guarantee (dashed) and max (dotted): what queue fairness is judged by."""
-    per_queue: dict[str, list[tuple[StoredRun, dict[str, Any]]]] = {}
-    for r in runs:
-        for name, q in (((r.summary or {}).get("yunikorn") or {}).get("queues") or {}).items():
-            if name != "root" and (q.get("series") or {}).get("vcore"):
-                per_queue.setdefault(name, []).append((r, q))
-    names = sorted(per_queue)[:4]
-    if not names:
-        return NotApplicable("no run has YuniKorn queues")
+def _panels_over_time(runs: list[StoredRun], per: dict[str, list[tuple[StoredRun, list[float], list[float],
+                                                                        dict[str, float]]]],
+                      ylabel: str, title: str, step: bool = False) -> bytes:
+    """A panel per name (at most 4), a line per run coloured by variant, and each run's limits as black lines
+    (``--`` dashed, ``:`` dotted), all on one y scale."""
+    names = sorted(per)[:4]
     fig, axes = plt.subplots(1, len(names), figsize=(11, 3.8), squeeze=False, sharey=True)
     colours, counts = _variant_colours(runs), _by_variant(runs)
     for ax, name in zip(axes[0], names, strict=False):
         labelled: set[str] = set()
-        for r, q in per_queue[name]:
+        for r, t, ys, limits in per[name]:
             v = _variant(r)
-            ser = q["series"]
-            ax.step(ser["t"], [x / 1000 for x in ser["vcore"]], where="post", color=colours[v],
-                    label=None if v in labelled else _variant_label(v, len(counts[v])))
+            label = None if v in labelled else _variant_label(v, len(counts[v]))
+            if step:
+                ax.step(t, ys, where="post", color=colours[v], label=label)
+            else:
+                ax.plot(t, ys, color=colours[v], linewidth=1.2, label=label)
             labelled.add(v)
-            for key, style in (("guaranteed", "--"), ("max", ":")):
-                lim = (q.get(key) or {}).get("vcore")
-                if lim:
-                    ax.axhline(lim / 1000, color="#000000", linestyle=style, linewidth=1)
+            for style, lim in limits.items():
+                ax.axhline(lim, color="#000000", linestyle=style, linewidth=1)
         ax.set_ylim(bottom=0)
         ax.set(title=name, xlabel="s since the first pod")
         _legend(ax)
-    axes[0][0].set_ylabel("CPUs allocated")
-    fig.suptitle("YuniKorn queues over time (dashed: guaranteed, dotted: max)")
+    axes[0][0].set_ylabel(ylabel)
+    fig.suptitle(title)
     return _png(fig)
+
+
+def yunikorn_queues(runs: list[StoredRun]) -> Chart:
+    """Each YuniKorn queue's allocated CPUs over time (a panel per queue, a colour per variant, every run
+    drawn) against its guarantee (dashed) and max (dotted): what queue fairness is judged by."""
+    per: dict[str, list[tuple[StoredRun, list[float], list[float], dict[str, float]]]] = {}
+    for r in runs:
+        for name, q in (((r.summary or {}).get("yunikorn") or {}).get("queues") or {}).items():
+            if name != "root" and (ser := q.get("series") or {}).get("vcore"):
+                limits = {style: lim / 1000 for key, style in (("guaranteed", "--"), ("max", ":"))
+                          if (lim := (q.get(key) or {}).get("vcore"))}
+                per.setdefault(name, []).append((r, ser["t"], [x / 1000 for x in ser["vcore"]], limits))
+    if not per:
+        return NotApplicable("no run has YuniKorn queues")
+    return _panels_over_time(runs, per, "CPUs allocated", "YuniKorn queues over time (dashed: guaranteed, dotted: max)",
+                             step=True)
 
 
 def pressure(runs: list[StoredRun]) -> Chart:
@@ -478,6 +489,19 @@ def gpu_vs_arrived(runs: list[StoredRun]) -> Chart:
     return _png(fig)
 
 
+def tenants(runs: list[StoredRun]) -> Chart:
+    """Each workload's CPUs held over time (a panel per workload, a colour per variant, every run drawn): what each
+    tenant got when several submit at once, whichever scheduler and queues placed them."""
+    per: dict[str, list[tuple[StoredRun, list[float], list[float], dict[str, float]]]] = {}
+    for r in runs:
+        a = (r.summary or {}).get("allocation") or {}
+        for name, w in (a.get("by_workload") or {}).items():
+            per.setdefault(name, []).append((r, (a.get("series") or {}).get("t") or [], w["series"]["cpu"], {}))
+    if not per:
+        return NotApplicable("no run has several workloads with allocation figures")
+    return _panels_over_time(runs, per, "CPUs held", "CPUs held by each workload over time")
+
+
 CHARTS: dict[str, tuple[str, Callable[[list[StoredRun]], Chart]]] = {
     "binding_rate": ("Binding rate over time", binding_rate),
     "cumulative": ("Offered, accepted, scheduled, running", cumulative_scheduled),
@@ -490,4 +514,5 @@ CHARTS: dict[str, tuple[str, Callable[[list[StoredRun]], Chart]]] = {
     "pressure": ("The cluster under pressure", pressure),
     "gpu_vs_arrived": ("GPU allocation against arrived workload", gpu_vs_arrived),
     "yunikorn_queues": ("YuniKorn queues over time", yunikorn_queues),
+    "tenants": ("CPUs held by each workload over time", tenants),
 }

@@ -238,6 +238,11 @@ def allocation_rows(a: dict[str, Any] | None) -> list[list[str]]:
         rows.append(["created→bound p50 / p99 by pod class (bound of pods)",
                      ", ".join(f"{c} {_ms(v.get('p50'))} / {_ms(v.get('p99'))} ({v['bound']}/{v['pods']})"
                                for c, v in by.items())])
+    for w, t in (a.get("by_workload") or {}).items():
+        rows.append([f"workload {w}: CPUs held peak / at the end (share of the cluster's); pods waiting at the end",
+                     f"{_f(t.get('peak_cores'), '', 0)} / {_f(t.get('final_cores'), '', 0)} "
+                     f"({pct(t.get('final_share'))}); "
+                     f"{_f((t['series'].get('pending') or [None])[-1], '', 0)}"])
     return rows
 
 
@@ -258,6 +263,10 @@ def placement_rows(pl: dict[str, Any]) -> list[list[str]]:
     for g in pl.get("gangs") or []:
         rows.append([f"gangs {g['phase']}: complete / partly placed / unplaced",
                      f"{g['complete']} / {g['partial']} / {g['unplaced']} of {g['gangs']}"])
+        t = g.get("time_to_place")
+        if t:
+            rows.append([f"gangs {g['phase']}: time to place, last member created to gang bound, p50 / p90 / max",
+                         f"{t['p50']:.1f} s / {t['p90']:.1f} s / {t['max']:.1f} s ({t['gangs']} whole gangs)"])
     rv = pl.get("rule_violations")
     if rv:
         rows.append(["pods placed against the gpufilter rule", f"{rv['violations']} of {rv['pods_checked']}"])

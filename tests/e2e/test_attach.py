@@ -80,7 +80,7 @@ def test_attach_run_and_down_touch_only_labelled_objects(existing: ClusterInfo, 
     sc.write_text(sc.read_text().replace("scheduler_name: default-scheduler}",
                                          "scheduler_name: x, command: [sleep, '60']}"))
     assert_one_line_error(kwokbench("run", str(sc), "--cluster", "byo", "--out", str(tmp_path / "t2"), env=env),
-                          "kwokbench does not start schedulers there")
+                          "on an attached cluster kwokbench does not start schedulers")
 
     pid = int(json.loads((tmp_path / "kb-home/attached/byo/attach.json").read_text())["kwok_pid"])
     res = kwokbench("down", "byo", env=env, check=True)

@@ -11,7 +11,7 @@ import yaml
 from kwokbench.store import find_runs, load_run
 from tests.conftest import kwokbench
 
-REPEAT = 4
+REPEAT = 3
 
 
 @pytest.fixture(scope="module")
@@ -23,13 +23,14 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "profiles": [{"schedulerName": "not-the-default-scheduler"}]}))
     (d / "s.yaml").write_text(yaml.safe_dump({
         "schema_version": 1, "name": "gate-e2e", "seed": 1,
-        "cluster": {"node_groups": [{"name": "cpu", "count": 100, "params": {"cpu": 32, "memory": "256Gi"}}]},
+        "cluster": {"node_groups": [{"name": "cpu", "count": 50, "params": {"cpu": 32, "memory": "256Gi"}}]},
         "schedulers": [{"name": "a"}, {"name": "b"},
-                       # client QPS well below the 250/s this scenario offers (and binds, quiet)
-                       {"name": "slow", "client_qps": 100, "client_burst": 100},
+                       # client QPS far below the 250/s this scenario offers: at 100/s a loaded CI host (accepting
+                       # 63% of the offered rate) bound no faster than that, and the slowdown did not show
+                       {"name": "slow", "client_qps": 50, "client_burst": 50},
                        {"name": "stuck", "config": "stuck.yaml"}],
-        "workloads": [{"name": "pods", "template": "pod", "count": 1500, "params": {"cpu": "100m"},
-                       "arrival": {"type": "qps", "qps": 250}, "wait_for": "scheduled", "timeout_seconds": 15}],
+        "workloads": [{"name": "pods", "template": "pod", "count": 800, "params": {"cpu": "100m"},
+                       "arrival": {"type": "qps", "qps": 250}, "wait_for": "scheduled", "timeout_seconds": 25}],
     }))
     kwokbench("run", str(d / "s.yaml"), "--repeat", str(REPEAT), "--out", str(d / "out"), timeout=1800)
     return d / "out" / "gate-e2e"
@@ -51,8 +52,8 @@ def test_the_interleaved_runs_completed(runs: Path) -> None:
     assert all(r.summary and r.summary["pods_unscheduled"] == 0 for v in ("a", "b", "slow") for r in by_variant[v])
     # the stranded pods count: the phase timed out and says so, and they weigh on the latency percentiles
     for r in by_variant["stuck"]:
-        assert r.summary and r.summary["pods_unscheduled"] == 1500 and r.summary["phases_timed_out"] == ["pods"]
-        assert r.summary["latency"]["created_to_scheduled"]["censored"] == 1500
+        assert r.summary and r.summary["pods_unscheduled"] == 800 and r.summary["phases_timed_out"] == ["pods"]
+        assert r.summary["latency"]["created_to_scheduled"]["censored"] == 800
 
 
 def test_aa_is_never_a_regression(runs: Path) -> None:

@@ -32,7 +32,11 @@ def test_report_opens_in_chromium_with_charts_and_escapes(two_runs: Path, tmp_pa
     assert EVIL not in html and "&lt;script&gt;" in html
     assert "src=\"http" not in html and "<link" not in html  # self-contained
     assert '<p class="left-out">YuniKorn queues over time: no run has YuniKorn queues</p>' in html
-    assert html.count('class="left-out"') == 1 and "chart left out, YuniKorn queues over time" in res.stdout
+    # ... and the quickstart requests no GPUs: GPU allocation against arrived workload is left out too
+    assert '<p class="left-out">GPU allocation against arrived workload: no run requested GPUs</p>' in html
+    # ... and it has one workload: there are no tenants to draw apart
+    assert "CPUs over time: no run has several workloads with allocation figures" in html
+    assert html.count('class="left-out"') == 3 and "chart left out, YuniKorn queues over time" in res.stdout
     md = (tmp_path / "rep" / "summary.md").read_text()
     assert md.startswith("## kwokbench: quickstart") and "pods scheduled" in md
 
@@ -41,8 +45,8 @@ def test_report_opens_in_chromium_with_charts_and_escapes(two_runs: Path, tmp_pa
         driver.get((tmp_path / "rep" / "report.html").as_uri())
         images = driver.execute_script(
             "return Array.from(document.images).map(i => [i.complete, i.naturalWidth, i.naturalHeight])")
-        # the quickstart has no YuniKorn queues: that chart is left out, and said so, not drawn empty
-        assert len(images) == len(CHARTS) - 1
+        # no YuniKorn queues, no GPUs, one workload: those three charts are left out, said so, not drawn empty
+        assert len(images) == len(CHARTS) - 3
         assert all(done and w > 300 and h > 200 for done, w, h in images), images
         assert driver.execute_script("return document.scripts.length") == 0  # the scenario's <script> is text
         assert EVIL in driver.find_element("tag name", "body").text

@@ -1,18 +1,34 @@
-"""A 2×2 capacity-planning sweep on real clusters: table, knee, sentences, charts, stored runs."""
+"""A 2×2 capacity-planning sweep on real clusters: table, knee, sentences, charts, stored runs; the same grid run
+as 2 shards and merged: the grid the sweep measured whole, cell for cell; and a repeated run group sharded and
+merged reads as one group."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from kwokbench.store import load_run
+import pytest
+
+from kwokbench.store import find_runs, load_run
+from kwokbench.sweep import knees
 from tests.conftest import REPO, kwokbench
 
+GRID = ("--nodes", "20,40", "--qps", "20,800", "--duration", "3", "--slo-p99", "1s")
 
-def test_sweep_2x2_finds_a_knee(tmp_path: Path) -> None:
-    res = kwokbench("sweep", str(REPO / "scenarios/quickstart.yaml"), "--nodes", "20,40", "--qps", "20,800",
-                    "--duration", "3", "--slo-p99", "1s", "--out", str(tmp_path), check=True)
-    [sweep_dir] = (tmp_path / "quickstart").glob("sweep-*")
+
+def _sweep(out: Path, *extra: str) -> tuple[Path, str]:
+    res = kwokbench("sweep", str(REPO / "scenarios/quickstart.yaml"), *GRID, "--out", str(out), *extra, check=True)
+    [sweep_dir] = (out / "quickstart").glob("sweep-*")
+    return sweep_dir, res.stdout
+
+
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    return _sweep(tmp_path_factory.mktemp("whole"))
+
+
+def test_sweep_2x2_finds_a_knee(whole: tuple[Path, str]) -> None:
+    sweep_dir, stdout = whole
     doc = json.loads((sweep_dir / "sweep.json").read_text())
     assert doc["status"] == "complete" and doc["nodes"] == [20, 40] and doc["qps"] == [20.0, 800.0]
     points = {(p["nodes"], p["qps"]): p for p in doc["points"]}
@@ -33,7 +49,51 @@ def test_sweep_2x2_finds_a_knee(tmp_path: Path) -> None:
     [sentence] = [x for x in doc["sentences"] if x.startswith("with 20 nodes this control plane sustains 20 pods/s "
                                                                "within a 1 s p99 (it failed at 800/s)")]
     assert "-bound" in sentence  # and says what limited the first point that failed
-    assert "sustains 20 pods/s within a 1 s p99" in " ".join(res.stdout.split())
+    assert "sustains 20 pods/s within a 1 s p99" in " ".join(stdout.split())
     for f in ("sweep.md", "throughput_vs_qps.png", "latency_vs_qps.png", "control_plane_vs_nodes.png"):
         assert (sweep_dir / f).stat().st_size > 0
     assert kwokbench("status", check=True).stdout.count("kb-sweep-") == 0  # clusters deleted
+
+
+def test_two_sweep_shards_merge_into_the_grid_measured_whole(whole: tuple[Path, str], tmp_path: Path) -> None:
+    """Each shard measures its half of the grid; merged, they are the grid the sweep measured whole: the same cells
+    with the same verdicts, each cell as its shard measured it, the knees recomputed over the whole grid."""
+    shards = [_sweep(tmp_path / f"shard{i}", "--shard", f"{i}/2", "--no-stop-early")[0] for i in (1, 2)]
+    docs = [json.loads((s / "sweep.json").read_text()) for s in shards]
+    assert [d["shard"] for d in docs] == ["1/2", "2/2"] and all(len(d["points"]) == 2 for d in docs)
+    measured = {(p["nodes"], p["qps"]): p for d in docs for p in d["points"]}
+    res = kwokbench("merge", *map(str, shards), "-o", str(tmp_path / "merged"), check=True)
+    assert "merged from 2 shards" in res.stdout
+    merged = json.loads((tmp_path / "merged" / "sweep.json").read_text())
+    cells = {(p["nodes"], p["qps"]): p for p in merged["points"]}
+    assert set(cells) == set(measured) == {(20, 20.0), (20, 800.0), (40, 20.0), (40, 800.0)}
+    for key, p in measured.items():  # the same verdict per cell as its shard measured it
+        assert cells[key]["holds"] == p["holds"], (p, cells[key])
+        assert load_run(Path(cells[key]["run"])).meta["shard"] in ("1/2", "2/2")
+    grid = {(p["nodes"], p["qps"]): p["holds"] for p in json.loads((whole[0] / "sweep.json").read_text())["points"]}
+    assert {k: c["holds"] for k, c in cells.items()} == grid  # the verdicts of the sweep measured whole
+    assert merged["status"] == "complete"
+    assert merged["knees"] == {str(n): v for n, v in knees(merged["points"]).items()} and set(merged["knees"]) == {
+        "20", "40"}  # recomputed over the whole grid, not one shard's
+    assert len(find_runs([tmp_path / "merged"])) == 4
+    kwokbench("report", str(tmp_path / "merged"), "-o", str(tmp_path / "report"), check=True)
+    # what a CI matrix's artefacts hold: the --out folders themselves, each with its sweep below it
+    res = kwokbench("merge", str(tmp_path / "shard1"), str(tmp_path / "shard2"), "-o", str(tmp_path / "from-out"),
+                    check=True)
+    assert all(f"merging the sweep inside it, {s}" in res.stderr for s in shards), res.stderr
+    from_out = json.loads((tmp_path / "from-out" / "sweep.json").read_text())
+    assert {(p["nodes"], p["qps"]): p["holds"] for p in from_out["points"]} == \
+        {(p["nodes"], p["qps"]): p["holds"] for p in merged["points"]}
+    assert from_out["knees"] == merged["knees"]
+    assert len(find_runs([tmp_path / "from-out"])) == 4
+
+
+def test_repeats_sharded_and_merged_are_one_group(tmp_path: Path) -> None:
+    for i in (1, 2):
+        kwokbench("run", str(REPO / "scenarios/quickstart.yaml"), "--set", "cluster.node_groups.0.count=20",
+                  "--set", "workloads.0.count=60", "--repeat", "2", "--shard", f"{i}/2",
+                  "--out", str(tmp_path / f"s{i}"), check=True)
+    kwokbench("merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "-o", str(tmp_path / "m"), check=True)
+    runs = [load_run(p) for p in find_runs([tmp_path / "m"])]
+    assert sorted(r.meta["group"]["repeat"] for r in runs) == [0, 1]
+    assert {r.meta["shard"] for r in runs} == {"1/2", "2/2"} and len({r.meta["group"]["id"] for r in runs}) == 1

@@ -3,7 +3,8 @@ into the last five, an ack file mutes it, and `report --history` opens in headle
 and a working two-run comparison.
 
 The runs are short (100 pods at 100/s: arrival-bound, so their throughput is steady); the step is made in a
-copy of them (throughput x 0.8 in the last five summaries), as a regression would leave it."""
+copy of them (throughput halved in the last five summaries), as a regression would leave it: a step well
+beyond what a loaded CI host does to one run's throughput (a 20% step was once placed a commit early)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from tests.e2e.browser import headless
 
 COMMITS = [f"{i:02d}" + "7e2e" * 9 + "ab" for i in range(10)]
 STEP_AT = 5
-"""The first commit after the step (its runs and every later one's lose 20% of their throughput)."""
+"""The first commit after the step (its runs and every later one's lose half their throughput)."""
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +36,7 @@ def history(cluster: ClusterInfo, tmp_path_factory: pytest.TempPathFactory) -> P
     for run in find_runs([stepped]):
         if COMMITS.index(read_meta(run)["code"]["commit"]) >= STEP_AT:
             doc = json.loads((run / SUMMARY).read_text())
-            doc["throughput"]["average"] *= 0.8
+            doc["throughput"]["average"] *= 0.5
             (run / SUMMARY).write_text(json.dumps(doc))
     return stepped
 
@@ -46,7 +47,7 @@ def test_detect_finds_the_step_and_an_ack_mutes_it(history: Path, tmp_path: Path
     [metric] = json.loads(res.stdout)["metrics"]
     [change] = metric["changes"]
     assert change["before"]["commit"] == COMMITS[STEP_AT - 1] and change["after"]["commit"] == COMMITS[STEP_AT]
-    assert change["direction"] == "regression" and -0.25 < change["magnitude"] < -0.15
+    assert change["direction"] == "regression" and -0.65 < change["magnitude"] < -0.35
     ack = tmp_path / "ack.yaml"
     ack.write_text(f"- metric: throughput\n  commit: {COMMITS[STEP_AT][:10]}\n  reason: e2e step\n")
     res = kwokbench("detect", str(history), "--metric", "throughput:-10%", "--ack", str(ack))

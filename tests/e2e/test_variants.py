@@ -41,7 +41,7 @@ def test_coscheduling_never_leaves_a_gang_partly_bound(tmp_path: Path) -> None:
     kwokbench("run", str(REPO / "scenarios/coscheduling-vs-default.yaml"), "--out", str(tmp_path),
               "--set", "cluster.node_groups.0.count=10", "--set", "cluster.node_groups.0.params.cpu=4",
               "--set", "workloads.0.count=48", "--set", "workloads.0.gang.size=6",
-              "--set", "workloads.0.timeout_seconds=15", check=True)
+              "--set", "workloads.0.settle_seconds=6", check=True)  # what fits binds in the first seconds
     runs = _runs(tmp_path / "coscheduling-vs-default")
     assert set(runs) == {"default", "coscheduling"}
     gangs = {}

@@ -86,7 +86,7 @@ def test_volcano_binds_every_pod_is_measured_and_down_stops_it(built: None, tmp_
 def test_gangs_are_placed_whole_or_not_at_all(built: None, tmp_path: Path) -> None:
     """12 gangs of 8 one-CPU pods on 80 CPUs: Volcano's gang plugin binds a gang whole or leaves it pending."""
     res = kwokbench("run", str(REPO / "scenarios/volcano-gangs.yaml"), "--variant", "volcano", "--out", str(tmp_path),
-                    "--set", "workloads.0.timeout_seconds=25", env=ENV)
+                    "--set", "workloads.0.settle_seconds=10", env=ENV)  # ends 10 s after the last bind
     assert res.returncode == 0, res.stderr
     run = only_run(tmp_path / "volcano-gangs")
     [g] = run.summary["placement"]["gangs"]
@@ -98,7 +98,8 @@ def test_gangs_are_placed_whole_or_not_at_all(built: None, tmp_path: Path) -> No
 def test_a_queue_is_held_to_its_capability(built: None, tmp_path: Path) -> None:
     """tenant-a (capability 20 CPUs) and tenant-b (30) each submit 40 one-CPU pods on 160 CPUs: each gets exactly
     its capability, the rest wait in its queue."""
-    res = kwokbench("run", str(REPO / "scenarios/volcano-queues.yaml"), "--out", str(tmp_path), env=ENV)
+    res = kwokbench("run", str(REPO / "scenarios/volcano-queues.yaml"), "--out", str(tmp_path),
+                    "--set", "workloads.1.settle_seconds=8", env=ENV)  # not the 20 s time-out: 8 s without a bind
     assert res.returncode == 0, res.stderr
     run = only_run(tmp_path / "volcano-queues")
     placed = run.pods[run.pods["scheduled"].notna()].groupby("workload").size().to_dict()

@@ -66,7 +66,8 @@ def test_yunikorn_binds_every_pod_and_is_measured(built: None, tmp_path: Path) -
 def test_two_queues_are_held_to_their_configured_shares(built: None, tmp_path: Path) -> None:
     """tenant-a (max 100 CPUs) over-submits 150 one-CPU pods, tenant-b (max 60) submits 80: each gets
     exactly its max, the rest wait in its queue."""
-    res = kwokbench("run", str(REPO / "scenarios/yunikorn-queues.yaml"), "--out", str(tmp_path), env=ENV)
+    res = kwokbench("run", str(REPO / "scenarios/yunikorn-queues.yaml"), "--out", str(tmp_path),
+                    "--set", "workloads.1.settle_seconds=8", env=ENV)  # not the 20 s time-out: 8 s without a bind
     assert res.returncode == 0, res.stderr
     run = only_run(tmp_path / "yunikorn-queues")
     placed = run.pods[run.pods["scheduled"].notna()].groupby("workload").size().to_dict()
@@ -84,7 +85,7 @@ def test_gangs_are_placed_whole_or_not_at_all(built: None, tmp_path: Path) -> No
     before any member binds, so no gang is left partly placed."""
     res = kwokbench("run", str(REPO / "scenarios/yunikorn-gangs.yaml"), "--variant", "yunikorn", "--out",
                     str(tmp_path), "--set", "cluster.node_groups.0.count=10", "--set", "workloads.0.count=96",
-                    "--set", "workloads.0.timeout_seconds=25", env=ENV)
+                    "--set", "workloads.0.settle_seconds=10", env=ENV)  # ends 10 s after the last bind
     assert res.returncode == 0, res.stderr
     run = only_run(tmp_path / "yunikorn-gangs")
     [g] = run.summary["placement"]["gangs"]

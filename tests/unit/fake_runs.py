@@ -64,7 +64,13 @@ def fake_run(tmp: Path, variant: str, repeat: int, throughput: float, p50_ms: fl
                                   "gpu": [0.0, 0.4, 0.8, 0.9 - repeat / 100], "pending": [0.0, 3.0, 10.0, 12.0],
                                   "fragmented_gpus": [0.0, 0.0, 1.0, 2.0]},
                        "gpu_allocated_vs_arrived": [{"arrived": float(a), "allocated": min(a, 90.0 - repeat)}
-                                                    for a in range(0, 130, 5)]},
+                                                    for a in range(0, 130, 5)],
+                       # as two tenants' runs: each workload's CPUs over time
+                       "by_workload": {w: {"series": {"cpu": [0.0, 10.0 * k, 20.0 * k, 30.0 * k - repeat],
+                                                      "pending": [0.0, 5.0, 2.0, 1.0]},
+                                           "peak_cores": 30.0 * k - repeat, "final_cores": 30.0 * k - repeat,
+                                           "final_share": (30.0 * k - repeat) / 100}
+                                       for k, w in enumerate(("tenant-a", "tenant-b"), start=1)}},
     }
     return StoredRun(path, meta, summary, pod_frame, requests)
 

@@ -66,11 +66,27 @@ def test_gang_completeness() -> None:
     nodes = ["n", "n", "n", "n", "", "", "", "", ""]
     pods = pd.DataFrame([pod(f"gangs-ab12cd-{i}", "gangs", node) for i, node in enumerate(nodes)])
     [g] = placement(pods, NODES, [{"name": "gangs", "count": 9, "gang": {"size": 3, "min_member": 3}}], {})["gangs"]
+    assert g.pop("time_to_place") == {"gangs": 1, "p50": 1.0, "p90": 1.0, "max": 1.0}
     assert g == {"phase": "gangs", "gangs": 3, "size": 3, "min_member": 3, "complete": 1, "partial": 1,
                  "unplaced": 1, "pods_in_partial_gangs": 1}
     # minMember 1: any placed member completes its gang
     [g1] = placement(pods, NODES, [{"name": "gangs", "count": 9, "gang": {"size": 3, "min_member": 1}}], {})["gangs"]
     assert (g1["complete"], g1["partial"], g1["unplaced"]) == (2, 0, 1)
+
+
+def test_gang_time_to_place_counts_from_the_last_member_to_the_min_member_th_bound() -> None:
+    rows = [  # gang 0: members created at 0, 1, 2; bound at 5, 3, 9 -> 2nd bound (5) - last created (2) = 3 s
+        {**pod(f"g-ab-{i}", "g", "n"), "created": c, "scheduled": s}
+        for i, (c, s) in enumerate([(0, 5), (1, 3), (2, 9)])
+    ] + [  # gang 1: bound before its last member came (a scheduler placing it by minMember 2 of 3): 0, not < 0
+        {**pod(f"g-ab-{i}", "g", "n"), "created": c, "scheduled": s} for i, (c, s) in zip(
+            range(3, 6), [(10, 11), (10, 11.5), (12, float("nan"))], strict=True)
+    ] + [  # gang 2: one member bound, not whole: left out
+        {**pod("g-ab-6", "g", "n"), "created": 20.0, "scheduled": 21.0}, pod("g-ab-7", "g", ""), pod("g-ab-8", "g", "")]
+    [g] = placement(pd.DataFrame(rows), NODES, [{"name": "g", "count": 9, "gang": {"size": 3, "min_member": 2}}],
+                    {})["gangs"]
+    assert (g["complete"], g["partial"], g["unplaced"]) == (2, 1, 0)
+    assert g["time_to_place"] == {"gangs": 2, "p50": 1.5, "p90": pytest.approx(2.7), "max": 3.0}
 
 
 def test_failed_scheduling_reasons() -> None:

@@ -136,6 +136,22 @@ def test_free_gpus_no_pending_pod_fits_are_fragmented() -> None:
     assert b is not None and b["gpu_fragmentation"]["final_gpus"] == 0
 
 
+def test_two_tenants_cpu_over_time_by_workload() -> None:
+    nan = np.nan
+    # tenant a: 2 pods of 4 CPUs bound at 1 and 2; tenant b: 1 pod of 8 CPUs bound at 5, one pod of 8 never bound
+    pods = _pods([(0, 1, nan, "g0", 4000, 0, 0), (0, 2, nan, "g0", 4000, 0, 0), (0, 5, nan, "g1", 8000, 0, 0),
+                  (0, nan, nan, "", 8000, 0, 0)]).assign(workload=["a", "a", "b", "b"])
+    a = allocation(pods, _nodes())
+    assert a is not None
+    t = a["by_workload"]
+    assert t["a"]["final_cores"] == 8 and t["b"]["final_cores"] == 8 and t["a"]["final_share"] == pytest.approx(8 / 24)
+    assert t["a"]["series"]["cpu"][0] == 0 and t["b"]["series"]["pending"][-1] == 1
+    assert len(t["a"]["series"]["cpu"]) == len(a["series"]["t"])
+    # one workload: nothing to split
+    one = allocation(pods.assign(workload="a"), _nodes())
+    assert one is not None and "by_workload" not in one
+
+
 def test_allocation_against_arrived_workload() -> None:
     curve = allocated_vs_arrived(np.array([0.0, 1.0, 2.0, 3.0]), np.array([1000.0, 1000.0, 1000.0, 1000.0]),
                                  np.array([True, True, False, True]), 2000.0)

@@ -59,3 +59,38 @@ def test_nothing_to_say_without_pods_a_start_or_scrapes_after_it(start: float | 
 def test_scrapes_keep_writes_only() -> None:
     assert keep({"verb": "PATCH"}) and keep({"verb": "APPLY"}) and keep({"verb": "POST"})
     assert not keep({"verb": "WATCH"}) and not keep({"verb": "LIST"}) and not keep({})
+
+
+def test_the_raw_line_filter_drops_only_what_the_predicates_drop() -> None:
+    """The apiserver payload's reads and other resources' latencies never reach the (slow) parser, and what is
+    parsed is what parsing everything and applying KEEP gives."""
+    from kwokbench.metrics import derive
+
+    lines = ["# HELP apiserver_request_total Counter", "# TYPE apiserver_request_total counter"]
+    for verb in ("GET", "LIST", "WATCH", "POST", "PATCH", "DELETE", "APPLY"):
+        for res in ("pods", "events", "nodes"):
+            lines.append(f'apiserver_request_total{{code="201",resource="{res}",verb="{verb}"}} 3')
+    lines += ["# HELP apiserver_request_duration_seconds Histogram",
+              "# TYPE apiserver_request_duration_seconds histogram"]
+    for verb in ("GET", "POST"):
+        for res in ("pods", "nodes"):
+            for le in ("0.1", "+Inf"):
+                lines.append(f'apiserver_request_duration_seconds_bucket{{le="{le}",resource="{res}",verb="{verb}"}} 1')
+            lines.append(f'apiserver_request_duration_seconds_sum{{resource="{res}",verb="{verb}"}} 0.5')
+            lines.append(f'apiserver_request_duration_seconds_count{{resource="{res}",verb="{verb}"}} 1')
+    text = "\n".join(lines) + "\n"
+    keep = derive.keep_of("kube-apiserver")
+    got = derive.parse_payload(text, keep)
+    saved = dict(derive.LINES)
+    try:
+        derive.LINES.clear()
+        unfiltered = derive.parse_payload(text, keep)
+    finally:
+        derive.LINES.update(saved)
+    assert got == unfiltered
+    assert {lb["verb"] for name, lb, _ in got if name == "apiserver_request_total"} == {"POST", "PATCH", "DELETE",
+                                                                                        "APPLY"}
+    assert {(lb["resource"], lb["verb"]) for name, lb, _ in got if name.startswith("apiserver_request_dur")} == {
+        ("pods", "POST")}
+    pre = derive.prefilter(text, keep, derive.LINES)
+    assert 'verb="GET"' not in pre and 'resource="nodes",verb="POST"}' not in pre.split("duration")[-1]
