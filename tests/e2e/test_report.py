@@ -35,7 +35,7 @@ def test_report_opens_in_chromium_with_charts_and_escapes(two_runs: Path, tmp_pa
     # ... and the quickstart requests no GPUs: GPU allocation against arrived workload is left out too
     assert '<p class="left-out">GPU allocation against arrived workload: no run requested GPUs</p>' in html
     # ... and it has one workload: there are no tenants to draw apart
-    assert "CPUs over time: no run has several workloads with allocation figures" in html
+    assert "CPUs held by each workload over time: no run has several workloads" in html
     assert html.count('class="left-out"') == 3 and "chart left out, YuniKorn queues over time" in res.stdout
     md = (tmp_path / "rep" / "summary.md").read_text()
     assert md.startswith("## kwokbench: quickstart") and "pods scheduled" in md

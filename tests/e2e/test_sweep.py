@@ -1,11 +1,13 @@
-"""A 2×2 capacity-planning sweep on real clusters: table, knee, sentences, charts, stored runs; the same grid run
-as 2 shards and merged: the grid the sweep measured whole, cell for cell; and a repeated run group sharded and
-merged reads as one group."""
+"""A 2×2 capacity-planning sweep on real clusters, run as 2 shards (as a CI matrix would) and merged: the merged
+grid's table, knees, sentences, charts and stored runs, each cell as its shard measured it; and a repeated run group
+sharded and merged reads as one group. (The grid is measured once: a whole sweep beside the shards cost CI minutes
+and showed nothing more; merging stored shards is also checked in tests/integration/test_cli_merge.py.)"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -13,23 +15,32 @@ from kwokbench.store import find_runs, load_run
 from kwokbench.sweep import knees
 from tests.conftest import REPO, kwokbench
 
-GRID = ("--nodes", "20,40", "--qps", "20,800", "--duration", "3", "--slo-p99", "1s")
+GRID = ("--nodes", "20,40", "--qps", "20,800", "--duration", "3", "--slo-p99", "1s", "--no-stop-early")
 
 
-def _sweep(out: Path, *extra: str) -> tuple[Path, str]:
-    res = kwokbench("sweep", str(REPO / "scenarios/quickstart.yaml"), *GRID, "--out", str(out), *extra, check=True)
-    [sweep_dir] = (out / "quickstart").glob("sweep-*")
-    return sweep_dir, res.stdout
+class Sharded(NamedTuple):
+    shards: list[Path]
+    """Each shard's sweep directory."""
+    merged: Path
+    stdout: str
+    """What `merge` printed."""
 
 
 @pytest.fixture(scope="module")
-def whole(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    return _sweep(tmp_path_factory.mktemp("whole"))
+def grid(tmp_path_factory: pytest.TempPathFactory) -> Sharded:
+    out = tmp_path_factory.mktemp("sweep")
+    shards = []
+    for i in (1, 2):
+        kwokbench("sweep", str(REPO / "scenarios/quickstart.yaml"), *GRID, "--shard", f"{i}/2",
+                  "--out", str(out / f"shard{i}"), check=True)
+        [sweep_dir] = (out / f"shard{i}" / "quickstart").glob("sweep-*")
+        shards.append(sweep_dir)
+    res = kwokbench("merge", *map(str, shards), "-o", str(out / "merged"), check=True)
+    return Sharded(shards, out / "merged", res.stdout)
 
 
-def test_sweep_2x2_finds_a_knee(whole: tuple[Path, str]) -> None:
-    sweep_dir, stdout = whole
-    doc = json.loads((sweep_dir / "sweep.json").read_text())
+def test_sweep_2x2_finds_a_knee(grid: Sharded) -> None:
+    doc = json.loads((grid.merged / "sweep.json").read_text())
     assert doc["status"] == "complete" and doc["nodes"] == [20, 40] and doc["qps"] == [20.0, 800.0]
     points = {(p["nodes"], p["qps"]): p for p in doc["points"]}
     assert set(points) == {(20, 20.0), (20, 800.0), (40, 20.0), (40, 800.0)}
@@ -44,43 +55,39 @@ def test_sweep_2x2_finds_a_knee(whole: tuple[Path, str]) -> None:
         assert run.meta["status"] == "complete" and run.meta["cluster"]["reused"]
         assert run.meta["cluster"]["nodes"] == n and run.summary is not None
         assert run.summary["pods_scheduled"] == 60  # max(50, 20/s × 3 s)
-    runs = {load_run(Path(p["run"])).meta["cluster"]["name"] for p in doc["points"] if not p.get("skipped")}
-    assert len(runs) == 2  # one cluster per size, reused across rates
+    # one cluster per size and shard (each shard brings up the sizes of its cells)
+    clusters = {(p["shard"], p["nodes"]): load_run(Path(p["run"])).meta["cluster"]["name"] for p in doc["points"]}
+    assert len(set(clusters.values())) == 4
     [sentence] = [x for x in doc["sentences"] if x.startswith("with 20 nodes this control plane sustains 20 pods/s "
                                                                "within a 1 s p99 (it failed at 800/s)")]
     assert "-bound" in sentence  # and says what limited the first point that failed
-    assert "sustains 20 pods/s within a 1 s p99" in " ".join(stdout.split())
+    assert "sustains 20 pods/s within a 1 s p99" in " ".join(grid.stdout.split())
     for f in ("sweep.md", "throughput_vs_qps.png", "latency_vs_qps.png", "control_plane_vs_nodes.png"):
-        assert (sweep_dir / f).stat().st_size > 0
+        assert (grid.merged / f).stat().st_size > 0
     assert kwokbench("status", check=True).stdout.count("kb-sweep-") == 0  # clusters deleted
 
 
-def test_two_sweep_shards_merge_into_the_grid_measured_whole(whole: tuple[Path, str], tmp_path: Path) -> None:
-    """Each shard measures its half of the grid; merged, they are the grid the sweep measured whole: the same cells
-    with the same verdicts, each cell as its shard measured it, the knees recomputed over the whole grid."""
-    shards = [_sweep(tmp_path / f"shard{i}", "--shard", f"{i}/2", "--no-stop-early")[0] for i in (1, 2)]
-    docs = [json.loads((s / "sweep.json").read_text()) for s in shards]
+def test_two_sweep_shards_merge_into_the_whole_grid(grid: Sharded, tmp_path: Path) -> None:
+    """Each shard measured its half of the grid; merged, each cell is as its shard measured it, the knees are
+    recomputed over the whole grid, and merging the shards' --out folders gives the same."""
+    docs = [json.loads((s / "sweep.json").read_text()) for s in grid.shards]
     assert [d["shard"] for d in docs] == ["1/2", "2/2"] and all(len(d["points"]) == 2 for d in docs)
     measured = {(p["nodes"], p["qps"]): p for d in docs for p in d["points"]}
-    res = kwokbench("merge", *map(str, shards), "-o", str(tmp_path / "merged"), check=True)
-    assert "merged from 2 shards" in res.stdout
-    merged = json.loads((tmp_path / "merged" / "sweep.json").read_text())
+    assert "merged from 2 shards" in grid.stdout
+    merged = json.loads((grid.merged / "sweep.json").read_text())
     cells = {(p["nodes"], p["qps"]): p for p in merged["points"]}
     assert set(cells) == set(measured) == {(20, 20.0), (20, 800.0), (40, 20.0), (40, 800.0)}
     for key, p in measured.items():  # the same verdict per cell as its shard measured it
         assert cells[key]["holds"] == p["holds"], (p, cells[key])
         assert load_run(Path(cells[key]["run"])).meta["shard"] in ("1/2", "2/2")
-    grid = {(p["nodes"], p["qps"]): p["holds"] for p in json.loads((whole[0] / "sweep.json").read_text())["points"]}
-    assert {k: c["holds"] for k, c in cells.items()} == grid  # the verdicts of the sweep measured whole
-    assert merged["status"] == "complete"
-    assert merged["knees"] == {str(n): v for n, v in knees(merged["points"]).items()} and set(merged["knees"]) == {
-        "20", "40"}  # recomputed over the whole grid, not one shard's
-    assert len(find_runs([tmp_path / "merged"])) == 4
-    kwokbench("report", str(tmp_path / "merged"), "-o", str(tmp_path / "report"), check=True)
+    assert merged["knees"] == {str(n): v for n, v in knees(merged["points"]).items()}
+    assert set(merged["knees"]) == {"20", "40"}  # over the whole grid: no shard alone has both rates of a size
+    assert len(find_runs([grid.merged])) == 4
+    kwokbench("report", str(grid.merged), "-o", str(tmp_path / "report"), check=True)
     # what a CI matrix's artefacts hold: the --out folders themselves, each with its sweep below it
-    res = kwokbench("merge", str(tmp_path / "shard1"), str(tmp_path / "shard2"), "-o", str(tmp_path / "from-out"),
-                    check=True)
-    assert all(f"merging the sweep inside it, {s}" in res.stderr for s in shards), res.stderr
+    outs = [s.parent.parent for s in grid.shards]
+    res = kwokbench("merge", *map(str, outs), "-o", str(tmp_path / "from-out"), check=True)
+    assert all(f"merging the sweep inside it, {s}" in res.stderr for s in grid.shards), res.stderr
     from_out = json.loads((tmp_path / "from-out" / "sweep.json").read_text())
     assert {(p["nodes"], p["qps"]): p["holds"] for p in from_out["points"]} == \
         {(p["nodes"], p["qps"]): p["holds"] for p in merged["points"]}
