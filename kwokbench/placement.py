@@ -108,16 +108,17 @@ def gangs(pods: pd.DataFrame, phases: list[dict[str, Any]]) -> list[dict[str, An
         out.append({"phase": ph["name"], "gangs": total, "size": size, "min_member": need,
                     "complete": int((bound >= need).sum()), "partial": partial, "unplaced": int((bound == 0).sum()),
                     "pods_in_partial_gangs": int(bound[(bound > 0) & (bound < need)].sum()),
-                    "time_to_place": _time_to_place(p, size, need, total)})
+                    "time_to_place": _time_to_place(p, idx if len(p) else np.zeros(0, dtype=int), need, total)})
     return out
 
 
-def _time_to_place(p: pd.DataFrame, size: int, need: int, total: int) -> dict[str, Any] | None:
+def _time_to_place(p: pd.DataFrame, gang: np.ndarray, need: int, total: int) -> dict[str, Any] | None:
     """Seconds from a gang's last member created (from then on the gang can be placed) to its ``need``-th member
-    bound, over the gangs placed whole: what the scheduler took once the whole gang was there (p50, p90, max)."""
+    bound, over the gangs placed whole: what the scheduler took once the whole gang was there (p50, p90, max).
+    ``gang``: each pod's gang index, as :func:`gangs` computed it."""
     if not len(p) or "created" not in p or "scheduled" not in p:
         return None
-    f = pd.DataFrame({"gang": p["name"].map(_index).to_numpy() // size,
+    f = pd.DataFrame({"gang": gang,
                       "created": p["created"].to_numpy(dtype=float), "scheduled": p["scheduled"].to_numpy(dtype=float)})
     f = f[(f["gang"] >= 0) & (f["gang"] < total)]
     times = []
