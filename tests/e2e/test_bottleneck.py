@@ -28,14 +28,19 @@ def _run(tmp: Path, *args: str) -> tuple[dict[str, Any], str]:
 
 
 def test_arrival_bound(cluster: ClusterInfo, tmp_path: Path) -> None:
-    """Quickstart-sized: 100 nodes, 1000 pods at 100/s, which the scheduler binds as they come."""
-    s, out = _run(tmp_path, "--cluster", cluster.name)
+    """100 nodes, 500 pods at 50/s, which the scheduler binds as they come. (Quickstart's 100/s is already
+    more than this 2-core host's apiserver takes on a slow day: it ran at 0.98 cores and bound 75/s.)"""
+    s, out = _run(tmp_path, "--cluster", cluster.name, "--set", "workloads.0.count=500",
+                  "--set", "workloads.0.arrival.qps=50")
     lb = s["limited_by"]
     ev = lb["evidence"]
     assert lb["verdict"] == "arrival", lb
     assert "arrival-bound" in out
-    assert ev["backlog_max"] < 50 and (ev["queue_max"] or 0) < 50
-    assert abs(ev["bound_qps"] / 100 - 1) < 0.05
+    # what the verdict rests on: the backlog and the scheduler's queue stayed within a second of arrivals
+    # (a loaded CI host has held 57 pods, 0.6 s of them, at 100/s), and binding kept the pace pods arrived at
+    assert ev["backlog_allowance"] == max(50, ev["arrival_qps"]) < 55
+    assert ev["backlog_max"] <= ev["backlog_allowance"] and (ev["queue_max"] or 0) <= ev["backlog_allowance"], ev
+    assert abs(ev["bound_qps"] / ev["arrival_qps"] - 1) < 0.05, ev
 
 
 def test_scheduler_bound(tmp_path: Path) -> None:

