@@ -436,7 +436,7 @@ def validate(
 ) -> None:
     """Check a scenario file (errors name the YAML line and field path) and its templates."""
     from kwokbench import console
-    from kwokbench.runner import check_scenario
+    from kwokbench.plan import check_scenario
     from kwokbench.scenario import load_scenario
 
     sc = load_scenario(file, set_ or [])

@@ -29,7 +29,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from kwokbench.placement import WORKLOAD_TYPE, gpu_rule, quantity
+from kwokbench.placement import WORKLOAD_TYPE, gpu_rule
+from kwokbench.quantity import quantity
 
 GPU = "nvidia.com/gpu"
 MAX_PRIORITY = 10

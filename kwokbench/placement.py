@@ -24,18 +24,6 @@ import pandas as pd
 WORKLOAD_TYPE = "workload-type"
 MIN_CPU_M_FOR_CPU_INTENSIVE = 2000.0
 
-_SUFFIX = {"Ki": 1024.0, "Mi": 1024.0**2, "Gi": 1024.0**3, "Ti": 1024.0**4, "m": 1e-3, "k": 1e3, "M": 1e6,
-           "G": 1e9, "T": 1e12}
-
-
-def quantity(q: Any) -> float:
-    """A Kubernetes quantity as a float ("500m" → 0.5, "8" → 8.0, "2Gi" → 2147483648.0)."""
-    s = str(q).strip()
-    for suf in ("Ki", "Mi", "Gi", "Ti", "m", "k", "M", "G", "T"):
-        if s.endswith(suf):
-            return float(s[: -len(suf)]) * _SUFFIX[suf]
-    return float(s)
-
 
 def gpu_rule(workload_type: str | None, node_cpu_m: float, node_gpus: float) -> str:
     """"" when a pod of this workload type may run on the node, else why not."""

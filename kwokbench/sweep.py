@@ -29,9 +29,10 @@ from kwokbench.cluster.kwokctl import ClusterInfo
 from kwokbench.cluster.objects import delete_labelled
 from kwokbench.components import cluster_options
 from kwokbench.errors import KwokbenchError, ScenarioError, StoreError
-from kwokbench.load.watcher import RUN_LABEL
+from kwokbench.labels import RUN_LABEL
+from kwokbench.plan import check_scenario, run_components, setup_of
 from kwokbench.progress import Reporter, Silent
-from kwokbench.runner import RunOptions, _setup, check_scenario, run_components, run_variant
+from kwokbench.runner import RunOptions, run_variant
 from kwokbench.scenario import QpsArrival, Scenario
 from kwokbench.shard import Shard, shard_cells
 from kwokbench.store import SWEEP as SWEEP
@@ -174,7 +175,7 @@ def run_sweep(scenario: Scenario, scenario_path: Path, opts: SweepOptions, repor
         raise ScenarioError(f"unknown scheduler variant {opts.variant} (scenario has: {', '.join(names)})")
     check_scenario(scenario, base)
     # the sweep's clusters run the variant's kube-scheduler: its binary and configuration, per size
-    comps = run_components(_setup(scenario, base, variant, k.toolchain))
+    comps = run_components(setup_of(scenario, base, variant, k.toolchain))
     if any(c.name == "extender" for c in comps):
         raise ScenarioError(f"variant {variant.name}: sweeps do not support extender variants yet")
     k.toolchain.install("auto", rep, extras=("scheduler-plugins",) if any(w.gang for w in scenario.workloads) else ())

@@ -24,6 +24,7 @@ import orjson
 import yaml
 
 from kwokbench.errors import ScenarioError
+from kwokbench.labels import WORKLOAD_LABEL
 
 BUILTIN_DIR = Path(__file__).parent / "builtin_templates"
 """The repository's templates/ (a symlink, copied into wheels so an installed kwokbench has them)."""
@@ -33,7 +34,6 @@ _SCHEDULER_SENTINEL = "kb-scheduler-sentinel-d3"
 _APP_SENTINEL = "kb-app-sentinel-e4"
 _NAME_SENTINEL = "kb-name-sentinel-a7"
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
-_WORKLOAD_LABEL = "kwokbench.io/workload"  # kwokbench.load.watcher.WORKLOAD_LABEL; not imported: load needs us
 MAX_OBJECT_BYTES = 3 * 2**19
 """1.5 MiB: etcd's default request limit (``--max-request-bytes``); the apiserver refuses a larger object."""
 
@@ -201,8 +201,8 @@ class ManifestFactory:
     def _describe(self) -> str:
         if self.kind == "Node" and "group" in self.params:
             return f"node group {self.params['group']}"
-        if _WORKLOAD_LABEL in self.labels:
-            return f"workload {self.labels[_WORKLOAD_LABEL]}"
+        if WORKLOAD_LABEL in self.labels:
+            return f"workload {self.labels[WORKLOAD_LABEL]}"
         return f"template {self.path.name}"
 
     def _check(self, doc: dict[str, Any], body: bytes) -> None:

@@ -52,17 +52,15 @@ import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import orjson
-import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kwokbench.cluster import processes
 from kwokbench.cluster import schedulers as own
-from kwokbench.cluster.api import Api
 from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions, free_ports, port_in_use
 from kwokbench.cluster.objects import apply_crds
@@ -70,12 +68,14 @@ from kwokbench.components import PodSettings, Scheduler, Setup, own_component_na
 from kwokbench.errors import ClusterError, ScenarioError
 from kwokbench.formatting import fmt, ms
 from kwokbench.kind import SchedulerSpec
-from kwokbench.metrics.derive import counter_increase, histogram_quantiles
-from kwokbench.placement import quantity
 from kwokbench.progress import Reporter
+from kwokbench.quantity import quantity
 from kwokbench.scenario import WorkloadSpec
 from kwokbench.toolchain import versions
 from kwokbench.toolchain.sources import PinnedSource, SourceBuild
+
+if TYPE_CHECKING:
+    import pandas as pd  # the summary's frames; pandas and aiohttp load only when a run needs them
 
 VERSION = "v0.13.0"
 """NVIDIA KAI-Scheduler, tag v0.13.0 (commit 5d35eca, 2026-03-02; the tag v0.20.1 is older, 2025-11-30)."""
@@ -457,6 +457,8 @@ def gauge_seconds(series: pd.DataFrame, component: str, name: str, window: tuple
 def histogram_seconds(series: pd.DataFrame, component: str, family: str) -> dict[str, Any]:
     """A milliseconds histogram's quantiles in seconds, with the share of observations above its highest bucket
     (KAI's end at 2.56 s: a quantile there is a floor, not a value)."""
+    from kwokbench.metrics.derive import histogram_quantiles
+
     h = histogram_quantiles(series, component, family)
     if not h:
         return {}
@@ -499,6 +501,8 @@ def queue_fair_shares(series: pd.DataFrame, component: str, window: tuple[float,
 def kai_section(series: pd.DataFrame, component: str, window: tuple[float, float] | None,
                 proc: dict[str, Any]) -> dict[str, Any] | None:
     """The summary's ``kai`` section (None when the component served no KAI metrics)."""
+    from kwokbench.metrics.derive import counter_increase
+
     mine = series[(series["component"] == component) & series["name"].str.startswith("kai_")]
     if not len(mine):
         return None
@@ -860,6 +864,8 @@ def _answers(url: str | None) -> bool:
 
 async def _create_queues(info: ClusterInfo, crds: list[Path], queues: list[dict[str, Any]]) -> list[str]:
     """KAI's CRDs (until served), then the variant's Queues, parents first (an existing one is replaced)."""
+    from kwokbench.cluster.api import Api
+
     creds = info.credentials()
     await apply_crds(creds, crds)
     async with Api(creds) as api:

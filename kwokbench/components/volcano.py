@@ -54,16 +54,14 @@ import time
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import orjson
-import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kwokbench.cluster import processes
 from kwokbench.cluster import schedulers as own
-from kwokbench.cluster.api import Api
 from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions, free_ports
 from kwokbench.cluster.objects import apply_crds
@@ -71,12 +69,14 @@ from kwokbench.components import PodSettings, Scheduler, Setup, own_component_na
 from kwokbench.errors import ClusterError, ScenarioError
 from kwokbench.formatting import fmt, ms
 from kwokbench.kind import SchedulerSpec
-from kwokbench.metrics.derive import histogram_quantiles
-from kwokbench.placement import quantity
 from kwokbench.progress import Reporter
+from kwokbench.quantity import quantity
 from kwokbench.scenario import WorkloadSpec
 from kwokbench.toolchain import versions
 from kwokbench.toolchain.sources import PinnedSource, SourceBuild
+
+if TYPE_CHECKING:
+    import pandas as pd  # the summary's frames; pandas and aiohttp load only when a run needs them
 
 VOLCANO = "v1.15.1"
 """Volcano's release (tag v1.15.1, commit 0a56ed3), built from the pinned archive (the proxy does not serve it)."""
@@ -403,6 +403,8 @@ def queue_usage(series: pd.DataFrame, component: str, window: tuple[float, float
 def volcano_section(series: pd.DataFrame, component: str, window: tuple[float, float] | None,
                     proc: dict[str, Any]) -> dict[str, Any] | None:
     """The summary's ``volcano`` section (None when the component served no Volcano metrics)."""
+    from kwokbench.metrics.derive import histogram_quantiles
+
     has = series[(series["component"] == component) & series["name"].str.startswith("volcano_")]
     if not len(has):
         return None
@@ -662,6 +664,8 @@ def _healthy(url: str) -> bool:
 async def _create_queues(info: ClusterInfo, queues: list[dict[str, Any]], variant: str) -> None:
     """Create (or, on a reused cluster, replace) the variant's queues; the apiserver checks each against
     Volcano's Queue schema, and its refusal is the one line."""
+    from kwokbench.cluster.api import Api
+
     async with Api(info.credentials()) as api:
         for q in queues:
             name = q["metadata"]["name"]

@@ -49,28 +49,28 @@ import time
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import orjson
-import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kwokbench.cluster import processes
 from kwokbench.cluster import schedulers as own
-from kwokbench.cluster.api import Api
 from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions, port_in_use
 from kwokbench.components import PodSettings, Scheduler, Setup, own_component_name
 from kwokbench.errors import ClusterError, ScenarioError
 from kwokbench.formatting import fmt, ms, to_ms
 from kwokbench.kind import SchedulerSpec
-from kwokbench.metrics.derive import counter_increase, histogram_quantiles
 from kwokbench.progress import Reporter
 from kwokbench.scenario import WorkloadSpec
 from kwokbench.toolchain import versions
 from kwokbench.toolchain.sources import PinnedSource, SourceBuild
+
+if TYPE_CHECKING:
+    import pandas as pd  # the summary's frames; pandas and aiohttp load only when a run needs them
 
 REST_PORT = 9080
 """YuniKorn's REST server port: a constant of yunikorn-core (``webservice.go``), not configurable."""
@@ -322,6 +322,8 @@ def queue_usage(series: pd.DataFrame, component: str, window: tuple[float, float
 def yunikorn_section(series: pd.DataFrame, component: str, window: tuple[float, float] | None,
                      proc: dict[str, Any]) -> dict[str, Any] | None:
     """The summary's ``yunikorn`` section (None when the component served no YuniKorn metrics)."""
+    from kwokbench.metrics.derive import counter_increase, histogram_quantiles
+
     has = series[(series["component"] == component) & series["name"].str.startswith("yunikorn_")]
     if not len(has):
         return None
@@ -513,6 +515,8 @@ def _healthy(url: str) -> bool:
 async def _create_configmaps(info: ClusterInfo, data: dict[str, str]) -> None:
     """The namespace and both ConfigMaps the shim reads at start (``yunikorn-defaults`` empty: every default is
     YuniKorn's own unless ``yunikorn-configs`` says otherwise)."""
+    from kwokbench.cluster.api import Api
+
     async with Api(info.credentials()) as api:
         await api.json("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                       "metadata": {"name": NAMESPACE}}, ok=(201, 409))

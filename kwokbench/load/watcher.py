@@ -23,11 +23,10 @@ import numpy as np
 
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.kubeconfig import Credentials
+from kwokbench.labels import RUN_LABEL, WORKLOAD_LABEL
 from kwokbench.load.child import Flag, send_to_parent, spawn_parent
-from kwokbench.placement import quantity
+from kwokbench.quantity import quantity
 
-RUN_LABEL = "kwokbench.io/run"
-WORKLOAD_LABEL = "kwokbench.io/workload"
 STATES = ("created", "scheduled", "running", "finished")
 PROGRESS = (*STATES, "deleted")
 """What the live counts say per workload: pods that reached each state, and pods deleted (a trace's lifetimes)."""

@@ -25,10 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import pyarrow as pa
-import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
-
 from kwokbench.errors import ScenarioError
 from kwokbench.trace.table import SUFFIXES, CellError, Table, json_text, number, read_table, text, whole
 
@@ -226,7 +222,8 @@ def _join_or_empty(value: tuple[str, ...]) -> str | None:
 # -- the columns ------------------------------------------------------------------------------------------------
 
 Kind = Literal["string", "int", "float"]
-_ARROW: dict[Kind, pa.DataType] = {"string": pa.string(), "int": pa.int64(), "float": pa.float64()}
+_ARROW: dict[Kind, str] = {"string": "string", "int": "int64", "float": "float64"}
+"""Each kind's Arrow type, by its constructor's name (pyarrow is imported when a trace is written)."""
 
 
 @dataclass(frozen=True)
@@ -439,7 +436,11 @@ def _write(rows: Sequence[TracePod] | Sequence[TraceNode], columns: Sequence[Col
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
         raise ScenarioError(f"{path}: expected a {' or '.join(SUFFIXES)} file")
-    table = pa.table({c.name: pa.array([c.dump(getattr(r, c.name)) for r in rows], type=_ARROW[c.kind])
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    table = pa.table({c.name: pa.array([c.dump(getattr(r, c.name)) for r in rows], type=getattr(pa, _ARROW[c.kind])())
                       for c in columns}).replace_schema_metadata({VERSION_KEY: str(FORMAT_VERSION)})
     try:
         if suffix == ".csv":

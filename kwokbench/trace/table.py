@@ -15,10 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from kwokbench.errors import ScenarioError
 
 T = TypeVar("T")
@@ -96,6 +92,8 @@ def read_table(path: Path, what: str) -> Table:
 
 
 def _read_csv(path: Path) -> tuple[dict[str, list[Any]], int, dict[str, str]]:
+    import pandas as pd  # here, not at the top: a scenario without a trace loads without pandas
+
     try:
         df = pd.read_csv(path, dtype=str, na_filter=False)
     except pd.errors.EmptyDataError:
@@ -106,6 +104,9 @@ def _read_csv(path: Path) -> tuple[dict[str, list[Any]], int, dict[str, str]]:
 
 
 def _read_parquet(path: Path) -> tuple[dict[str, list[Any]], int, dict[str, str]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     try:
         table = pq.read_table(path)
     except pa.ArrowException as e:

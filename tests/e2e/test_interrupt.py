@@ -20,7 +20,7 @@ import pytest
 
 from kwokbench.cluster import ClusterInfo, Kwokctl
 from kwokbench.cluster.objects import delete_labelled
-from kwokbench.load.watcher import RUN_LABEL
+from kwokbench.labels import RUN_LABEL
 from kwokbench.store import load_run, read_meta
 from tests.conftest import REPO, kwokbench
 

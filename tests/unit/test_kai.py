@@ -19,7 +19,7 @@ from kwokbench.cluster.kwokctl import ClusterInfo
 from kwokbench.components import Setup, kai
 from kwokbench.errors import ScenarioError
 from kwokbench.metrics import derive
-from kwokbench.runner import _factories, _gang_factory, check_scenario
+from kwokbench.plan import check_scenario, gang_factory, manifest_factories
 from kwokbench.scenario import Scenario, parse_scenario
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -111,7 +111,7 @@ def test_pods_carry_scheduler_name_and_queue(tmp_path: Path) -> None:
     sc = _scenario(f"[{{name: k, binary: kai, kai: {TENANTS}}}, {{name: d}}]",
                    "[{name: p, count: 4, kai: {queue: b}}, {name: j, template: job, count: 2, kai: {queue: a}}]")
     check_scenario(sc, tmp_path)
-    f, j = _factories(sc, tmp_path, "lbl", variant=sc.schedulers[0])
+    f, j = manifest_factories(sc, tmp_path, "lbl", variant=sc.schedulers[0])
     pod = json.loads(f.body(1))
     assert pod["spec"]["schedulerName"] == "kai-scheduler"
     assert pod["metadata"]["labels"][kai.QUEUE_LABEL] == "b"
@@ -120,18 +120,19 @@ def test_pods_carry_scheduler_name_and_queue(tmp_path: Path) -> None:
     assert job["metadata"]["labels"][kai.QUEUE_LABEL] == "a"
     assert job["spec"]["template"]["metadata"]["labels"][kai.QUEUE_LABEL] == "a"
     assert job["spec"]["template"]["spec"]["schedulerName"] == "kai-scheduler"
-    [plain, _] = _factories(sc, tmp_path, "lbl", variant=sc.schedulers[1])  # a kube-scheduler variant: none of it
+    # a kube-scheduler variant: none of it
+    [plain, _] = manifest_factories(sc, tmp_path, "lbl", variant=sc.schedulers[1])
     p = json.loads(plain.body(0))
     assert p["spec"]["schedulerName"] == "default-scheduler" and kai.QUEUE_LABEL not in p["metadata"]["labels"]
 
 
 def test_a_gang_is_a_kai_podgroup(tmp_path: Path) -> None:
     sc = _scenario("[{name: k, binary: kai}]", "[{name: g, count: 16, gang: {size: 8, min_member: 6}}]")
-    [f] = _factories(sc, tmp_path, "lbl", variant=sc.schedulers[0])
+    [f] = manifest_factories(sc, tmp_path, "lbl", variant=sc.schedulers[0])
     a, b = json.loads(f.body(0)), json.loads(f.body(8))
     assert a["metadata"]["annotations"]["pod-group-name"] == "g-lbl-gang-0"
     assert b["metadata"]["annotations"]["pod-group-name"] == "g-lbl-gang-1"
-    g = _gang_factory(sc.workloads[0], f, tmp_path)
+    g = gang_factory(sc.workloads[0], f, tmp_path)
     pg = json.loads(g.body(1))
     assert pg["apiVersion"] == "scheduling.run.ai/v2alpha2" and pg["kind"] == "PodGroup"
     assert pg["metadata"]["name"] == "g-lbl-gang-1"

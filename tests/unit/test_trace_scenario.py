@@ -13,7 +13,8 @@ import pytest
 
 from kwokbench.allocation import allocated_vs_arrived, allocation, at_arrived, pod_class
 from kwokbench.errors import ScenarioError
-from kwokbench.runner import _factories, trace_offered
+from kwokbench.plan import manifest_factories
+from kwokbench.runner import trace_offered
 from kwokbench.scenario import load_scenario
 from kwokbench.trace.kube import DELETE_AFTER_ANNOTATION, GPU_PRODUCT_LABEL
 
@@ -52,7 +53,7 @@ def test_a_trace_workload_gets_its_pods_and_their_times(tmp_path: Path) -> None:
 
 def test_trace_pods_render_with_their_requests_affinity_and_lifetime(tmp_path: Path) -> None:
     sc = load_scenario(_scenario(tmp_path, "{file: pods.csv}"))
-    [f] = _factories(sc, tmp_path, "abc")
+    [f] = manifest_factories(sc, tmp_path, "abc")
     docs = [orjson.loads(f.body(i)) for i in range(4)]
     infer, web, train = docs[0], docs[1], docs[2]
     res = infer["spec"]["containers"][0]["resources"]

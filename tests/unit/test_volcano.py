@@ -20,7 +20,7 @@ from kwokbench.components import Setup
 from kwokbench.components import volcano as vc
 from kwokbench.errors import ScenarioError
 from kwokbench.metrics import derive
-from kwokbench.runner import _factories, _gang_factory, check_scenario
+from kwokbench.plan import check_scenario, gang_factory, manifest_factories
 from kwokbench.scenario import Scenario, parse_scenario
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -144,13 +144,13 @@ def test_client_limits() -> None:
 def test_pods_carry_scheduler_name_and_queue(tmp_path: Path) -> None:
     sc = _scenario("[{name: v, binary: volcano, volcano: {queues: [{name: a}]}}]",
                    "[{name: p, count: 4, volcano: {queue: a}}, {name: q, count: 2}]")
-    f, g = _factories(sc, tmp_path, "lbl", variant=sc.schedulers[0])
+    f, g = manifest_factories(sc, tmp_path, "lbl", variant=sc.schedulers[0])
     pod = json.loads(f.body(3))
     assert pod["spec"]["schedulerName"] == "volcano"
     assert pod["metadata"]["annotations"] == {vc.QUEUE_ANNOTATION: "a"}  # no group: the pg-controller makes one
     assert json.loads(g.body(0))["metadata"]["annotations"] == {vc.QUEUE_ANNOTATION: "default"}
     sc2 = _scenario("[{name: d}]", "[{name: p, count: 4, volcano: {queue: a}}]")
-    plain = json.loads(_factories(sc2, tmp_path, "lbl", variant=sc2.schedulers[0])[0].body(0))
+    plain = json.loads(manifest_factories(sc2, tmp_path, "lbl", variant=sc2.schedulers[0])[0].body(0))
     assert plain["spec"]["schedulerName"] == "default-scheduler" and "annotations" not in plain["metadata"]
 
 
@@ -158,11 +158,11 @@ def test_a_gang_is_one_volcano_podgroup(tmp_path: Path) -> None:
     sc = _scenario("[{name: v, binary: volcano, volcano: {queues: [{name: a}]}}]",
                    "[{name: g, count: 16, gang: {size: 8, min_member: 6}, params: {cpu: 500m, memory: 1Gi}, "
                    "volcano: {queue: a}}]")
-    [f] = _factories(sc, tmp_path, "lbl", variant=sc.schedulers[0])
+    [f] = manifest_factories(sc, tmp_path, "lbl", variant=sc.schedulers[0])
     a, b = json.loads(f.body(7)), json.loads(f.body(8))
     assert a["metadata"]["annotations"][vc.GROUP_ANNOTATION] == "g-lbl-gang-0"
     assert b["metadata"]["annotations"][vc.GROUP_ANNOTATION] == "g-lbl-gang-1"
-    pg = json.loads(_gang_factory(sc.workloads[0], f, tmp_path).body(1))
+    pg = json.loads(gang_factory(sc.workloads[0], f, tmp_path).body(1))
     assert pg["apiVersion"] == "scheduling.volcano.sh/v1beta1" and pg["kind"] == "PodGroup"
     assert pg["metadata"]["name"] == "g-lbl-gang-1"
     # minResources as Volcano's job controller writes them: minMember × the pod's requests

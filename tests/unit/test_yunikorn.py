@@ -20,7 +20,7 @@ import yaml
 from kwokbench.components import yunikorn as yk
 from kwokbench.errors import ScenarioError, ToolchainError
 from kwokbench.metrics import derive
-from kwokbench.runner import _factories, check_scenario
+from kwokbench.plan import check_scenario, manifest_factories
 from kwokbench.scenario import parse_scenario
 from kwokbench.toolchain import sources
 
@@ -89,7 +89,7 @@ def test_bad_yunikorn_variants_are_one_line(schedulers: str, message: str) -> No
 def test_pods_carry_scheduler_name_application_and_queue(tmp_path: Path) -> None:
     sc = _scenario("[{name: y, binary: yunikorn}]",
                    "[{name: p, count: 250, yunikorn: {queue: root.t, pods_per_app: 100}}, {name: q, count: 5}]")
-    f, g = _factories(sc, tmp_path, "lbl", variant=sc.schedulers[0])
+    f, g = manifest_factories(sc, tmp_path, "lbl", variant=sc.schedulers[0])
     pods = [json.loads(f.body(i)) for i in (0, 99, 100, 249)]
     assert {p["spec"]["schedulerName"] for p in pods} == {"yunikorn"}
     assert {p["metadata"]["labels"]["queue"] for p in pods} == {"root.t"}
@@ -100,7 +100,7 @@ def test_pods_carry_scheduler_name_application_and_queue(tmp_path: Path) -> None
     assert q["metadata"]["labels"]["queue"] == "root.default" and q["metadata"]["labels"]["applicationId"]
     # a kube-scheduler variant of the same scenario writes none of it
     sc2 = _scenario("[{name: d}]", "[{name: p, count: 250, yunikorn: {queue: root.t}}]")
-    [h] = _factories(sc2, tmp_path, "lbl", variant=sc2.schedulers[0])
+    [h] = manifest_factories(sc2, tmp_path, "lbl", variant=sc2.schedulers[0])
     plain = json.loads(h.body(0))
     assert plain["spec"]["schedulerName"] == "default-scheduler"  # the template's own
     assert "applicationId" not in plain["metadata"]["labels"] and "queue" not in plain["metadata"]["labels"]
@@ -108,7 +108,7 @@ def test_pods_carry_scheduler_name_application_and_queue(tmp_path: Path) -> None
 
 def test_a_job_is_one_application(tmp_path: Path) -> None:
     sc = _scenario("[{name: y, binary: yunikorn}]", "[{name: j, template: job, count: 3, params: {completions: 4}}]")
-    [f] = _factories(sc, tmp_path, "lbl", variant=sc.schedulers[0])
+    [f] = manifest_factories(sc, tmp_path, "lbl", variant=sc.schedulers[0])
     apps = [json.loads(f.body(i))["spec"]["template"]["metadata"]["labels"]["applicationId"] for i in range(3)]
     assert apps == ["j-lbl-app-0", "j-lbl-app-1", "j-lbl-app-2"]
 
@@ -116,7 +116,7 @@ def test_a_job_is_one_application(tmp_path: Path) -> None:
 def test_a_gang_is_a_task_group(tmp_path: Path) -> None:
     sc = _scenario("[{name: y, binary: yunikorn}]",
                    "[{name: g, count: 24, gang: {size: 12, min_member: 10}, params: {cpu: '1', memory: 1Gi}}]")
-    [f] = _factories(sc, tmp_path, "lbl", variant=sc.schedulers[0])
+    [f] = manifest_factories(sc, tmp_path, "lbl", variant=sc.schedulers[0])
     a, b = json.loads(f.body(0)), json.loads(f.body(12))
     assert a["metadata"]["labels"]["applicationId"] != b["metadata"]["labels"]["applicationId"]
     ann = a["metadata"]["annotations"]

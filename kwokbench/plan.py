@@ -1,0 +1,188 @@
+"""What a scenario will create, known before any cluster exists: each variant's scheduler kind and the
+components a run starts, the workloads' manifests with what each kind writes into its pods, and the checks
+``validate`` runs. Light on purpose (no analysis libraries, no HTTP client): ``kwokbench validate`` is this
+module, and :mod:`kwokbench.runner` builds its runs on it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kwokbench import components
+from kwokbench.cluster.kueue import COMPLETE_DELAY_ANNOTATION, QUEUE_LABEL
+from kwokbench.components import Base as Component
+from kwokbench.components import PodSettings, Setup
+from kwokbench.components.kueue import Kueue
+from kwokbench.errors import ScenarioError
+from kwokbench.kind import SchedulerSpec
+from kwokbench.labels import RUN_LABEL, WORKLOAD_LABEL
+from kwokbench.progress import Reporter
+from kwokbench.scenario import Scenario, WorkloadSpec
+from kwokbench.templates import ManifestFactory, resolve_template
+from kwokbench.trace.kube import pod_annotations, pod_params
+
+if TYPE_CHECKING:
+    from kwokbench.cluster.attach import AttachedCluster
+    from kwokbench.toolchain import Toolchain
+
+
+def pod_settings(scenario: Scenario, w: WorkloadSpec, kinds: dict[str, Component],
+                 variant: SchedulerSpec | None, requests: dict[str, str], kind: str) -> PodSettings:
+    """What the scheduler kind(s) owning phase ``w``'s pods write into them: the variant's, or, when several
+    run together, every owner's schedulerName (dealt in turn) and labels."""
+    if scenario.concurrent_schedulers:
+        owners = [v for v in scenario.schedulers if w.scheduler in (None, v.name)]
+        merged = PodSettings()
+        for v in owners:
+            one = _settings_of(kinds[v.name], w, requests, kind)
+            merged.labels.update(one.labels)
+            merged.annotations.update(one.annotations)
+            merged.gang_annotations = (*merged.gang_annotations, *one.gang_annotations)
+            if one.group_labels:
+                merged.group_labels, merged.group_size = one.group_labels, one.group_size
+        merged.scheduler_name = None
+        return merged
+    if variant is None:
+        return PodSettings()
+    return _settings_of(kinds[variant.name], w, requests, kind)
+
+
+def _settings_of(c: Component, w: WorkloadSpec, requests: dict[str, str], kind: str) -> PodSettings:
+    return c.pod_settings(w, requests, kind)
+
+
+def pod_scheduler_names(scenario: Scenario, w: WorkloadSpec, variant: SchedulerSpec | None,
+                        own: PodSettings | None = None) -> list[str]:
+    """The schedulerNames the pods of phase ``w`` are dealt (empty: the template's own is kept)."""
+    if scenario.concurrent_schedulers:
+        owners = [v for v in scenario.schedulers if w.scheduler in (None, v.name)]
+        return [v.effective_scheduler_name for v in owners]
+    return [own.scheduler_name] if variant is not None and own is not None and own.scheduler_name else []
+
+
+def pod_requests_of(f: ManifestFactory) -> dict[str, str]:
+    """The resource requests of one pod of ``f`` (summed over its containers, as quantities)."""
+    spec = f.sample.get("spec") or {}
+    pod = (spec.get("template") or {}).get("spec") if f.kind == "Job" else spec
+    out: dict[str, str] = {}
+    for c in (pod or {}).get("containers") or []:
+        for r, q in ((c.get("resources") or {}).get("requests") or {}).items():
+            out[r] = str(q) if r not in out else out[r]  # first container's value (templates have one)
+    return out
+
+
+def manifest_factories(scenario: Scenario, base: Path, run_label: str, attached: AttachedCluster | None = None,
+                       variant: SchedulerSpec | None = None,
+                       kinds: dict[str, Component] | None = None) -> list[ManifestFactory]:
+    """Render every workload template once before any cluster exists: bad templates fail fast.
+
+    On an attached cluster every object also carries the attachment's label (``down`` deletes by it)
+    and its pods are pinned to the attachment's fake nodes. Pods get the schedulerName of the variant
+    owning them (:func:`pod_scheduler_names`) and what its scheduler kind writes (:func:`pod_settings`)."""
+    out = []
+    kinds = kinds or scheduler_kinds(scenario, base, None, attached)
+    queued = scenario.cluster.kueue is not None and (variant is None or variant.kueue)
+    for w in scenario.workloads:
+        to_queue = queued and w.queue is not None
+        # the run label in every name: a reused cluster may still hold the objects of earlier runs
+        labels = {RUN_LABEL: run_label, WORKLOAD_LABEL: w.name,
+                  **({QUEUE_LABEL: w.queue} if to_queue and w.queue else {}),
+                  **(attached.labels if attached else {})}
+        rows = [pod_params(p) for p in w.trace_pods] if w.trace else ()
+        own_ann = [pod_annotations(p, w.trace.lifetimes) for p in w.trace_pods] if w.trace else ()
+        plain = ManifestFactory(resolve_template(w.template, base), w.params, f"{w.name}-{run_label}", labels=labels,
+                                per_object=rows)
+        own = pod_settings(scenario, w, kinds, variant, pod_requests_of(plain), plain.kind)
+        f = ManifestFactory(resolve_template(w.template, base), w.params, f"{w.name}-{run_label}",
+                            labels={**own.labels, **labels}, per_object=rows, per_object_annotations=own_ann,
+                            suspend=to_queue,
+                            pod_annotations={**own.annotations,
+                                             **({COMPLETE_DELAY_ANNOTATION: w.complete_after}
+                                                if w.complete_after else {})},
+                            gang_size=w.gang.size if w.gang else 0, gang_annotations=own.gang_annotations,
+                            gang_template=own.gang_template, gang_params=own.gang_params,
+                            app_labels=own.group_labels, app_size=own.group_size or 1,
+                            node_selector=attached.labels if attached else {},
+                            scheduler_names=pod_scheduler_names(scenario, w, variant, own))
+        if f.pods_per_object() == 0:
+            raise ScenarioError(f"workload {w.name}: template {w.template} makes a {f.kind}, not a Pod or Job")
+        if (w.queue or w.complete_after) and f.kind != "Job":
+            raise ScenarioError(f"workload {w.name}: queue and complete_after apply to Jobs, template {w.template} "
+                                f"makes a {f.kind}")
+        if f.kind != "Pod" and not scenario.cluster.controller_manager:
+            raise ScenarioError(f"workload {w.name}: a {f.kind}'s pods are made by kube-controller-manager, which "
+                                "cluster.controller_manager: false turns off")
+        if w.gang and f.kind != "Pod":
+            raise ScenarioError(f"workload {w.name}: gang members must be Pods, template {w.template} makes a {f.kind}")
+        if w.gang:
+            gang_factory(w, f, base)
+        out.append(f)
+    return out
+
+
+def gang_factory(w: WorkloadSpec, members: ManifestFactory, base: Path) -> ManifestFactory:
+    """The PodGroups of a gang phase: PodGroup k is named like the group label of members k*size…"""
+    assert w.gang is not None
+    g = ManifestFactory(resolve_template(members.gang_template or w.gang.template, base),
+                        {"min_member": w.gang.min_member or w.gang.size,
+                         "schedule_timeout_seconds": w.gang.schedule_timeout_seconds, **members.gang_params},
+                        members.group_prefix, labels=dict(members.labels))
+    if g.kind != "PodGroup":
+        raise ScenarioError(f"workload {w.name}: gang.template {w.gang.template} makes a {g.kind}, not a PodGroup")
+    return g
+
+
+def setup_of(scenario: Scenario, base: Path, variant: SchedulerSpec, tc: Toolchain | None,
+             attached: AttachedCluster | None = None, reused: bool = False) -> Setup:
+    return Setup(scenario, base, variant, tc, concurrent=scenario.concurrent_schedulers,  # type: ignore[arg-type]
+                 reused=reused, attached=attached)
+
+
+def scheduler_kinds(scenario: Scenario, base: Path, tc: Toolchain | None,
+                    attached: AttachedCluster | None = None, reused: bool = False) -> dict[str, Component]:
+    """Variant name → its scheduler component (checked: a directory that is no plugin is a ScenarioError)."""
+    return {v.name: components.scheduler(setup_of(scenario, base, v, tc, attached, reused))
+            for v in scenario.schedulers}
+
+
+def run_components(setup: Setup, variants: list[SchedulerSpec] | None = None) -> list[Component]:
+    """The run's components, in start order: its scheduler(s) (every variant's when they run together), the
+    extender its configuration names, Kueue."""
+    v = setup.variant
+    if setup.concurrent:
+        out: list[Component] = [components.scheduler(Setup(setup.scenario, setup.base, s, setup.toolchain,
+                                                           concurrent=True)) for s in variants or []]
+    else:
+        one = components.scheduler(setup)
+        out = [*(one.addons() if isinstance(one, components.Scheduler) else []), one]
+    if setup.scenario.cluster.kueue is not None and v.kueue and not setup.concurrent:
+        out.append(Kueue(setup.scenario))
+    return out
+
+
+def build_components(scenario: Scenario, base: Path, variants: list[SchedulerSpec], tc: Toolchain,
+                     rep: Reporter) -> None:
+    """Every binary the variants' components need, into the cache, before any cluster exists."""
+    for v in variants:
+        for c in run_components(setup_of(scenario, base, v, tc), scenario.schedulers):
+            c.build(rep)
+
+
+def check_scenario(scenario: Scenario, base: Path, reused: bool = False) -> None:
+    """Everything that can be checked before a cluster exists: templates render, config files and plugin
+    directories exist (``reused``: for a run on an existing cluster). Raises ScenarioError (one line) on the first
+    problem."""
+    kinds = scheduler_kinds(scenario, base, None, reused=reused)
+    # every variant's pods (what its scheduler kind writes into them can be wrong too)
+    for v in [None] if scenario.concurrent_schedulers else scenario.schedulers:
+        manifest_factories(scenario, base, "validate", variant=v, kinds=kinds)
+    for v in scenario.schedulers:
+        kinds[v.name].check()
+    for g in scenario.cluster.node_groups:
+        ManifestFactory(resolve_template(g.template, base), {**g.params, "group": g.name}, f"kb-{g.name}")
+    restarts = [e.action for e in scenario.chaos if e.action == "restart-scheduler"]
+    if restarts and (scenario.concurrent_schedulers or any(k.replaces_kube_scheduler for k in kinds.values())):
+        raise ScenarioError("chaos restart-scheduler restarts kwokctl's kube-scheduler; it is not available with "
+                            "concurrent schedulers or a scheduler kwokbench starts itself (" +
+                            ", ".join(sorted({v.binary for v in scenario.schedulers
+                                              if kinds[v.name].replaces_kube_scheduler})) + ")")
