@@ -6,10 +6,10 @@ seeds 42-51 of the GPU allocation ratio at each % of arrived workload, for its R
 
 Printed: per variant, pods bound and left pending, GPU allocation (% of capacity) at 100% of arrived workload,
 once all has arrived (~130%: resampling stops just below 1.3x) and at the end, mean GPU fragmentation, created →
-bound p99 per pod class, the run's length; then the simulator's rows; and the allocation-against-arrived curve
-of every variant every 10%.
+bound p99 per pod class, the run's length; where the CPU-only pods went and how many free GPUs sat on nodes
+whose CPU was full; then the simulator's rows; and the allocation-against-arrived curve of every variant every 10%.
 
-    python benchmarks/bench_traces.py                          # run every variant (about 5-10 min each here)
+    python benchmarks/bench_traces.py                          # run every variant (3-6 min each here)
     python benchmarks/bench_traces.py --variant gpu-binpack    # one of them
     python benchmarks/bench_traces.py --runs DIR               # only print, from runs already stored in DIR
 """
@@ -37,6 +37,24 @@ def at(curve: list[dict[str, float]], percent: float) -> float | None:
     return next((p["allocated"] for p in curve if p["arrived"] >= percent), None)
 
 
+def where_cpu_pods_went(run: Path) -> dict[str, float]:
+    """From the stored pods and nodes: the share of bound CPU-only pods that landed on CPU-only nodes, the CPU used
+    on CPU-only and on GPU nodes, and the free GPUs left on nodes with less than 10% of their CPU free (GPUs no pod
+    can use for want of CPU, whatever its GPU request)."""
+    pods, nodes = pd.read_parquet(run / "pods.parquet"), pd.read_parquet(run / "nodes.parquet").set_index("name")
+    bound = pods[pods["node"].fillna("") != ""]
+    used = bound.groupby("node").agg(u_cpu=("cpu_m", "sum"), u_gpus=("gpus", "sum"), u_milli=("gpu_milli", "sum"))
+    n = nodes.join(used).fillna(0)
+    gpu_node = n["gpus"] > 0
+    cpu_only = bound[(bound["gpus"] == 0) & (bound["gpu_milli"] == 0)]
+    free_gpus = (n["gpus"] - n["u_gpus"] - n["u_milli"] / 1000).clip(lower=0)
+    cpu_full = n["u_cpu"] / n["cpu_m"] > 0.9
+    return {"cpu_pods_on_cpu_nodes": 100 * float(cpu_only["node"].isin(n.index[~gpu_node]).mean()),
+            "cpu_used_cpu_nodes": 100 * float(n["u_cpu"][~gpu_node].sum() / n["cpu_m"][~gpu_node].sum()),
+            "cpu_used_gpu_nodes": 100 * float(n["u_cpu"][gpu_node].sum() / n["cpu_m"][gpu_node].sum()),
+            "free_gpus": float(free_gpus.sum()), "free_gpus_cpu_full": float(free_gpus[cpu_full].sum())}
+
+
 def rows(root: Path) -> list[dict[str, Any]]:
     out = []
     for d in sorted(root.rglob("summary.json")):
@@ -57,7 +75,7 @@ def rows(root: Path) -> list[dict[str, Any]]:
                     "accepted": (s.get("submit") or [{}])[0].get("accepted_qps"),
                     "seconds": (pd.Timestamp(ended) - pd.Timestamp(started)).total_seconds()
                     if started and ended else None,
-                    "curve": curve})
+                    "curve": curve, **where_cpu_pods_went(d.parent)})
     return out
 
 
@@ -89,6 +107,11 @@ def main() -> None:
         print(f"{r['variant']:<18} {r['bound']:>6} {r['pending'] or 0:>8.0f}  {r['at100'] or 0:>14.1f}  "
               f"{r['at130'] or 0:>5.1f}  {r['final']:>5.1f}  {r['frag']:>9.1f}%  "
               f"{r['offered'] or 0:>6.1f}/{r['accepted'] or 0:<6.1f}/s  {p99:<40} {r['seconds'] or 0:.0f}s")
+    print("\nwhere the CPU-only pods went, and the GPUs CPU left stranded (at the end):")
+    for r in found:
+        print(f"  {r['variant']:<18} CPU-only pods on CPU-only nodes {r['cpu_pods_on_cpu_nodes']:.0f}%; CPU used on "
+              f"CPU-only nodes {r['cpu_used_cpu_nodes']:.1f}%, on GPU nodes {r['cpu_used_gpu_nodes']:.1f}%; free GPUs "
+              f"{r['free_gpus']:.0f}, {r['free_gpus_cpu_full']:.0f} of them on nodes with < 10% CPU free")
     if (TRACES / "fgd-expected").is_dir():
         print("\nthe paper's simulator (mean of seeds 42-51, GPU allocation % at 100% / 130% arrived):")
         for policy, v in simulator().iterrows():
