@@ -12,13 +12,16 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import orjson
 
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.errors import ApiError
+
+if TYPE_CHECKING:
+    import aiohttp
 
 Handler = Callable[[str, dict[str, Any], float], None]
 """(event type, object, local receive time in epoch seconds)."""
@@ -30,8 +33,14 @@ class Api:
         self._connections = connections
         self._timeout = timeout
         self._session: aiohttp.ClientSession | None = None
+        self._http: ModuleType | None = None
 
     async def __aenter__(self) -> Api:
+        # aiohttp (~0.25 s to import) loads with the first client, so the code that only plans a run (validate,
+        # the scenario checks) never pays for it
+        import aiohttp
+
+        self._http = aiohttp
         connector = aiohttp.TCPConnector(ssl=self.creds.ssl_context(), limit=self._connections,
                                          enable_cleanup_closed=True)
         headers = {"Content-Type": "application/json", "Accept": "application/json", **self.creds.headers()}
@@ -46,6 +55,13 @@ class Api:
             await self._session.close()
 
     @property
+    def http(self) -> ModuleType:
+        """The aiohttp module, once the client is open."""
+        if self._http is None:
+            raise RuntimeError("Api used outside `async with`")
+        return self._http
+
+    @property
     def session(self) -> aiohttp.ClientSession:
         if self._session is None:
             raise RuntimeError("Api used outside `async with`")
@@ -58,10 +74,10 @@ class Api:
         try:
             async with self.session.request(
                 method, path.lstrip("/"), data=body, params=params, headers=headers,
-                timeout=aiohttp.ClientTimeout(total=timeout or self._timeout),
+                timeout=self.http.ClientTimeout(total=timeout or self._timeout),
             ) as resp:
                 return resp.status, await resp.read()
-        except (aiohttp.ClientError, TimeoutError) as e:
+        except (self.http.ClientError, TimeoutError) as e:
             raise ApiError(f"{method} {self.creds.server}{path}: {type(e).__name__}: {e}") from e
 
     async def json(self, method: str, path: str, obj: Any = None, params: dict[str, str] | None = None,
@@ -134,7 +150,7 @@ class Api:
              "timeoutSeconds": "300"}
         try:
             async with self.session.get(path.lstrip("/"), params=p,
-                                        timeout=aiohttp.ClientTimeout(total=None, sock_read=None)) as resp:
+                                        timeout=self.http.ClientTimeout(total=None, sock_read=None)) as resp:
                 if resp.status == 410:
                     raise _Gone()
                 if resp.status != 200:
@@ -153,7 +169,7 @@ class Api:
                     if typ != "BOOKMARK":
                         handler(typ, obj, time.time())
                 return rv  # server closed the watch (timeoutSeconds): resume from rv
-        except (aiohttp.ClientError, TimeoutError) as e:
+        except (self.http.ClientError, TimeoutError) as e:
             raise ApiError(f"watch {path}: {type(e).__name__}: {e}") from e
 
 

@@ -43,6 +43,7 @@ import psutil
 import yaml
 
 from kwokbench.cluster import processes, stages
+from kwokbench.cluster.api import Api
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.cluster.kwokctl import free_ports
 from kwokbench.cluster.objects import apply_crds
@@ -416,8 +417,6 @@ def last_log_line(log: Path) -> str:
 
 async def install(creds: Credentials, crds: list[Path], timeout: float = 120.0) -> list[str]:
     """Kueue's namespace and CRDs (each served before this returns); returns the CRD names."""
-    from kwokbench.cluster.api import Api  # aiohttp: only when Kueue talks to a cluster
-
     async with Api(creds) as api:
         status, body = await api.raw("POST", "/api/v1/namespaces", orjson.dumps(
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}))
@@ -428,8 +427,6 @@ async def install(creds: Credentials, crds: list[Path], timeout: float = 120.0) 
 
 async def create_objects(creds: Credentials, objs: list[dict[str, Any]]) -> None:
     """Create ``objs`` in order (a flavor before the queue naming it); one that exists is kept."""
-    from kwokbench.cluster.api import Api  # aiohttp: only when Kueue talks to a cluster
-
     async with Api(creds) as api:
         for o in objs:
             path = collection_path(o["apiVersion"], o["kind"], (o.get("metadata") or {}).get("namespace"))
@@ -458,8 +455,6 @@ def metrics_reader_objects(namespace: str = NAMESPACE) -> list[dict[str, Any]]:
 
 async def metrics_token(creds: Credentials, hours: int = 24, namespace: str = NAMESPACE) -> str:
     """A bearer token for Kueue's ``/metrics`` (see :func:`metrics_reader_objects`, created here)."""
-    from kwokbench.cluster.api import Api  # aiohttp: only when Kueue talks to a cluster
-
     async with Api(creds) as api:
         for o in metrics_reader_objects(namespace):
             path = collection_path(o["apiVersion"], o["kind"], (o.get("metadata") or {}).get("namespace"))
@@ -477,8 +472,6 @@ async def wait_active(creds: Credentials, cluster_queues: list[str], timeout: fl
     before that would wait for nothing but Kueue's start."""
     deadline = time.monotonic() + timeout
     pending = set(cluster_queues)
-    from kwokbench.cluster.api import Api  # aiohttp: only when Kueue talks to a cluster
-
     async with Api(creds) as api:
         while pending:
             for name in sorted(pending):

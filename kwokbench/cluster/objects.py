@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 import yaml
 
+from kwokbench.cluster.api import Api, gather_limited
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.errors import ApiError, ClusterError
 from kwokbench.quantity import quantity
@@ -31,8 +32,6 @@ async def apply_crds(creds: Credentials, files: list[Path], timeout: float = 60.
     if not docs:
         raise ClusterError(f"no CustomResourceDefinition in {', '.join(map(str, files))}")
     names = [d["metadata"]["name"] for d in docs]
-    from kwokbench.cluster.api import Api  # aiohttp: when a cluster is talked to
-
     async with Api(creds) as api:
         for d in docs:
             status, body = await api.raw("POST", CRD_PATH, orjson.dumps(d))
@@ -60,8 +59,6 @@ async def apply_crds(creds: Credentials, files: list[Path], timeout: float = 60.
 
 async def create_all(creds: Credentials, path: str, bodies: list[bytes], concurrency: int = 32) -> None:
     """POST every body (e.g. the PodGroups of a gang phase); any failure but 409 is an error."""
-    from kwokbench.cluster.api import Api, gather_limited  # aiohttp: when a cluster is talked to
-
     async with Api(creds) as api:
         def post(body: bytes) -> Callable[[], Any]:
             async def job() -> tuple[int, bytes]:
@@ -96,8 +93,6 @@ def node_rows(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 async def cluster_state(creds: Credentials, namespaces: set[str]) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """(node rows, latest FailedScheduling message per ``namespace/pod``) at the end of a run."""
-    from kwokbench.cluster.api import Api  # aiohttp: when a cluster is talked to
-
     async with Api(creds) as api:
         nodes = await api.json("GET", "/api/v1/nodes")
         messages: dict[str, tuple[str, str]] = {}
@@ -129,8 +124,6 @@ async def delete_labelled(creds: Credentials, selector: str, wait_seconds: float
     A kind the cluster does not serve (no PodGroup CRD) is skipped."""
     counts: dict[str, int] = {}
     params = {"labelSelector": selector}
-    from kwokbench.cluster.api import Api  # aiohttp: when a cluster is talked to
-
     async with Api(creds) as api:
         for kind, list_path, ns_path in _RUN_KINDS:
             status, body = await api.raw("GET", list_path, params=params)

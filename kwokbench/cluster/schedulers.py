@@ -28,6 +28,7 @@ import psutil
 import yaml
 
 from kwokbench.cluster import processes
+from kwokbench.cluster.api import Api
 from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions, free_port, scheduler_config_document
@@ -207,8 +208,6 @@ async def apply_manifests(creds: Credentials, files: list[Path]) -> list[str]:
             raise ScenarioError(f"manifest {f}: {e}") from e
     crds = [d for d in docs if d.get("kind") == "CustomResourceDefinition"]
     names = await apply_crds(creds, files) if crds else []
-    from kwokbench.cluster.api import Api  # aiohttp: when a cluster is talked to
-
     async with Api(creds) as api:
         for d in docs:
             if d.get("kind") == "CustomResourceDefinition":

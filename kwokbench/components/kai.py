@@ -61,6 +61,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from kwokbench.cluster import processes
 from kwokbench.cluster import schedulers as own
+from kwokbench.cluster.api import Api
 from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions, free_ports, port_in_use
 from kwokbench.cluster.objects import apply_crds
@@ -75,7 +76,7 @@ from kwokbench.toolchain import versions
 from kwokbench.toolchain.sources import PinnedSource, SourceBuild
 
 if TYPE_CHECKING:
-    import pandas as pd  # the summary's frames; pandas and aiohttp load only when a run needs them
+    import pandas as pd  # the summary's frames: pandas loads when a run is analysed, not when it is planned
 
 VERSION = "v0.13.0"
 """NVIDIA KAI-Scheduler, tag v0.13.0 (commit 5d35eca, 2026-03-02; the tag v0.20.1 is older, 2025-11-30)."""
@@ -864,8 +865,6 @@ def _answers(url: str | None) -> bool:
 
 async def _create_queues(info: ClusterInfo, crds: list[Path], queues: list[dict[str, Any]]) -> list[str]:
     """KAI's CRDs (until served), then the variant's Queues, parents first (an existing one is replaced)."""
-    from kwokbench.cluster.api import Api
-
     creds = info.credentials()
     await apply_crds(creds, crds)
     async with Api(creds) as api:

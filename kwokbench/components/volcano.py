@@ -62,6 +62,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kwokbench.cluster import processes
 from kwokbench.cluster import schedulers as own
+from kwokbench.cluster.api import Api
 from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions, free_ports
 from kwokbench.cluster.objects import apply_crds
@@ -76,7 +77,7 @@ from kwokbench.toolchain import versions
 from kwokbench.toolchain.sources import PinnedSource, SourceBuild
 
 if TYPE_CHECKING:
-    import pandas as pd  # the summary's frames; pandas and aiohttp load only when a run needs them
+    import pandas as pd  # the summary's frames: pandas loads when a run is analysed, not when it is planned
 
 VOLCANO = "v1.15.1"
 """Volcano's release (tag v1.15.1, commit 0a56ed3), built from the pinned archive (the proxy does not serve it)."""
@@ -664,8 +665,6 @@ def _healthy(url: str) -> bool:
 async def _create_queues(info: ClusterInfo, queues: list[dict[str, Any]], variant: str) -> None:
     """Create (or, on a reused cluster, replace) the variant's queues; the apiserver checks each against
     Volcano's Queue schema, and its refusal is the one line."""
-    from kwokbench.cluster.api import Api
-
     async with Api(info.credentials()) as api:
         for q in queues:
             name = q["metadata"]["name"]

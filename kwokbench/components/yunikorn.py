@@ -58,6 +58,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kwokbench.cluster import processes
 from kwokbench.cluster import schedulers as own
+from kwokbench.cluster.api import Api
 from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions, port_in_use
 from kwokbench.components import PodSettings, Scheduler, Setup, own_component_name
@@ -70,7 +71,7 @@ from kwokbench.toolchain import versions
 from kwokbench.toolchain.sources import PinnedSource, SourceBuild
 
 if TYPE_CHECKING:
-    import pandas as pd  # the summary's frames; pandas and aiohttp load only when a run needs them
+    import pandas as pd  # the summary's frames: pandas loads when a run is analysed, not when it is planned
 
 REST_PORT = 9080
 """YuniKorn's REST server port: a constant of yunikorn-core (``webservice.go``), not configurable."""
@@ -515,8 +516,6 @@ def _healthy(url: str) -> bool:
 async def _create_configmaps(info: ClusterInfo, data: dict[str, str]) -> None:
     """The namespace and both ConfigMaps the shim reads at start (``yunikorn-defaults`` empty: every default is
     YuniKorn's own unless ``yunikorn-configs`` says otherwise)."""
-    from kwokbench.cluster.api import Api
-
     async with Api(info.credentials()) as api:
         await api.json("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                       "metadata": {"name": NAMESPACE}}, ok=(201, 409))
