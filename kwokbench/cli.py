@@ -107,7 +107,7 @@ def tools_install(
                                             "on demand when a variant uses it).")] = False,
 ) -> None:
     """Build (or download) kwok, kwokctl, Kubernetes, etcd and scheduler-plugins into the version-keyed cache;
-    or, named, a scheduler built from pinned sources (yunikorn, wasm-extension)."""
+    or, named, a scheduler built from pinned sources (yunikorn, volcano, kai, wasm-extension)."""
     from kwokbench import console
     from kwokbench.kind import source_built
     from kwokbench.toolchain import Toolchain
@@ -855,14 +855,17 @@ def gate_cmd(
                                                          "variant (e.g. one variant of an interleaved run).")] = None,
     candidate_variant: Annotated[str | None, typer.Option(help="Only the candidate runs of this scheduler "
                                                           "variant.")] = None,
-    github: Annotated[bool, typer.Option(help="Append the verdict to $GITHUB_STEP_SUMMARY.")] = False,
+    github: Annotated[bool, typer.Option(help="In GitHub Actions: append the verdict table to "
+                                         "$GITHUB_STEP_SUMMARY, and annotate each regression (error) and "
+                                         "inconclusive metric (warning).")] = False,
     junit: Annotated[Path | None, typer.Option(help="Write JUnit XML here.")] = None,
 ) -> None:
-    """Compare candidate runs with baseline runs: exit 0 pass, 1 regression, 3 inconclusive, 2 bad input."""
+    """Compare candidate runs with baseline runs: exit 0 pass, 1 regression, 3 inconclusive, 2 bad input.
+    Both sides holding the same scheduler variants, none chosen: each variant is gated against itself."""
     import os
 
     from kwokbench.gate import gate
-    from kwokbench.report.render import gate_rows, markdown
+    from kwokbench.report.render import gate_markdown, gate_rows, github_annotations
     from kwokbench.report.render import junit as junit_xml
 
     base, cand = _load(baseline), _load(candidate)
@@ -875,7 +878,9 @@ def gate_cmd(
         if not path:
             raise ScenarioError("--github: GITHUB_STEP_SUMMARY is not set (not running in GitHub Actions?)")
         with open(path, "a") as f:
-            f.write(markdown(result.runs, result))
+            f.write(gate_markdown(result))
+        for line in github_annotations(result):
+            typer.echo(line)
     raise typer.Exit(result.exit_code)
 
 

@@ -11,7 +11,7 @@ import json
 import re
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -417,6 +417,14 @@ def _refuse_overlap(baseline: list[StoredRun], candidate: list[StoredRun]) -> No
 
 def gate(baseline: list[StoredRun], candidate: list[StoredRun], specs: list[str],
          baseline_variant: str | None = None, candidate_variant: str | None = None) -> GateResult:
+    """The candidate runs gated against the baseline runs. When both sides hold the same two or more scheduler
+    variants and none is chosen (a plugin beside the stock scheduler, base against head), each variant is gated
+    against itself, its metrics named ``metric [variant]``: pooling them would compare a mix, and a slowed
+    plugin would hide behind the stock scheduler's runs."""
+    if baseline_variant is None and candidate_variant is None:
+        names = sorted({variant_name(r) for r in baseline})
+        if len(names) > 1 and set(names) == {variant_name(r) for r in candidate}:
+            return _each_variant([(v, gate(baseline, candidate, specs, v, v)) for v in names])
     baseline = select_variant(baseline, baseline_variant, "--baseline-variant")
     candidate = select_variant(candidate, candidate_variant, "--candidate-variant")
     if not baseline or not candidate:
@@ -435,3 +443,13 @@ def gate(baseline: list[StoredRun], candidate: list[StoredRun], specs: list[str]
              f"{len(c)} candidate run(s) ({', '.join(sorted({variant_name(r) for r in c})) or '-'}), {how}"]
     selected = list({r.path: r for r in baseline + candidate}.values())
     return GateResult(comps, warnings, notes, selected)
+
+
+def _each_variant(parts: list[tuple[str, GateResult]]) -> GateResult:
+    """One result of the gates of several variants, each variant's metrics named ``metric [variant]``."""
+    comps = [replace(c, metric=f"{c.metric} [{v}]") for v, r in parts for c in r.comparisons]
+    warnings = list(dict.fromkeys(w for _, r in parts for w in r.warnings))
+    notes = [f"each variant gated against itself ({', '.join(v for v, _ in parts)}), not pooled",
+             *(f"{v}: {n}" for v, r in parts for n in r.notes)]
+    runs = list({run.path: run for _, r in parts for run in r.runs}.values())
+    return GateResult(comps, warnings, notes, runs)

@@ -15,6 +15,30 @@ REPO = Path(__file__).resolve().parent.parent
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--keep-cluster", action="store_true", help="do not delete the e2e cluster at the end")
+    parser.addoption("--times", metavar="PATH", default=None,
+                     help="write every test's setup, call and teardown seconds to PATH as JSON (python -m "
+                          "tests.times PATH prints them as the time table of docs/development/tests.md)")
+
+
+_PHASES: dict[str, dict[str, float | str]] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Each phase's own duration: setup is where a test pays for the fixtures it is the first to use (a cluster,
+    a build), so the table can tell a test's own cost from the shared cost it happened to carry."""
+    row = _PHASES.setdefault(report.nodeid, {"setup": 0.0, "call": 0.0, "teardown": 0.0, "outcome": "passed"})
+    row[report.when] = float(row[report.when]) + report.duration
+    if report.outcome != "passed" and row["outcome"] == "passed":
+        row["outcome"] = report.outcome
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    path = session.config.getoption("--times")
+    if path:
+        import json
+
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps({"version": 1, "tests": _PHASES}, indent=1) + "\n")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

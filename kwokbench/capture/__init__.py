@@ -91,5 +91,7 @@ def capture(kubeconfig: Path, context: str | None, out: Path, namespaces: Sequen
         first_created=datetime.fromtimestamp(got.start, UTC) if got.start is not None else None, salt=used,
         not_ready=got.not_ready, cordoned=got.cordoned, skipped=got.skipped, dropped=got.dropped)
     scenario = output.scenario_yaml(ctx or kubeconfig.stem, when, len(got.nodes), len(got.pods))
-    output.write_capture(out, got.nodes, got.pods, scenario, info, force)
+    what_if = output.what_if_yaml(ctx or kubeconfig.stem, when, len(got.nodes), len(got.pods),
+                                  gpus=any(n.gpu for n in got.nodes))
+    output.write_capture(out, got.nodes, got.pods, scenario, what_if, info, force)
     return CaptureResult(out, info, used, generated)

@@ -1,4 +1,5 @@
-"""The capture directory: the trace (nodes.csv, pods.csv), a scenario replaying it, and capture.json.
+"""The capture directory: the trace (nodes.csv, pods.csv), a scenario replaying it as it came, a what-if scenario
+asking whether bin packing fits more of it, and capture.json.
 
 The files are written into a hidden folder beside the target and moved into place only when all of them
 are complete, so a capture that fails leaves nothing behind and a half-written trace is never seen.
@@ -28,8 +29,8 @@ from kwokbench.trace.format import TraceNode, TracePod, write_nodes, write_pods
 
 FORMAT_VERSION = 1
 """Of capture.json."""
-NODES, PODS, SCENARIO, INFO = "nodes.csv", "pods.csv", "scenario.yaml", "capture.json"
-FILES = (NODES, PODS, SCENARIO, INFO)
+NODES, PODS, SCENARIO, WHAT_IF, INFO = "nodes.csv", "pods.csv", "scenario.yaml", "what-if.yaml", "capture.json"
+FILES = (NODES, PODS, SCENARIO, WHAT_IF, INFO)
 REPLAY_SECONDS = 600
 NAMES_KEPT = "names kept"
 _PREFIX = "captured-"
@@ -70,6 +71,41 @@ def scenario_yaml(context: str, when: datetime, nodes: int, pods: int) -> str:
             f"    trace: {{file: {PODS}, nodes: {NODES}, duration_seconds: {REPLAY_SECONDS}}}\n")
 
 
+def what_if_yaml(context: str, when: datetime, nodes: int, pods: int, gpus: bool) -> str:
+    """"Would bin packing fit more of this workload?": the captured pods resampled until they ask for 1.3x the
+    cluster's GPUs (CPU for a cluster without GPUs), created in order at a fixed 100/s with no lifetimes so the
+    cluster fills, the phase ended once nothing binds for 30 s, the stock scheduler beside bin packing on the
+    resource that runs out (the FGD paper's shape; scenarios/alibaba-gpu-2023.yaml). The configurations come from
+    kwokbench's own catalogue (`kwokbench/builtin_configs`: nothing to copy beside the capture)."""
+    resource, binpack = ("gpu", "gpu-binpack.yaml") if gpus else ("cpu", "binpack.yaml")
+    description = (f"What if another scheduler placed the workload captured from {context} on "
+                   f"{when.date().isoformat()} ({nodes} nodes, {pods} pods)? Its pods resampled until they request "
+                   f"1.3x the cluster's {resource.upper()} capacity, created at 100/s with no lifetimes until none "
+                   f"binds for 30 s: the stock scheduler (spreading) against bin packing on {resource.upper()}; "
+                   f"compare {resource}_allocation and the pods left pending")
+    return (f"schema_version: 1\n"
+            f"name: {scenario_name(context)[: _SCENARIO_NAME_MAX - 8]}-what-if\n"
+            f"description: {_scalar(description)}\n"
+            f"seed: 42\n"
+            f"cluster:\n"
+            f"  node_groups:\n"
+            f"    - name: captured\n"
+            f"      from_trace: {{file: {NODES}}}\n"
+            f"  controller_manager: false      # bare pods: nothing for it to do\n"
+            f"  pod_lifecycle: none            # no lifetimes: a bound pod holds its node's resources\n"
+            f"  node_lease_seconds: 600\n"
+            f"schedulers:\n"
+            f"  - name: spread                 # the stock kube-scheduler (LeastAllocated)\n"
+            f"  - name: binpack\n"
+            f"    config: configs/{binpack}   # MostAllocated; kwokbench's own configuration\n"
+            f"workloads:\n"
+            f"  - name: fill\n"
+            f"    trace: {{file: {PODS}, nodes: {NODES}, inflate: 1.3, seed: 42, rate: 100, lifetimes: false}}\n"
+            f"    settle_seconds: 30\n"
+            f"    timeout_seconds: 1800\n"
+            f"gates: [\"{resource}_allocation:2%\"]\n")
+
+
 def info_document(*, context: str, server: str, when: datetime, namespaces: Sequence[str], listed: Mapping[str, int],
                   nodes: int, pods: int, first_created: datetime | None, salt: str | None,
                   not_ready: Sequence[str], cordoned: Sequence[str], skipped: Mapping[str, int],
@@ -104,9 +140,9 @@ def check_target(out: Path, force: bool) -> None:
                             "replacing those files)")
 
 
-def write_capture(out: Path, nodes: Sequence[TraceNode], pods: Sequence[TracePod], scenario: str,
+def write_capture(out: Path, nodes: Sequence[TraceNode], pods: Sequence[TracePod], scenario: str, what_if: str,
                   info: Mapping[str, Any], force: bool) -> None:
-    """All four files, or none: written beside ``out``, then moved in (``--force``: replacing only these files)."""
+    """All five files, or none: written beside ``out``, then moved in (``--force``: replacing only these files)."""
     check_target(out, force)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -117,6 +153,7 @@ def write_capture(out: Path, nodes: Sequence[TraceNode], pods: Sequence[TracePod
         write_nodes(nodes, tmp / NODES)
         write_pods(pods, tmp / PODS)
         (tmp / SCENARIO).write_text(scenario)
+        (tmp / WHAT_IF).write_text(what_if)
         (tmp / INFO).write_text(json.dumps(info, indent=2) + "\n")
         if out.is_dir():
             for name in FILES:

@@ -704,6 +704,14 @@ class Kai(Scheduler):
                        local.format(PODGROUPCONTROLLER_METRICS_PORT) + "/metrics")]
         return argv, helpers, ports
 
+    def prepare(self, rep: Reporter) -> None:
+        """Its fixed port, before any cluster exists: a port taken is one line, with nothing to tear down."""
+        if self.spec.status_controllers and port_in_use(PODGROUPCONTROLLER_METRICS_PORT):
+            raise ClusterError(f"scheduler {self.name}: port {PODGROUPCONTROLLER_METRICS_PORT} is taken; KAI "
+                               f"{VERSION}'s podgroupcontroller always serves its metrics there (its "
+                               "-metrics-bind-address is never used), so one runs per host at a time (is another "
+                               "run going?), or set kai.status_controllers: false")
+
     def start(self, info: Any, rep: Reporter) -> dict[str, Any] | None:
         if not isinstance(info, ClusterInfo):
             raise ScenarioError(f"scheduler {self.name}: kwokbench starts KAI only on clusters it creates")
@@ -715,11 +723,6 @@ class Kai(Scheduler):
         if missing:
             raise ClusterError(f"scheduler {self.name}: the KAI build in {self.binary.parent} lacks "
                                f"{', '.join(missing)}; rebuild it: kwokbench tools install kai --force")
-        if self.spec.status_controllers and port_in_use(PODGROUPCONTROLLER_METRICS_PORT):
-            raise ClusterError(f"scheduler {self.name}: port {PODGROUPCONTROLLER_METRICS_PORT} is taken; KAI "
-                               f"{VERSION}'s podgroupcontroller always serves its metrics there (its "
-                               "-metrics-bind-address is never used), so one runs per host at a time (is another "
-                               "run going?), or set kai.status_controllers: false")
         workdir = info.dir / "schedulers" / self.name
         workdir.mkdir(parents=True, exist_ok=True)
         doc = scheduler_config(self.spec, self.setup.base)

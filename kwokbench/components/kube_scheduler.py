@@ -43,15 +43,26 @@ class KubeSchedulerSpec(KubeSchedulerBase):
         return "an extender only runs with one variant per cluster" if self.extender else None
 
 
+CATALOGUE = Path(__file__).resolve().parent.parent / "builtin_configs"
+"""kwokbench's own KubeSchedulerConfigurations (``scenarios/configs`` in a checkout is this folder)."""
+
+
 def resolve_config(base: Path, p: str | None) -> Path | None:
-    """A variant's ``config``, relative to the scenario; a missing file is a ScenarioError."""
+    """A variant's ``config``, relative to the scenario; else, by its file name, one of kwokbench's own
+    configurations (so ``configs/binpack.yaml`` works in a scenario written outside this repository, such as a
+    capture's); missing from both, a ScenarioError."""
     if p is None:
         return None
     path = Path(p).expanduser()
     path = path if path.is_absolute() else base / path
-    if not path.is_file():
-        raise ScenarioError(f"scheduler config {p}: no such file (relative to {base})")
-    return path
+    if path.is_file():
+        return path
+    builtin = CATALOGUE / Path(p).name
+    if not Path(p).is_absolute() and builtin.is_file():
+        return builtin
+    known = ", ".join(sorted(f.name for f in CATALOGUE.glob("*.yaml")))
+    raise ScenarioError(f"scheduler config {p}: no such file (relative to {base}), nor one of kwokbench's own "
+                        f"configurations ({known})")
 
 
 class KubeScheduler(Scheduler):

@@ -418,15 +418,19 @@ class YuniKorn(Scheduler):
                            annotations=task_group(w.gang.min_member or w.gang.size, requests or {}) if w.gang else {},
                            group_labels=(APP_LABEL,), group_size=size)
 
+    def prepare(self, rep: Reporter) -> None:
+        """Its fixed port, before any cluster exists: a port taken is one line, with nothing to tear down."""
+        if port_in_use(REST_PORT):
+            raise ClusterError(f"scheduler {self.name}: port {REST_PORT} is taken; YuniKorn's REST server always "
+                               "listens there (YuniKorn has no option to move it), so only one YuniKorn runs on a "
+                               "host at a time (is another run going?)")
+
     def start(self, info: Any, rep: Reporter) -> dict[str, Any] | None:
         if not isinstance(info, ClusterInfo):
             raise ScenarioError(f"scheduler {self.name}: kwokbench starts YuniKorn only on clusters it creates")
         if self.binary is None:
             self.build(rep)
         assert self.binary is not None
-        if port_in_use(REST_PORT):
-            raise ClusterError(f"scheduler {self.name}: port {REST_PORT} is taken; YuniKorn's REST server always "
-                               "listens there, so only one YuniKorn runs on a host at a time (is another run going?)")
         data = config_data(self.spec, self.setup.base, self.qps, self.burst)
         workdir = info.dir / "schedulers" / self.name
         workdir.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import os
+import statistics
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,6 +79,39 @@ def markdown(runs: list[StoredRun], result: GateResult | None) -> str:
     if warnings:
         out += ["", *[f"> ⚠️ {w}" for w in warnings]]
     return "\n".join(out) + "\n"
+
+
+def _median(values: tuple[float, ...]) -> str:
+    return f"{statistics.median(values):.3g}" if values else "-"
+
+
+def gate_markdown(result: GateResult, title: str = "kwokbench gate") -> str:
+    """The verdict as a pull request shows it ($GITHUB_STEP_SUMMARY): one row per gated metric with both sides'
+    medians, the change and its 95% interval, and the verdict; then how runs were paired, and the warnings."""
+    icon = {"pass": "✅", "regression": "❌", "inconclusive": "⚠️"}
+    verdict = {0: "pass", 1: "regression", 3: "inconclusive"}[result.exit_code]
+    out = [f"## {title}: {icon[verdict]} {verdict}", "",
+           "| metric | base (median) | head (median) | change (95% CI) | verdict | detail |",
+           "|---|---|---|---|---|---|"]
+    out += ["| " + " | ".join(x.replace("|", "\\|") for x in (
+        c.metric, _median(c.baseline), _median(c.candidate), _change(c), f"{icon[c.verdict]} {c.verdict}",
+        c.reason)) + " |" for c in result.comparisons]
+    out += ["", *[f"_{n}_" for n in result.notes]] if result.notes else []
+    out += ["", *[f"> ⚠️ {w}" for w in result.warnings]] if result.warnings else []
+    return "\n".join(out) + "\n"
+
+
+def _escape(text: str, prop: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
+
+
+def github_annotations(result: GateResult, title: str = "kwokbench gate") -> list[str]:
+    """GitHub workflow commands for the gate's findings: an error per regression, a warning per inconclusive
+    metric, nothing for a pass (a pull request's diff should carry only what needs the author)."""
+    kind = {"regression": "error", "inconclusive": "warning"}
+    return [f"::{kind[c.verdict]} title={_escape(title, prop=True)}::{_escape(f'{c.metric} {c.verdict}: {c.reason}')}"
+            for c in result.comparisons if c.verdict in kind]
 
 
 def junit(result: GateResult, name: str = "kwokbench-gate") -> str:

@@ -6,7 +6,7 @@ writes a wrapper module that requires ``k8s.io/kubernetes`` at the control plane
 the staging replaces of :func:`kubernetes_wrapper`), points the plugin's module at the directory,
 and builds ``app.NewSchedulerCommand(app.WithPlugin(Name, New))``.
 
-The binary is cached under ``$KWOKBENCH_CACHE/schedulers/<dir name>-<key>/`` where the key hashes the
+The binary is cached under ``$KWOKBENCH_CACHE/schedulers/<module's last element>-<key>/`` where the key hashes the
 plugin's Go sources, go.mod/go.sum and the Kubernetes version: an unchanged plugin is never rebuilt,
 an edited one gets a new binary.
 """
@@ -89,7 +89,9 @@ def plugin_dir(path: Path) -> PluginDir:
 
 
 def scheduler_binary(plugin: PluginDir, cache: Path | None = None) -> Path:
-    return (cache or cache_dir()) / "schedulers" / f"{plugin.path.name}-{plugin.key}" / "kube-scheduler"
+    """Named by the module, not the directory: the same plugin checked out twice (a pull request's base and head
+    that did not touch it) is one build."""
+    return (cache or cache_dir()) / "schedulers" / f"{plugin.module.rsplit('/', 1)[-1]}-{plugin.key}" / "kube-scheduler"
 
 
 def build_scheduler(path: Path, reporter: Reporter | None = None, force: bool = False,

@@ -128,4 +128,7 @@ def test_scheduler_name_no_scheduler_serves(tmp_path: Path) -> None:
     run = _only_run(tmp_path / "quickstart")
     s = run.summary
     assert s is not None and s["pods_scheduled"] == 0 and s["phases_timed_out"] == ["pods"]
+    # the stranded pods count, and weigh on the latency percentiles as censored (what the gate's "unscheduled"
+    # and latency verdicts rest on: tests/integration/test_gate_recorded.py)
+    assert s["pods_unscheduled"] == 20 and s["latency"]["created_to_scheduled"]["censored"] == 20
     assert s["placement"]["pending"]["reasons"] == {"no scheduler of this run serves schedulerName 'nobody'": 20}

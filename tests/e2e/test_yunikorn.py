@@ -130,3 +130,6 @@ def test_its_fixed_port_taken_is_one_line(built: None, tmp_path: Path) -> None:
         res = kwokbench("run", str(REPO / "scenarios/yunikorn-queues.yaml"), "--out", str(tmp_path), env=ENV)
     assert_one_line_error(res, "port 9080 is taken")
     assert not _yunikorn_processes()
+    # found before the cluster was created: the run never recorded one (no kubeconfig)
+    run = only_run(tmp_path / "yunikorn-queues")
+    assert run.meta["status"] == "failed" and "kubeconfig" not in run.meta["cluster"]

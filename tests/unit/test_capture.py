@@ -328,14 +328,40 @@ def test_a_folder_that_is_not_empty_is_refused_unless_forced(tmp_path: Path) -> 
     out.mkdir()
     (out / "notes.txt").write_text("mine")
     with pytest.raises(ScenarioError, match="not empty"):
-        output.write_capture(out, got.nodes, got.pods, "s", {"format_version": 1}, force=False)
-    output.write_capture(out, got.nodes, got.pods, "s", {"format_version": 1}, force=True)
+        output.write_capture(out, got.nodes, got.pods, "s", "w", {"format_version": 1}, force=False)
+    output.write_capture(out, got.nodes, got.pods, "s", "w", {"format_version": 1}, force=True)
     assert sorted(p.name for p in out.iterdir()) == sorted([*output.FILES, "notes.txt"])
     assert (out / "notes.txt").read_text() == "mine"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no temporary folder left
     fresh = tmp_path / "deep" / "new"
-    output.write_capture(fresh, got.nodes, got.pods, "s", {"format_version": 1}, force=False)
+    output.write_capture(fresh, got.nodes, got.pods, "s", "w", {"format_version": 1}, force=False)
     assert sorted(p.name for p in fresh.iterdir()) == sorted(output.FILES)
     changed = dataclasses.replace(got.pods[0], cpu_milli=1)
-    output.write_capture(fresh, got.nodes, (changed,), "s", {"format_version": 1}, force=True)
+    output.write_capture(fresh, got.nodes, (changed,), "s", "w", {"format_version": 1}, force=True)
     assert read_trace(fresh / "pods.csv").pods[0].cpu_milli == 1
+
+
+@pytest.mark.parametrize("gpus", [False, True])
+def test_the_what_if_scenario_fills_the_cluster_with_spread_against_bin_packing(tmp_path: Path, gpus: bool) -> None:
+    """It validates where the capture was written (its bin-packing configuration comes from kwokbench's own
+    catalogue, not from beside it), inflates on the resource that runs out, and has no lifetimes."""
+    from datetime import UTC, datetime
+
+    from kwokbench.plan import check_scenario
+    from kwokbench.scenario import load_scenario
+
+    nodes = [GPU_NODE, CPU_NODE] if gpus else [CPU_NODE]
+    got = convert(nodes, [WEB, TRAIN] if gpus else [WEB])
+    out = tmp_path / "capture"
+    what_if = output.what_if_yaml("prod", datetime(2025, 3, 4, tzinfo=UTC), len(got.nodes), len(got.pods), gpus)
+    output.write_capture(out, got.nodes, got.pods, "s", what_if, {"format_version": 1}, force=False)
+    doc = yaml.safe_load((out / output.WHAT_IF).read_text())
+    assert [s.get("config") for s in doc["schedulers"]] == [None, "configs/gpu-binpack.yaml" if gpus
+                                                            else "configs/binpack.yaml"]
+    trace = doc["workloads"][0]["trace"]
+    assert trace["inflate"] == 1.3 and trace["rate"] == 100 and trace["lifetimes"] is False
+    assert doc["workloads"][0]["settle_seconds"] == 30 and doc["gates"] == [f"{'gpu' if gpus else 'cpu'}_allocation:2%"]
+    assert not (out / "configs").exists()
+    sc = load_scenario(out / output.WHAT_IF)
+    check_scenario(sc, out)  # raises on a config it cannot find
+    assert sc.workloads[0].count > len(got.pods)  # inflated

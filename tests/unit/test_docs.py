@@ -225,3 +225,89 @@ def test_the_readme_is_a_front_page_whose_links_resolve() -> None:
     targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
     broken = [t for t in targets if "://" not in t and not (ROOT / t).exists()]
     assert targets and not broken, f"README.md links to missing files: {broken}"
+
+
+_RESULTS_LINK = re.compile(r"\]\(([^)#\s]*results/[\w-]+\.md)(#[\w-]+)?\)")
+_MEASURED = re.compile(r"(?<![\w.\-/@])(\d+\.\d+)(?![\w.]*\d)(?!\.\d)")
+"""A number with one decimal point, not part of a version (v1.36.4, Apache-2.0, 1.8.0-1)."""
+
+
+def _quotes(text: str) -> list[str]:
+    """The places a page quotes figures: a paragraph or list item, or one cell of a table row."""
+    out = []
+    for block in re.split(r"\n\s*\n|\n(?=\s*[-*] )", text):
+        for line_or_block in (block.splitlines() if block.lstrip().startswith("|") else [block]):
+            out += line_or_block.split("|") if line_or_block.lstrip().startswith("|") else [line_or_block]
+    return out
+
+
+def test_a_figure_quoted_beside_a_link_to_its_results_page_is_that_pages_figure() -> None:
+    """A measured figure (a number with a decimal point) written next to a link to a results page
+    must stand on that page: the results page is its one source, and a copy that drifted from it fails here."""
+    stale = []
+    for page in [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]:
+        for quote in _quotes(page.read_text()):
+            sources = [(page.parent / m.group(1)).resolve() for m in _RESULTS_LINK.finditer(quote)]
+            sources = [s for s in sources if s.is_file() and s != page.resolve()]
+            if not sources:
+                continue
+            text = " ".join(s.read_text() for s in sources)
+            stale += [f"{page.relative_to(ROOT)}: {n} is not on {', '.join(s.name for s in sources)}"
+                      for n in sorted(set(_MEASURED.findall(quote))) if n not in text]
+    assert not stale, "\n".join(stale)
+
+
+# ---- every results page opens with the commands that measure it again, from a fresh clone -------------------------
+
+
+def _first_bash_block(page: Path) -> list[str]:
+    """The command lines of a page's first ```bash block (comments stripped), if it comes before its second section."""
+    text = page.read_text()
+    m = re.search(r"```bash\n(.*?)```", text, flags=re.S)
+    assert m and text[:m.start()].count("\n## ") <= 1, f"{page.name}: no ```bash block of commands at its top"
+    return [line.split("  #", 1)[0].strip() for line in m.group(1).splitlines() if line.strip()]
+
+
+def _flags(cmd: list[str]) -> list[str]:
+    return [a.split("=", 1)[0] for a in cmd if a.startswith("--")]
+
+
+def _help(argv: list[str], env: dict[str, str]) -> str:
+    res = subprocess.run([*argv, "--help"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, f"{' '.join(argv)} --help: exit {res.returncode}\n{res.stderr}"
+    return res.stdout
+
+
+@pytest.mark.parametrize("page", sorted((DOCS / "results").glob("*.md")), ids=lambda p: p.name)
+def test_a_results_page_starts_with_commands_that_run_here(page: Path, example_env: dict[str, str]) -> None:
+    """Each command of the page's first block, in dry-run form: `make install` is a target, `tools install` names
+    kinds built from pinned sources, a scenario validates with its --set, a benchmark or a command knows every
+    option given. A step that went missing, or an option that was renamed, fails here, not on a reader's machine."""
+    import shlex
+
+    lines = _first_bash_block(page)
+    assert lines[:2] == ["make install", ".venv/bin/kwokbench tools install"], lines[:2]
+    kb = [sys.executable, "-m", "kwokbench"]
+    for line in lines[1:]:
+        cmd = shlex.split(line)
+        if cmd[0] == ".venv/bin/python":
+            script = ROOT / cmd[1]
+            assert script.is_file(), f"{page.name}: {cmd[1]} does not exist"
+            shown = _help([sys.executable, str(script)], example_env)
+        else:
+            assert cmd[0] == ".venv/bin/kwokbench", f"{page.name}: {line}: neither kwokbench nor a benchmark"
+            if cmd[1:3] == ["tools", "install"] and len(cmd) > 3:
+                kinds = subprocess.run([*kb, "tools", "kinds"], cwd=ROOT, env=example_env, capture_output=True,
+                                       text=True, timeout=60).stdout
+                pinned = {row.split("│")[1].strip() for row in kinds.splitlines()
+                          if row.count("│") >= 5 and row.split("│")[4].strip() == "yes"}
+                names = [a for a in cmd[3:] if not a.startswith("--") and a != "../shared/sources"]
+                assert set(names) <= pinned, f"{page.name}: tools install {names}: pinned kinds are {pinned}"
+            if cmd[1] == "run":
+                sets = [a for i, a in enumerate(cmd) if i and cmd[i - 1] == "--set"]
+                res = subprocess.run([*kb, "validate", cmd[2], *(x for s in sets for x in ("--set", s))], cwd=ROOT,
+                                     env=example_env, capture_output=True, text=True, timeout=120)
+                assert res.returncode == 0, f"{page.name}: {line}: {res.stderr}"
+            shown = _help([*kb, *[a for a in cmd[1:3] if not a.startswith("-") and "/" not in a]], example_env)
+        unknown = [f for f in _flags(cmd) if not re.search(re.escape(f) + r"(?![\w-])", shown)]
+        assert not unknown, f"{page.name}: {line}: options {unknown} are not in its --help"

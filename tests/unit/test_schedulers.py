@@ -144,3 +144,20 @@ def test_console_rows_show_overcommit_and_its_growth() -> None:
     assert rows["nodes overcommitted (pushed over by)"] == "1 of 2 (b 1)"
     assert rows["nodes overcommitted as the cluster filled (share of its CPU requested)"].endswith("100%: 1")
     assert rows["scheduler a: bound / pods, latency p50 / p99"].startswith("2 / 2")
+
+
+def test_a_config_is_found_beside_the_scenario_else_in_kwokbenchs_catalogue(tmp_path: Path) -> None:
+    from kwokbench.components.kube_scheduler import CATALOGUE, resolve_config
+    from kwokbench.errors import ScenarioError
+
+    assert resolve_config(tmp_path, "configs/binpack.yaml") == CATALOGUE / "binpack.yaml"
+    mine = tmp_path / "configs" / "binpack.yaml"
+    mine.parent.mkdir()
+    mine.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n")
+    assert resolve_config(tmp_path, "configs/binpack.yaml") == mine  # the scenario's own file wins
+    with pytest.raises(ScenarioError, match=r"configs/nope.yaml: no such file \(relative to .*\), nor one of "
+                                            r"kwokbench's own configurations \(binpack.yaml, "):
+        resolve_config(tmp_path, "configs/nope.yaml")
+    # scenarios/configs in a checkout is the catalogue itself
+    from tests.conftest import REPO
+    assert (REPO / "scenarios" / "configs").resolve() == CATALOGUE

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import statistics
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ import pytest
 
 from kwokbench.errors import ScenarioError
 from kwokbench.gate import GateResult, comparability, gate, host_warnings, pair_runs, parse_gate
-from kwokbench.report.render import junit, markdown
+from kwokbench.report.render import gate_markdown, github_annotations, junit, markdown
 from kwokbench.stats import compare, compare_worst
 from kwokbench.store import StoredRun
 
@@ -242,6 +243,23 @@ def test_variants_of_one_folder_are_gated_paired(tmp_path: Path) -> None:
         gate(runs, runs, [], baseline_variant="a")  # the candidate side still holds a's runs
 
 
+def test_the_same_variants_on_both_sides_are_gated_each_against_itself(tmp_path: Path) -> None:
+    """A plugin beside the stock scheduler, base against head: pooled, the plugin's slowdown would be diluted by
+    the stock runs; each variant is gated on its own instead, and the result names it."""
+    base = [_run(tmp_path, f"b{v}{i}", x, variant=v) for v in ("plugin", "stock") for i, x in enumerate(BASE)]
+    head = [*(_run(tmp_path, f"hplugin{i}", x, variant="plugin") for i, x in enumerate(SLOWER)),
+            *(_run(tmp_path, f"hstock{i}", x, variant="stock") for i, x in enumerate(SAME))]
+    res = gate(base, head, ["throughput:10%"])
+    verdicts = {c.metric: c.verdict for c in res.comparisons}
+    assert verdicts == {"throughput [plugin]": "regression", "unscheduled [plugin]": "pass",
+                        "throughput [stock]": "pass", "unscheduled [stock]": "pass"}
+    assert res.exit_code == 1 and len(res.runs) == len(base) + len(head)
+    assert "each variant gated against itself (plugin, stock)" in res.notes[0]
+    assert len(res.comparisons[0].candidate) == len(SLOWER)  # the plugin's runs only
+    # a variant chosen on either side: as before, no split
+    assert gate(base, head, [], "stock", "stock").comparisons[0].metric == "throughput"
+
+
 def test_pairing_rules(tmp_path: Path) -> None:
     runs = _interleaved(tmp_path, BASE[:4], SAME[:4])
     a, b = [r for r in runs if r.label.startswith("a:")], [r for r in runs if r.label.startswith("b:")]
@@ -360,3 +378,22 @@ def test_an_external_scheduler_variant_is_what_is_compared(tmp_path: Path) -> No
     c.meta["variant"]["binary"] = "yunikorn"
     c.meta["fairness"].update(scheduler_name="yunikorn", scheduler_command=None)
     assert not any("scheduler_name" in x for x in comparability([a, c])), comparability([a, c])
+
+
+def test_the_pull_requests_verdict_table_and_annotations(tmp_path: Path) -> None:
+    base = [_run(tmp_path, f"b{i}", v) for i, v in enumerate(BASE)]
+    bad = [_run(tmp_path, f"s{i}", v) for i, v in enumerate(SLOWER)]
+    res = gate(base, bad, ["throughput:10%", "latency_p99:10%"])
+    md = gate_markdown(res)
+    assert md.startswith("## kwokbench gate: ❌ regression\n")
+    row = next(line for line in md.splitlines() if line.startswith("| throughput |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == f"{statistics.median(BASE):.3g}" and cells[2] == f"{statistics.median(SLOWER):.3g}"
+    assert cells[3].startswith("-") and "%.." in cells[3] and cells[4] == "❌ regression"
+    # annotations: the regression only (latency_p99 passes within its noise floor, unscheduled passes)
+    lines = github_annotations(res)
+    assert len(lines) == 1 and lines[0].startswith("::error title=kwokbench gate::throughput regression: ")
+    assert "\n" not in lines[0]
+    few = gate(base[:2], bad[:2], ["throughput:10%"])
+    assert few.exit_code == 3 and gate_markdown(few).startswith("## kwokbench gate: ⚠️ inconclusive")
+    assert [a.split("::")[1] for a in github_annotations(few)] == ["warning title=kwokbench gate"]
