@@ -1,10 +1,12 @@
-"""A history of ten real runs on the session cluster, one per (made-up) commit: detect finds a step injected
-into the last five, an ack file mutes it, and `report --history` opens in headless Chromium with its plot
-and a working two-run comparison.
+"""A history of ten real runs, one per (made-up) commit: detect finds a step injected into the last five, an ack
+file mutes it, and `report --history` opens in headless Chromium with its plot and a working two-run comparison.
 
-The runs are short (100 pods at 100/s: arrival-bound, so their throughput is steady); the step is made in a
-copy of them (throughput halved in the last five summaries), as a regression would leave it: a step well
-beyond what a loaded CI host does to one run's throughput (a 20% step was once placed a commit early)."""
+The ten runs were made on the session cluster on 2026-11-26 (100 pods at 100/s each: arrival-bound, so their
+throughput is steady) and are kept recorded, meta.json and summary.json of each, in tests/e2e/data/history: detect
+and the trend page read nothing else. What makes such a history live is checked by one run here: it records its
+commit and ref, and the history index reads it (~10 s, where the ten live runs cost 76 s). The step is made in a
+copy of the ten (throughput halved in the last five summaries), as a regression would leave it: a step well beyond
+what a loaded CI host does to one run's throughput (a 20% step was once placed a commit early)."""
 
 from __future__ import annotations
 
@@ -24,21 +26,36 @@ STEP_AT = 5
 """The first commit after the step (its runs and every later one's lose half their throughput)."""
 
 
+RECORDED = Path(__file__).parent / "data" / "history" / "quickstart"
+
+
 @pytest.fixture(scope="module")
-def history(cluster: ClusterInfo, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    measured = tmp_path_factory.mktemp("measured")
-    for commit in COMMITS:
-        kwokbench("run", str(REPO / "scenarios/quickstart.yaml"), "--cluster", cluster.name, "--out", str(measured),
-                  "--commit", commit, "--ref", "main", "--set", "workloads.0.count=100",
-                  "--set", "workloads.0.arrival.qps=100", check=True)
+def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
     stepped = tmp_path_factory.mktemp("history") / "quickstart"
-    shutil.copytree(measured / "quickstart", stepped)
-    for run in find_runs([stepped]):
+    shutil.copytree(RECORDED, stepped)
+    runs = find_runs([stepped])
+    assert sorted(read_meta(r)["code"]["commit"] for r in runs) == COMMITS
+    for run in runs:
         if COMMITS.index(read_meta(run)["code"]["commit"]) >= STEP_AT:
             doc = json.loads((run / SUMMARY).read_text())
             doc["throughput"]["average"] *= 0.5
             (run / SUMMARY).write_text(json.dumps(doc))
     return stepped
+
+
+def test_a_run_records_its_commit_and_ref_for_the_history(cluster: ClusterInfo, tmp_path: Path) -> None:
+    """What the recorded history was made of, live: a run given --commit and --ref stores them, and `history`
+    lists it under that commit with its throughput."""
+    commit = "ff" + "7e2e" * 9 + "ab"
+    kwokbench("run", str(REPO / "scenarios/quickstart.yaml"), "--cluster", cluster.name, "--out", str(tmp_path),
+              "--commit", commit, "--ref", "main", "--set", "workloads.0.count=100",
+              "--set", "workloads.0.arrival.qps=100", check=True)
+    [run] = find_runs([tmp_path / "quickstart"])
+    code = read_meta(run)["code"]
+    assert code["commit"] == commit and code["ref"] == "main", code
+    res = kwokbench("history", str(tmp_path), "--format", "json", "--metric", "throughput", check=True)
+    rows = json.loads(res.stdout)
+    assert [r["commit"] for r in rows] == [commit] and rows[0]["throughput"] > 0, rows
 
 
 def test_detect_finds_the_step_and_an_ack_mutes_it(history: Path, tmp_path: Path) -> None:
