@@ -448,7 +448,7 @@ def gate(baseline: list[StoredRun], candidate: list[StoredRun], specs: list[str]
 def _each_variant(parts: list[tuple[str, GateResult]]) -> GateResult:
     """One result of the gates of several variants, each variant's metrics named ``metric [variant]``."""
     comps = [replace(c, metric=f"{c.metric} [{v}]") for v, r in parts for c in r.comparisons]
-    warnings = list(dict.fromkeys(w for _, r in parts for w in r.warnings))
+    warnings = list(dict.fromkeys(f"{v}: {w}" for v, r in parts for w in r.warnings))
     notes = [f"each variant gated against itself ({', '.join(v for v, _ in parts)}), not pooled",
              *(f"{v}: {n}" for v, r in parts for n in r.notes)]
     runs = list({run.path: run for _, r in parts for run in r.runs}.values())

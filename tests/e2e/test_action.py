@@ -67,11 +67,19 @@ def _at(repo: dict[str, str], commit: str) -> Path:
 
 
 def _action(repo: dict[str, str], tmp: Path, head: str, base: str | None, **inputs: str) -> ActionRun:
+    """One job of the action on commit ``head`` (against ``base``; None: a push); its ``out`` is ``_out(tmp)``."""
     ws = _at(repo, head)
-    shutil.rmtree(ws / "kwokbench-out", ignore_errors=True)
+    shutil.rmtree(_out(repo, tmp), ignore_errors=True)
     runner_temp = Path(repo["path"]).parent / "runner-temp"  # one per module: the action's venv is reused
-    return run_action(ws, runner_temp, {"scenario": "perf/scenario.yaml", "run-args": RUN_ARGS, **inputs},
-                      repo[base] if base else None)
+    res = run_action(ws, runner_temp, {"scenario": "perf/scenario.yaml", "run-args": RUN_ARGS,
+                                       "out": str(_out(repo, tmp).relative_to(ws)), **inputs},
+                     repo[base] if base else None)
+    (tmp / "step-summary.md").write_text(res.summary)  # kept with the test's runs, for reading afterwards
+    return res
+
+
+def _out(repo: dict[str, str], tmp: Path) -> Path:
+    return Path(repo["path"]) / "kwokbench-out" / tmp.name
 
 
 def _variants(folder: Path) -> dict[str, int]:
@@ -88,7 +96,7 @@ def test_the_pull_request_that_adds_the_gate_runs_on_its_base(repo: dict[str, st
     res = _action(repo, tmp_path, "gate", "plugin", repeat="1")
     assert res.code == 0, res.log
     assert "copied plugin.yaml of the scenario's folder into the base checkout" in res.log
-    out = Path(repo["path"]) / "kwokbench-out"
+    out = _out(repo, tmp_path)
     assert _variants(out / "runs" / "base") == _variants(out / "runs" / "head") == {"plugin": 1, "stock": 1}
     assert "## kwokbench gate: ⚠️ inconclusive" in res.summary
     assert "[plugin]" in res.summary and "[stock]" in res.summary  # each variant gated against itself
@@ -111,7 +119,7 @@ def test_a_slower_score_plugin_fails_the_pull_request(repo: dict[str, str], tmp_
     assert errors and all("[plugin]" in a for a in errors), res.annotations
     assert res.summary.startswith("## kwokbench gate: ❌ regression")
     # the base built and ran its own (fast) plugin: its CPU per pod is well below the head's
-    out = Path(repo["path"]) / "kwokbench-out" / "runs"
+    out = _out(repo, tmp_path) / "runs"
     cpu = {side: [load_run(p).summary["scheduler"]["cpu_seconds_per_pod"] for p in find_runs([out / side])
                   if load_run(p).meta["variant"]["name"] == "plugin"] for side in ("base", "head")}
     assert len(cpu["base"]) == len(cpu["head"]) == 2 and max(cpu["base"]) * 2 < min(cpu["head"]), cpu
@@ -122,7 +130,7 @@ def test_a_push_measures_and_reports_the_head(repo: dict[str, str], tmp_path: Pa
     assert res.code == 0, res.log
     assert "check out the base commit" not in res.steps
     assert any("no base commit" in a for a in res.annotations if a.startswith("::notice"))
-    out = Path(repo["path"]) / "kwokbench-out"
+    out = _out(repo, tmp_path)
     assert not (out / "runs" / "base").exists() and _variants(out / "runs" / "head") == {"plugin": 1, "stock": 1}
     assert res.summary.startswith("## kwokbench: the head measured, not gated")
     assert (out / "report" / "report.html").is_file()
