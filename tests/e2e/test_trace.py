@@ -1,5 +1,5 @@
 """A real trace replayed on a real control plane: a 300-pod slice of the Alibaba GPU trace v2023 on its 1523
-nodes, with the trace's arrival times and lifetimes compressed into a minute. Pods arrive in the trace's bursts,
+nodes, with the trace's arrival times and lifetimes compressed into 30 s. Pods arrive in the trace's bursts,
 are bound, live their (scaled) lifetimes and are deleted by kwok; the cluster's GPU allocation rises and falls.
 And the bad inputs: a trace file that is missing, a CSV missing a column, a negative time, an unknown GPU model,
 an empty trace — each one line naming the file (row, column), exit 2, nothing written, no cluster started."""
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(not (TRACES / "alibaba-gpu-2023" / "openb_pod_li
 
 def test_a_slice_of_the_trace_fills_and_drains_the_cluster(tmp_path: Path) -> None:
     kwokbench("run", str(REPO / "scenarios/alibaba-gpu-2023-timed.yaml"), "--variant", "least-allocated",
-              "--set", "workloads.0.trace.limit=300", "--set", "workloads.0.trace.duration_seconds=60",
+              "--set", "workloads.0.trace.limit=300", "--set", "workloads.0.trace.duration_seconds=30",
               "--out", str(tmp_path), check=True, timeout=900)
     [path] = (tmp_path / "alibaba-gpu-2023-timed").iterdir()
     run = load_run(path)
