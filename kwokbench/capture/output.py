@@ -84,7 +84,7 @@ def what_if_yaml(context: str, when: datetime, nodes: int, pods: int, gpus: bool
                    f"binds for 30 s: the stock scheduler (spreading) against bin packing on {resource.upper()}; "
                    f"compare {resource}_allocation and the pods left pending")
     return (f"schema_version: 1\n"
-            f"name: {scenario_name(context)[: _SCENARIO_NAME_MAX - 8]}-what-if\n"
+            f"name: {scenario_name(context)[: _SCENARIO_NAME_MAX - 8].rstrip('-')}-what-if\n"
             f"description: {_scalar(description)}\n"
             f"seed: 42\n"
             f"cluster:\n"
