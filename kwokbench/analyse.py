@@ -18,6 +18,7 @@ from kwokbench.allocation import allocation
 from kwokbench.bottleneck import limited_by
 from kwokbench.ceiling import ceiling_section, cpu_shares
 from kwokbench.chaos import pods_lost, rate_from_pods, recovery, rescheduling
+from kwokbench.dra import claims_section
 from kwokbench.jobs import jobs
 from kwokbench.metrics.derive import create_rates, derive
 from kwokbench.metrics.scrape import PROCS, SCRAPES
@@ -26,6 +27,7 @@ from kwokbench.pprof import profiles_section
 from kwokbench.store import (
     BINDING_RATE,
     CHAOS,
+    CLAIMS,
     EXTENDER,
     FAILED_SCHEDULING,
     HOST,
@@ -92,6 +94,8 @@ def analyse(run_dir: Path, write: bool = True) -> dict[str, Any]:
         wl = pd.read_parquet(run_dir / KUEUE_WORKLOADS) if (run_dir / KUEUE_WORKLOADS).exists() else None
         summary["jobs"] = jobs(with_columns(pods, PLACEMENT_COLUMNS), requests, phases, str(meta.get("run_label", "")),
                                wl)
+    if (run_dir / CLAIMS).exists():
+        summary["claims"] = claims_section(pd.read_parquet(run_dir / CLAIMS), with_columns(pods, PLACEMENT_COLUMNS))
     extender = read_doc(run_dir, EXTENDER)
     if extender:
         summary["extender"] = {k: v for k, v in extender.items() if k not in ("format_version", "migrated_from")}

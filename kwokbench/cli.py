@@ -231,8 +231,12 @@ def tools_doctor() -> None:
 @handled
 def up(
     name: Annotated[str, typer.Option(help="Cluster name.")] = "kwokbench",
-    nodes: Annotated[int, typer.Option(min=0, help="Number of fake nodes to create.")] = 10,
+    nodes: Annotated[int | None, typer.Option(min=0, help="Number of fake nodes to create [default: 10].")] = None,
     node_template: Annotated[str, typer.Option(help="Node template (path or builtin name).")] = "node",
+    scenario: Annotated[Path | None, typer.Option(help=(
+        "Create the cluster this scenario describes instead: its node groups with their DRA devices, and the kwok "
+        "stages its workloads need (the stock kube-scheduler); runs then share it with --cluster."))] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="With --scenario: override a field.")] = None,
     param: Annotated[list[str] | None, typer.Option(help="Node template parameter key=value (repeatable).")] = None,
     scheduler_config: Annotated[Path | None, typer.Option(help="KubeSchedulerConfiguration file.")] = None,
     qps_limits: Annotated[bool, typer.Option("--qps-limits/--no-qps-limits",
@@ -255,10 +259,25 @@ def up(
     from kwokbench.cluster.kwok_controllers import check_count
     from kwokbench.cluster.kwokctl import free_port
     from kwokbench.cluster.lifecycle import check_node_groups
+    from kwokbench.components import cluster_options
+    from kwokbench.kind import SchedulerSpec
+    from kwokbench.plan import node_groups
+    from kwokbench.scenario import load_scenario
     from kwokbench.templates import resolve_template
 
     k = check_count(kwok_controllers)
-    groups = [NodeGroup("default", nodes, resolve_template(node_template), parse_params(param or []))]
+    described = None
+    if scenario is not None:
+        if nodes is not None or param or node_template != "node" or scheduler_config is not None:
+            raise ScenarioError("--scenario gives the nodes: --nodes, --param, --node-template and "
+                                "--scheduler-config do not go with it")
+        described = load_scenario(scenario, set_ or [])
+        groups = node_groups(described, scenario.parent)
+    elif set_:
+        raise ScenarioError("--set goes with --scenario")
+    else:
+        groups = [NodeGroup("default", 10 if nodes is None else nodes, resolve_template(node_template),
+                            parse_params(param or []))]
     check_node_groups(groups)  # before asking to attach, or building the toolchain
     if kubeconfig is not None:
         _attach(name, kubeconfig, context, groups, yes_this_is_a_test_cluster, k)
@@ -267,15 +286,24 @@ def up(
         raise ScenarioError("--context and --yes-this-is-a-test-cluster only go with --kubeconfig")
     if scheduler_config is not None and not scheduler_config.is_file():
         raise ScenarioError(f"--scheduler-config {scheduler_config}: no such file")
-    opts = ClusterOptions(name=name, qps_limits=qps_limits, scheduler_config=scheduler_config,
-                          apiserver_port=apiserver_port, prometheus_port=free_port() if prometheus else None,
-                          kwok_controllers=k)
+    if described is not None:
+        opts = cluster_options(described, scenario.parent if scenario else Path("."), SchedulerSpec(), name,
+                               Kwokctl().toolchain)
+        opts.qps_limits, opts.apiserver_port, opts.kwok_controllers = qps_limits or opts.qps_limits, apiserver_port, k
+        if prometheus and opts.prometheus_port is None:
+            opts.prometheus_port = free_port()
+    else:
+        opts = ClusterOptions(name=name, qps_limits=qps_limits, scheduler_config=scheduler_config,
+                              apiserver_port=apiserver_port, prometheus_port=free_port() if prometheus else None,
+                              kwok_controllers=k)
     res = bring_up(Kwokctl(), opts, groups, console.RichReporter())
     info = res.cluster
     rows = [["kubeconfig", str(info.kubeconfig)], *[[f"{k} metrics", v] for k, v in
                                                     info.metrics_endpoints().items()]]
     if info.prometheus_port:
         rows.append(["prometheus", f"http://127.0.0.1:{info.prometheus_port}"])
+    if res.nodes and res.nodes.slices:
+        rows.append(["DRA", f"{res.nodes.slices} ResourceSlices with the nodes"])
     rows += [[f"time: {k}", f"{v:.1f}s"] for k, v in res.timings.items()]
     console.table(f"cluster {info.name} is up with {res.nodes.ready if res.nodes else 0} Ready nodes",
                   ["", ""], rows)

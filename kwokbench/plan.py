@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kwokbench import components
+from kwokbench.cluster.claims import pod_claims
 from kwokbench.cluster.kueue import COMPLETE_DELAY_ANNOTATION, QUEUE_LABEL
+from kwokbench.cluster.nodes import NodeGroup
 from kwokbench.components import Base as Component
 from kwokbench.components import PodSettings, Setup
 from kwokbench.components.kueue import Kueue
@@ -19,11 +21,18 @@ from kwokbench.labels import RUN_LABEL, WORKLOAD_LABEL
 from kwokbench.progress import Reporter
 from kwokbench.scenario import Scenario, WorkloadSpec
 from kwokbench.templates import ManifestFactory, resolve_template
-from kwokbench.trace.kube import pod_annotations, pod_params
+from kwokbench.trace.kube import DELETE_AFTER_ANNOTATION, pod_annotations, pod_params
 
 if TYPE_CHECKING:
     from kwokbench.cluster.attach import AttachedCluster
     from kwokbench.toolchain import Toolchain
+
+
+def node_groups(scenario: Scenario, base: Path) -> list[NodeGroup]:
+    """The scenario's node groups as the cluster creates them, with their DRA devices."""
+    return [NodeGroup(g.name, g.count, resolve_template(g.template, base), g.params,
+                      devices=tuple(d.model_dump() for d in g.devices))
+            for g in scenario.cluster.node_groups]
 
 
 def pod_settings(scenario: Scenario, w: WorkloadSpec, kinds: dict[str, Component],
@@ -98,14 +107,20 @@ def manifest_factories(scenario: Scenario, base: Path, run_label: str, attached:
                             suspend=to_queue,
                             pod_annotations={**own.annotations,
                                              **({COMPLETE_DELAY_ANNOTATION: w.complete_after}
-                                                if w.complete_after else {})},
+                                                if w.complete_after else {}),
+                                             **({DELETE_AFTER_ANNOTATION: w.delete_after} if w.delete_after
+                                                else {})},
                             gang_size=w.gang.size if w.gang else 0, gang_annotations=own.gang_annotations,
                             gang_template=own.gang_template, gang_params=own.gang_params,
                             app_labels=own.group_labels, app_size=own.group_size or 1,
                             node_selector=attached.labels if attached else {},
-                            scheduler_names=pod_scheduler_names(scenario, w, variant, own))
+                            scheduler_names=pod_scheduler_names(scenario, w, variant, own),
+                            claims=pod_claims(w, f"{w.name}-{run_label}"))
         if f.pods_per_object() == 0:
             raise ScenarioError(f"workload {w.name}: template {w.template} makes a {f.kind}, not a Pod or Job")
+        if (w.claims or w.delete_after) and f.kind != "Pod":
+            raise ScenarioError(f"workload {w.name}: claims and delete_after apply to Pod templates, template "
+                                f"{w.template} makes a {f.kind}")
         if (w.queue or w.complete_after) and f.kind != "Job":
             raise ScenarioError(f"workload {w.name}: queue and complete_after apply to Jobs, template {w.template} "
                                 f"makes a {f.kind}")

@@ -30,7 +30,6 @@ from kwokbench.cluster import (
     ClusterInfo,
     ClusterOptions,
     Kwokctl,
-    NodeGroup,
     attach,
     bring_up,
     processes,
@@ -38,6 +37,7 @@ from kwokbench.cluster import (
 )
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.attach import AttachedCluster
+from kwokbench.cluster.claims import claim_objects, create_claims
 from kwokbench.cluster.kwokctl import scheduler_client_limits, scheduler_config_document
 from kwokbench.cluster.nodes import wait_service_account
 from kwokbench.cluster.objects import apply_crds, create_all
@@ -52,12 +52,20 @@ from kwokbench.load.watcher import PROGRESS, Watcher
 from kwokbench.measure import Measurement, RunContext
 from kwokbench.measure.run import for_run
 from kwokbench.measure.watch import PodTimeline
-from kwokbench.plan import build_components, check_scenario, gang_factory, manifest_factories, run_components, setup_of
+from kwokbench.plan import (
+    build_components,
+    check_scenario,
+    gang_factory,
+    manifest_factories,
+    node_groups,
+    run_components,
+    setup_of,
+)
 from kwokbench.progress import Reporter, Silent
 from kwokbench.scenario import QpsArrival, Scenario, WorkloadSpec
 from kwokbench.shard import Shard, shard_cells
 from kwokbench.store import REQUESTS, RunDir, host_info, owner
-from kwokbench.templates import ManifestFactory, resolve_template
+from kwokbench.templates import ManifestFactory
 from kwokbench.toolchain import versions
 
 AnyCluster = ClusterInfo | AttachedCluster
@@ -278,6 +286,8 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
         for i, (w, f) in enumerate(zip(scenario.workloads, factories, strict=True)):
             if w.gang:
                 _create_podgroups(info, w, f, base, rep)
+            if w.claims:
+                _create_claims(info, w, f, run_label, attached, rep)
             log, timed_out = _run_phase(info, w, f, i, scenario.seed, opts, watcher, rep, phases[i])
             logs.append(_log_frame(log, w.name))
             phases[i].update(timed_out=timed_out, harness_cpu_seconds=log.cpu_seconds,
@@ -369,8 +379,7 @@ def _cluster(k: Kwokctl, opts: RunOptions, attached: AttachedCluster | None, cop
         if not k.exists(opts.cluster):
             raise ClusterError(f"--cluster {opts.cluster}: no such kwokbench cluster (see `kwokbench status`)")
         return k.info(opts.cluster)
-    groups = [NodeGroup(g.name, g.count, resolve_template(g.template, base), g.params)
-              for g in scenario.cluster.node_groups]
+    groups = node_groups(scenario, base)
     return bring_up(k, copts, groups, rep).cluster
 
 
@@ -445,6 +454,13 @@ def _create_podgroups(info: AnyCluster, w: WorkloadSpec, members: ManifestFactor
     n = w.count // w.gang.size
     with rep.status(f"{w.name}: creating {n} PodGroups (minMember {w.gang.min_member or w.gang.size})"):
         asyncio.run(create_all(info.credentials(), g.namespaced_path(w.namespace), [g.body(k) for k in range(n)]))
+
+
+def _create_claims(info: AnyCluster, w: WorkloadSpec, pods: ManifestFactory, run_label: str,
+                   attached: AttachedCluster | None, rep: Reporter) -> None:
+    objects = claim_objects(w, pods.prefix, run_label, attached.labels if attached else None)
+    with rep.status(f"{w.name}: creating {len(objects)} DRA claim objects"):
+        asyncio.run(create_claims(info.credentials(), w, objects))
 
 
 def cluster_record(info: AnyCluster) -> dict[str, Any]:

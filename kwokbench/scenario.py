@@ -30,6 +30,8 @@ from pydantic import (
 from kwokbench import kind
 from kwokbench.errors import ScenarioError
 from kwokbench.kind import SchedulerSpec
+from kwokbench.quantity import quantity
+from kwokbench.templates import is_quantity
 from kwokbench.toolchain import versions
 from kwokbench.trace import alibaba
 from kwokbench.trace import format as trace_format
@@ -56,6 +58,68 @@ class NodeTraceSpec(_Model):
         "kwokbench (its own trace format, CSV or Parquet) or alibaba-gpu-2023 (openb_node_list_*.csv)."))
 
 
+DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+QUALIFIED_NAME = (r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                  r"[a-zA-Z0-9]([-_.a-zA-Z0-9]*[a-zA-Z0-9])?$")
+Quantity = Annotated[str | int, Field(description="A Kubernetes quantity (e.g. 1000, 80Gi, 500m).")]
+
+
+class DeviceSpec(_Model):
+    """Devices of every node of a group, as a DRA driver would publish them: one ResourceSlice per node and
+    driver (the node's own pool), no driver process and no kubelet."""
+
+    driver: str = Field(pattern=DNS_SUBDOMAIN, max_length=63, description=(
+        "The DRA driver's name (a DNS subdomain, e.g. gpu.example.com); the devices' ResourceSlice names it."))
+    count: int = Field(ge=1, le=128, description="Devices per node (the API allows 128 per ResourceSlice).")
+    name: str = Field("gpu", pattern=DNS_LABEL, max_length=50, description=(
+        "Device names are <name>-<k>, k = 0 … count-1 (k is also the device's `index` attribute)."))
+    device_class: str | None = Field(None, pattern=DNS_SUBDOMAIN, max_length=253, description=(
+        "The DeviceClass claims name to get these devices (default: the driver's name); kwokbench creates it, "
+        "selecting the driver's devices by CEL."))
+    attributes: dict[Annotated[str, Field(pattern=QUALIFIED_NAME)], str | int | bool] = Field(
+        default_factory=dict, description=(
+            "Attributes of every device (e.g. model: H100, memory_gb: 80): strings, integers and booleans, "
+            "selectable in a claim's CEL as device.attributes[\"<driver>\"].<name>."))
+    capacity: dict[Annotated[str, Field(pattern=QUALIFIED_NAME)], Quantity] = Field(
+        default_factory=dict, description=(
+            "Capacities of every device (e.g. memory: 80Gi, milli: 1000); with shared, what claims consume."))
+    shared: bool = Field(False, description=(
+        "allowMultipleAllocations: several claims share a device, each consuming its capacity requests "
+        "(DRA consumable capacity, beta and on in Kubernetes 1.36); a claim asking no capacity takes it whole."))
+
+    @property
+    def class_name(self) -> str:
+        return self.device_class or self.driver
+
+    @model_validator(mode="after")
+    def _shared_needs_capacity(self) -> DeviceSpec:
+        if self.shared and not self.capacity:
+            raise ValueError(f"devices of driver {self.driver}: shared devices need a capacity to share "
+                             "(e.g. capacity: {milli: 1000})")
+        return self
+
+
+class ClaimSpec(_Model):
+    """A ResourceClaim of every pod of a workload (DRA): through a ResourceClaimTemplate (a claim per pod) or
+    claims shared by several pods."""
+
+    name: str = Field("gpu", pattern=DNS_LABEL, max_length=63, description=(
+        "The claim's name in the pod (spec.resourceClaims[].name) and its one request's name."))
+    device_class: str = Field(pattern=DNS_SUBDOMAIN, max_length=253, description=(
+        "The DeviceClass to allocate from: one a node group's devices offer."))
+    count: int = Field(1, ge=1, le=128, description="Devices the claim asks for (allocationMode ExactCount).")
+    selectors: list[str] = Field(default_factory=list, description=(
+        "CEL expressions every allocated device must satisfy, e.g. device.attributes[\"gpu.example.com\"].model "
+        "== \"H100\" (checked by the apiserver when the claim is created)."))
+    capacity: dict[Annotated[str, Field(pattern=QUALIFIED_NAME)], Quantity] = Field(
+        default_factory=dict, description=(
+            "Capacity requested of each device (capacity.requests), e.g. milli: 250 of a shared GPU."))
+    shared_by: int = Field(1, ge=1, le=10_000, description=(
+        "Pods per claim: 1 gives every pod its own claim through a ResourceClaimTemplate (deleted with the pod); "
+        "N > 1 creates one ResourceClaim per N consecutive pods, which they share (scheduler_perf's "
+        "SchedulingWithResourceClaim)."))
+
+
 class NodeGroupSpec(_Model):
     name: str = Field(pattern=DNS_LABEL, max_length=30,
                       description="Group name; nodes are named kb-<group>-<i> and labelled kwokbench.io/node-group.")
@@ -66,6 +130,9 @@ class NodeGroupSpec(_Model):
     from_trace: NodeTraceSpec | None = Field(None, description=(
         "The nodes of a trace: one node per row (its allocatable, GPUs, GPU model label, labels, taints), as node "
         "groups <name>-<k> of identical nodes. count and params do not apply."))
+    devices: list[DeviceSpec] = Field(default_factory=list, description=(
+        "DRA devices of every node of the group: a ResourceSlice per node and driver, and the DeviceClasses "
+        "claims ask for, created with the nodes."))
 
     @model_validator(mode="before")
     @classmethod
@@ -253,6 +320,10 @@ class WorkloadSpec(_Model):
     complete_after: str | None = Field(None, pattern=r"^\d+(\.\d+)?(ms|s|m|h)$", description=(
         "Job pods run this long once Running (a Go duration, e.g. 30s) before kwok completes them (by default "
         "kwok completes a Job's pods at once); sets annotation kwokbench.io/complete-after."))
+    delete_after: str | None = Field(None, pattern=r"^\d+(\.\d+)?(ms|s|m|h)$", description=(
+        "Pods are deleted this long after they are Running (a Go duration, e.g. 5s; Pod templates): a churn "
+        "phase that frees nodes and devices for the next. Sets annotation kwokbench.io/delete-after, which a "
+        "kwok stage acts on."))
     scheduler: str | None = Field(None, description=(
         "With concurrent_schedulers: the variant owning every pod of this phase (default: pods are dealt to the "
         "variants in turn, pod i to variant i mod n)."))
@@ -260,6 +331,10 @@ class WorkloadSpec(_Model):
         "Most keep-alive connections the submitter opens to the apiserver (one request in flight each). Default: "
         "enough for 100 ms on the wire at the peak offered rate (rate / 10), at least 64, at most 1024. When every "
         "connection is busy, requests wait for one and the run says so."))
+
+    claims: list[ClaimSpec] = Field(default_factory=list, description=(
+        "DRA resource claims of every pod (Pod templates only): devices of a node group's `devices`, allocated "
+        "by the scheduler; their objects are created before the phase's pods."))
 
     _trace_pods: list[Any] = PrivateAttr(default_factory=list)
     _trace_offsets: list[float] = PrivateAttr(default_factory=list)
@@ -343,6 +418,11 @@ class Scenario(_Model):
                     raise ValueError(f"workloads.{i}.wait_for: {w.wait_for} never happens with cluster.pod_lifecycle "
                                      "none (pods stay Pending on their nodes)")
         if not c.controller_manager:
+            templated = [w.name for w in self.workloads for cl in w.claims if cl.shared_by == 1]
+            if templated:
+                raise ValueError(f"workload {templated[0]}: a claim per pod (shared_by 1) is made from its "
+                                 "template by kube-controller-manager, which cluster.controller_manager: false "
+                                 "turns off")
             nodes = [e.action for e in self.chaos if e.action in ("nodes-not-ready", "restart-controller-manager")]
             if nodes:
                 raise ValueError(f"chaos {nodes[0]} needs kube-controller-manager (cluster.controller_manager: false)")
@@ -365,6 +445,52 @@ class Scenario(_Model):
                              "cluster.controller_manager must be on")
         if kueue is not None and self.concurrent_schedulers:
             raise ValueError("cluster.kueue and concurrent_schedulers cannot be combined")
+        return self
+
+    @model_validator(mode="after")
+    def _claims(self) -> Scenario:
+        """A claim asks for a class some node group's devices offer, and for no more capacity than the largest
+        such device has: otherwise every pod would stay pending, found only after the cluster is up."""
+        offered: dict[str, list[DeviceSpec]] = {}
+        for g in self.cluster.node_groups:
+            for d in g.devices:
+                offered.setdefault(d.class_name, []).append(d)
+        drivers: dict[str, str] = {}
+        for g in self.cluster.node_groups:
+            for j, d in enumerate(g.devices):
+                if drivers.setdefault(d.class_name, d.driver) != d.driver:
+                    raise ValueError(f"node group {g.name}: devices.{j}: device class {d.class_name} is already "
+                                     f"the class of driver {drivers[d.class_name]}; name another device_class")
+        for i, w in enumerate(self.workloads):
+            names = [c.name for c in w.claims]
+            if len(set(names)) != len(names):
+                raise ValueError(f"workloads.{i}.claims: claim names must differ ({', '.join(names)})")
+            for j, c in enumerate(w.claims):
+                where = f"workloads.{i}.claims.{j}"
+                devices = offered.get(c.device_class)
+                if not devices:
+                    have = ", ".join(sorted(offered)) or "none: give a node group devices"
+                    raise ValueError(f"{where}.device_class: no node group's devices offer class {c.device_class} "
+                                     f"(offered: {have})")
+                for key, want in c.capacity.items():
+                    if not is_quantity(want):
+                        raise ValueError(f"{where}.capacity.{key}: {want!r} is not a Kubernetes quantity")
+                    most = max((quantity(d.capacity[key]) for d in devices if key in d.capacity), default=None)
+                    if most is None:
+                        raise ValueError(f"{where}.capacity.{key}: no device of class {c.device_class} has a "
+                                         f"{key} capacity")
+                    if quantity(want) > most:
+                        raise ValueError(f"{where}.capacity.{key}: {want} is more than any device of class "
+                                         f"{c.device_class} has ({most:g})")
+                if c.count > max(d.count for d in devices):
+                    raise ValueError(f"{where}.count: {c.count} devices, but no node has more than "
+                                     f"{max(d.count for d in devices)} of class {c.device_class}")
+        for g in self.cluster.node_groups:
+            for j, d in enumerate(g.devices):
+                for key, v in d.capacity.items():
+                    if not is_quantity(v):
+                        raise ValueError(f"node group {g.name}: devices.{j}.capacity.{key}: {v!r} is not a "
+                                         "Kubernetes quantity")
         return self
 
     @model_validator(mode="after")

@@ -32,6 +32,7 @@ BINDING_RATE = "binding_rate.parquet"
 METRICS = "metrics.parquet"
 NODES = "nodes.parquet"
 KUEUE_WORKLOADS = "kueue_workloads.parquet"
+CLAIMS = "claims.parquet"
 """Kueue Workloads of the run: when each was seen, got quota, was admitted and finished."""
 """Nodes at the end of the run (allocatable CPU/GPUs/pods), for placement quality."""
 SWEEP, SWEEP_FORMAT_VERSION = "sweep.json", 1

@@ -21,7 +21,7 @@ unscheduled pods were left out of latencies; 2: offered / sent / accepted rates,
 unscheduled pods censored at the phase timeout in latencies, ``phases_timed_out``."""
 
 
-def _pct(values: np.ndarray) -> dict[str, float | None]:
+def percentile_stats(values: np.ndarray) -> dict[str, float | None]:
     v = values[~np.isnan(values)]
     if not len(v):
         return dict.fromkeys([*(f"p{p}" for p in PERCENTILES), "max", "mean"])
@@ -87,7 +87,7 @@ def pod_latencies(pods: pd.DataFrame, phases: list[dict[str, Any]] | None = None
                 floor = end - exact["created"].to_numpy(dtype=np.float64)
                 d = np.where(missing, np.maximum(timeout, floor), d)
                 censored = int(missing.sum())
-        out[f"created_to_{state}"] = {**_pct(d), "censored": censored}
+        out[f"created_to_{state}"] = {**percentile_stats(d), "censored": censored}
     out["approximate_pods"] = int(pods["from_list"].sum()) if len(pods) else 0
     return out
 
@@ -133,8 +133,8 @@ def request_stats(requests: pd.DataFrame, phases: list[dict[str, Any]],
             "achieved_ratio_window": window,
             "rates": rates,
             "connections": ph.get("connections"),
-            "send_lateness_seconds": rates.get("send_lateness_seconds") or _pct(np.zeros(0)),
-            "latency_seconds": _pct(r["latency"].to_numpy(dtype=np.float64) if len(r) else np.zeros(0)),
+            "send_lateness_seconds": rates.get("send_lateness_seconds") or percentile_stats(np.zeros(0)),
+            "latency_seconds": percentile_stats(r["latency"].to_numpy(dtype=np.float64) if len(r) else np.zeros(0)),
             "errors": codes,
             "throttled_429": codes.get("429", 0),
         }

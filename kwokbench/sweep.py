@@ -24,13 +24,13 @@ from typing import Any
 import numpy as np
 
 from kwokbench import __version__
-from kwokbench.cluster import Kwokctl, NodeGroup, bring_up, watchdog
+from kwokbench.cluster import Kwokctl, bring_up, watchdog
 from kwokbench.cluster.kwokctl import ClusterInfo
 from kwokbench.cluster.objects import delete_labelled
 from kwokbench.components import cluster_options
 from kwokbench.errors import KwokbenchError, ScenarioError, StoreError
 from kwokbench.labels import RUN_LABEL
-from kwokbench.plan import check_scenario, run_components, setup_of
+from kwokbench.plan import check_scenario, node_groups, run_components, setup_of
 from kwokbench.progress import Reporter, Silent
 from kwokbench.runner import RunOptions, run_variant
 from kwokbench.scenario import QpsArrival, Scenario
@@ -38,7 +38,6 @@ from kwokbench.shard import Shard, shard_cells
 from kwokbench.store import SWEEP as SWEEP
 from kwokbench.store import SWEEP_FORMAT_VERSION as SWEEP_FORMAT_VERSION
 from kwokbench.store import _atomic_write, digest, host_info, owner, read_versioned, settle_status
-from kwokbench.templates import resolve_template
 
 
 @dataclass
@@ -213,8 +212,7 @@ def run_sweep(scenario: Scenario, scenario_path: Path, opts: SweepOptions, repor
                 sized = scaled(scenario, n)
                 cluster = f"kb-sweep-{stamp[-7:-1].lower()}-{n}"
                 copts = cluster_options(sized, base, variant, cluster, k.toolchain, comps)
-                groups = [NodeGroup(g.name, g.count, resolve_template(g.template, base), g.params)
-                          for g in sized.cluster.node_groups]
+                groups = node_groups(sized, base)
                 rep.heading(f"{n} nodes: cluster {cluster}")
                 # the watchdog exists before kwokctl starts anything, so a kill -9 during bring-up is covered
                 guard = watchdog.start(cluster, k.home, sweep_dir, opts.keep_clusters)

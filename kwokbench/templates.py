@@ -141,6 +141,20 @@ def bad_quantities(doc: Any) -> Iterator[tuple[str, Any]]:
     return walk(doc, "", "")
 
 
+@dataclass(frozen=True)
+class PodClaim:
+    """DRA claim ``name`` of a pod: from ResourceClaimTemplate ``source`` (``shared_by`` 0), else the
+    ResourceClaim ``<source>-<i // shared_by>`` that pods i share (:mod:`kwokbench.cluster.claims`)."""
+
+    name: str
+    source: str
+    shared_by: int = 0
+
+
+def _claim_sentinel(j: int) -> str:
+    return f"__kbclaim{j}__"
+
+
 @dataclass
 class ManifestFactory:
     """Produces the JSON body of object ``i`` named ``f"{prefix}-{i}"`` from one template."""
@@ -181,6 +195,9 @@ class ManifestFactory:
     what: str = ""
     """What the objects are, for error messages (``node group cpu``, ``workload pods``); by default the
     node group (the ``group`` param of a Node), the workload (its kwokbench.io/workload label) or the template."""
+    claims: Sequence[PodClaim] = ()
+    """DRA claims of every pod (a Pod template's): in ``spec.resourceClaims`` and every container's
+    ``resources.claims``."""
     kind: str = ""
     api_version: str = ""
     sample: dict[str, Any] = field(default_factory=dict)
@@ -242,9 +259,12 @@ class ManifestFactory:
                 out = out.replace(_SCHEDULER_SENTINEL.encode(), self.scheduler_name(i).encode())
             if self.app_labels:
                 out = out.replace(_APP_SENTINEL.encode(), self.app(i).encode())
+            for j, c in enumerate(self.claims):
+                if c.shared_by:
+                    out = out.replace(_claim_sentinel(j).encode(), str(i // c.shared_by).encode())
             return out
         return orjson.dumps(self._render(name, i, self.group(i) if self.gang_size else None,
-                                         self.scheduler_name(i) or None, self.app(i)))
+                                         self.scheduler_name(i) or None, self.app(i), claim_index=i))
 
     def app(self, i: int) -> str:
         """The application object i belongs to (its ``app_labels`` value)."""
@@ -265,7 +285,8 @@ class ManifestFactory:
         return doc
 
     def _render(self, name: str, i: int, group: str | None = None, scheduler: str | None = None,
-                app: str = _APP_SENTINEL) -> dict[str, Any]:
+                app: str = _APP_SENTINEL, claim_index: int | None = None) -> dict[str, Any]:
+        """Object i; ``claim_index`` None renders the shared claims' numbers as sentinels (the fast path's)."""
         doc = self._manifest(name, i)
         labels = {**self.labels, **({POD_GROUP_LABEL: group} if self.gang_size and group else {}),
                   **dict.fromkeys(self.app_labels, app)}
@@ -294,7 +315,22 @@ class ManifestFactory:
             pod_spec = (spec.get("template") or {}).get("spec") if doc.get("kind") != "Pod" else spec
             if isinstance(pod_spec, dict):
                 pod_spec["schedulerName"] = scheduler
+        if self.claims and doc.get("kind") == "Pod" and isinstance(doc.get("spec"), dict):
+            self._add_claims(doc["spec"], claim_index)
         return doc
+
+    def _add_claims(self, spec: dict[str, Any], i: int | None) -> None:
+        entries: list[dict[str, str]] = []
+        for j, c in enumerate(self.claims):
+            if not c.shared_by:
+                entries.append({"name": c.name, "resourceClaimTemplateName": c.source})
+            else:
+                k = _claim_sentinel(j) if i is None else str(i // c.shared_by)
+                entries.append({"name": c.name, "resourceClaimName": f"{c.source}-{k}"})
+        spec["resourceClaims"] = [*(spec.get("resourceClaims") or []), *entries]
+        for container in spec.get("containers") or []:
+            res = container.setdefault("resources", {})
+            res["claims"] = [*(res.get("claims") or []), *({"name": c.name} for c in self.claims)]
 
     def labels_of_pods(self) -> dict[str, str]:
         """Labels every pod of this workload carries (the pod's, or a Job's pod template's)."""

@@ -85,7 +85,7 @@ class Api:
         body = orjson.dumps(obj) if obj is not None else None
         status, data = await self.raw(method, path, body, params, timeout)
         if status not in ok:
-            raise ApiError(f"{method} {path}: HTTP {status}: {_reason(data)}", status)
+            raise ApiError(f"{method} {path}: HTTP {status}: {status_reason(data)}", status)
         return orjson.loads(data) if data else None
 
     async def watch(self, path: str, handler: Handler, stop: asyncio.Event,
@@ -154,7 +154,7 @@ class Api:
                 if resp.status == 410:
                     raise _Gone()
                 if resp.status != 200:
-                    raise ApiError(f"watch {path}: HTTP {resp.status}: {_reason(await resp.read())}", resp.status)
+                    raise ApiError(f"watch {path}: HTTP {resp.status}: {status_reason(await resp.read())}", resp.status)
                 async for line in resp.content:
                     if not line.strip():
                         continue
@@ -182,7 +182,7 @@ async def _sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:
         await asyncio.wait_for(stop.wait(), seconds)
 
 
-def _reason(data: bytes) -> str:
+def status_reason(data: bytes) -> str:
     try:
         doc = orjson.loads(data)
         return str(doc.get("message") or doc)[:300]

@@ -163,7 +163,7 @@ def attach(home: Path, kwok_binary: Path, stages: Path, kubeconfig: Path, contex
         marked = [NodeGroup(g.name, g.count, g.template, {**g.params, "labels": {**(g.params.get("labels") or {}),
                                                                                  ATTACH_LABEL: name},
                                                           "taints": [*(g.params.get("taints") or []), FAKE_TAINT]},
-                            prefix=f"kb-{name}-{g.name}")
+                            prefix=f"kb-{name}-{g.name}", devices=g.devices)
                   for g in groups]
         total = sum(g.count for g in groups)
         if total:

@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from kwokbench.cluster import devices
 from kwokbench.cluster.api import Api, gather_limited
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.cluster.kwok_controllers import partition_of, with_partition
@@ -26,6 +27,8 @@ class NodeGroup:
     params: dict[str, Any]
     prefix: str = ""
     """Node names are ``<prefix>-<i>`` (default ``kb-<name>``)."""
+    devices: tuple[dict[str, Any], ...] = ()
+    """DRA devices of every node (``DeviceSpec.model_dump()``): its ResourceSlices are created with it."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,8 @@ class NodesResult:
     ready: int
     create_seconds: float
     ready_seconds: float
+    slices: int = 0
+    """ResourceSlices created with the nodes (DRA devices)."""
 
 
 def is_ready(node: dict[str, Any]) -> bool:
@@ -77,9 +82,16 @@ async def create_nodes(creds: Credentials, groups: list[NodeGroup], timeout: flo
                                               synced=synced))
         try:
             await asyncio.wait_for(synced.wait(), 60)
-            jobs = [_post_job(api, path, body, name) for path, name, body in node_bodies(factories, partitions)]
-            results = await gather_limited(jobs, concurrency)
-            created = sum(1 for r in results if r)
+            for cls in devices.device_classes([d for g in groups for d in g.devices]):
+                await _post_job(api, devices.CLASSES, orjson.dumps(cls), f"DeviceClass {cls['metadata']['name']}")()
+            # each node's slices right after it, on the same connections: slices cost what nodes cost
+            bodies = list(with_slices(factories, node_bodies(factories, partitions)))
+            results = await gather_limited([_post_job(api, path, body, name if path == devices.SLICES
+                                                      else f"node {name}") for path, name, body in bodies],
+                                           concurrency)
+            created = sum(1 for (path, _, _), r in zip(bodies, results, strict=True) if r and path != devices.SLICES)
+            made_slices = sum(1 for (path, _, _), r in zip(bodies, results, strict=True)
+                              if r and path == devices.SLICES)
             t_created = time.monotonic() - t0
             try:
                 await asyncio.wait_for(all_ready.wait(), timeout)
@@ -90,7 +102,7 @@ async def create_nodes(creds: Credentials, groups: list[NodeGroup], timeout: flo
         finally:
             stop.set()
             await asyncio.gather(watch, return_exceptions=True)
-    return NodesResult(created, len(ready), t_created, time.monotonic() - t0)
+    return NodesResult(created, len(ready), t_created, time.monotonic() - t0, made_slices)
 
 
 def node_bodies(factories: list[tuple[NodeGroup, ManifestFactory]],
@@ -104,6 +116,18 @@ def node_bodies(factories: list[tuple[NodeGroup, ManifestFactory]],
             body = f.body(i)
             yield path, f.name(i), with_partition(body, partition_of(j, partitions)) if partitions > 1 else body
             j += 1
+
+
+def with_slices(factories: list[tuple[NodeGroup, ManifestFactory]],
+                nodes: Iterator[tuple[str, str, bytes]]) -> Iterator[tuple[str, str, bytes]]:
+    """The nodes' (path, name, body), each followed by its ResourceSlices (its group's DRA devices)."""
+    devs = {f.name(i): g for g, f in factories if g.devices for i in range(g.count)}
+    for path, name, body in nodes:
+        yield path, name, body
+        g = devs.get(name)
+        if g is not None:
+            for sname, sbody in devices.slice_bodies(name, g.name, g.devices):
+                yield devices.SLICES, f"ResourceSlice {sname}", sbody
 
 
 async def wait_service_account(creds: Credentials, namespace: str = "default", timeout: float = 60.0) -> None:
@@ -134,7 +158,7 @@ def _post_job(api: Api, path: str, body: bytes, name: str) -> Callable[[], Any]:
             if status == 429 or status >= 500:
                 await asyncio.sleep(0.2 * (attempt + 1))
                 continue
-            raise ApiError(f"creating node {name}: HTTP {status}: {data[:200].decode(errors='replace')}", status)
-        raise ApiError(f"creating node {name}: still failing after 5 attempts (HTTP {status})", status)
+            raise ApiError(f"creating {name}: HTTP {status}: {data[:200].decode(errors='replace')}", status)
+        raise ApiError(f"creating {name}: still failing after 5 attempts (HTTP {status})", status)
 
     return job

@@ -115,13 +115,17 @@ async def cluster_state(creds: Credentials, namespaces: set[str]) -> tuple[list[
 _RUN_KINDS = (("jobs", "/apis/batch/v1/jobs", "/apis/batch/v1/namespaces/{ns}/jobs"),
               ("podgroups", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
                "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups"),
-              ("pods", "/api/v1/pods", "/api/v1/namespaces/{ns}/pods"))
+              ("pods", "/api/v1/pods", "/api/v1/namespaces/{ns}/pods"),
+              ("resourceclaims", "/apis/resource.k8s.io/v1/resourceclaims",
+               "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims"),
+              ("resourceclaimtemplates", "/apis/resource.k8s.io/v1/resourceclaimtemplates",
+               "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates"))
 
 
 async def delete_labelled(creds: Credentials, selector: str, wait_seconds: float = 0.0) -> dict[str, int]:
-    """Delete every Job, PodGroup and pod matching ``selector`` (one collection DELETE per namespace
-    holding some, pods without grace), optionally waiting until no such pod is left; counts per kind.
-    A kind the cluster does not serve (no PodGroup CRD) is skipped."""
+    """Delete every Job, PodGroup, pod, DRA claim and claim template matching ``selector`` (one collection
+    DELETE per namespace holding some, pods without grace), optionally waiting until no such pod is left;
+    counts per kind. A kind the cluster does not serve (no PodGroup CRD) is skipped."""
     counts: dict[str, int] = {}
     params = {"labelSelector": selector}
     async with Api(creds) as api:

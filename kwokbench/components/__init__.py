@@ -231,7 +231,8 @@ def cluster_options(scenario: Scenario, base: Path, variant: SchedulerSpec, name
                         if any(w.complete_after for w in scenario.workloads) else []),
                       *([stages.write_config(home_dir() / "configs" / "kwok-delete-after.yaml",
                                              stages.delete_after_stage())]
-                        if any(w.trace and w.trace.lifetimes for w in scenario.workloads) else [])],
+                        if any((w.trace and w.trace.lifetimes) or w.delete_after for w in scenario.workloads)
+                        else [])],
         kwok_stages=kwok_stages(tc, scenario.cluster.pod_lifecycle),
         node_lease_seconds=scenario.cluster.node_lease_seconds, pin_scheduler=scenario.cluster.pin_scheduler,
         kwok_controllers=scenario.cluster.kwok_controllers)

@@ -10,10 +10,14 @@ raw files into the run directory; figures are derived afterwards by :func:`kwokb
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from kwokbench.errors import ClusterError
 from kwokbench.store import RunDir
 
 if TYPE_CHECKING:
@@ -77,3 +81,72 @@ class Recorder:
 
     def collect(self, ctx: RunContext) -> None:
         pass
+
+
+class ObjectWatch(Recorder):
+    """A watch of one collection over the run, on its own thread and event loop: ``handle`` keeps a row per
+    object (local receive times), written as ``file`` at ``stop``. Errors are recorded, never raised into
+    the run."""
+
+    name = "object watch"
+    path = ""
+    file = ""
+    columns: ClassVar[list[str]] = []
+    settle = 1.0
+    """Seconds ``stop`` waits for the last objects' last changes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: dict[tuple[str, str], dict[str, Any]] = {}
+        self.errors: list[str] = []
+        self.run_label = ""
+        self._stop: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._synced = threading.Event()
+
+    def handle(self, typ: str, obj: dict[str, Any], t: float) -> None:
+        raise NotImplementedError
+
+    def start(self, ctx: RunContext) -> None:
+        from kwokbench.cluster.api import Api  # the package is imported by `validate`, which needs no HTTP client
+
+        super().start(ctx)
+        self.run_label = ctx.run_label
+        creds = ctx.cluster.credentials()
+
+        def run() -> None:
+            async def main() -> None:
+                self._stop = asyncio.Event()
+                synced = asyncio.Event()
+                async with Api(creds) as api:
+                    task = asyncio.create_task(api.watch(self.path, self.handle, self._stop,
+                                                         on_error=self.errors.append, synced=synced))
+                    await synced.wait()
+                    self._synced.set()
+                    await task
+
+            self._loop = asyncio.new_event_loop()
+            try:
+                self._loop.run_until_complete(main())
+            except Exception as e:  # recorded, never raised into the run
+                self.errors.append(f"{type(e).__name__}: {e}")
+                self._synced.set()
+            finally:
+                self._loop.close()
+
+        self._thread = threading.Thread(target=run, name=self.name, daemon=True)
+        self._thread.start()
+        if not self._synced.wait(60):
+            raise ClusterError(f"the {self.name} watch did not start within 60s")
+
+    def stop(self) -> None:
+        import pandas as pd
+
+        if self._thread is None or self.run_dir is None:
+            return
+        time.sleep(self.settle)
+        if self._loop is not None and self._stop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(30)
+        self.run_dir.write_frame(self.file, pd.DataFrame(list(self.rows.values()), columns=self.columns))

@@ -4,17 +4,12 @@ resolution and are kept beside them), written as ``kueue_workloads.parquet``."""
 
 from __future__ import annotations
 
-import asyncio
-import threading
-import time
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 
-from kwokbench.cluster.api import Api
 from kwokbench.cluster.kueue import API_VERSION, condition_time
-from kwokbench.errors import ClusterError
-from kwokbench.measure import Recorder, RunContext
+from kwokbench.measure import ObjectWatch
 from kwokbench.store import KUEUE_WORKLOADS
 
 STATES = (("QuotaReserved", "reserved"), ("Admitted", "admitted"), ("Finished", "finished"))
@@ -22,18 +17,11 @@ COLUMNS = ["namespace", "name", "job", "seen", "reserved", "admitted", "finished
            "api_admitted", "api_finished"]
 
 
-class KueueWorkloads(Recorder):
-    name = "kueue workloads"
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.rows: dict[tuple[str, str], dict[str, Any]] = {}
-        self.errors: list[str] = []
-        self.run_label = ""
-        self._stop: asyncio.Event | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._synced = threading.Event()
+class KueueWorkloads(ObjectWatch):
+    name = "Kueue Workload"
+    path = f"/apis/{API_VERSION}/workloads"
+    file = KUEUE_WORKLOADS
+    columns: ClassVar[list[str]] = COLUMNS
 
     def handle(self, _typ: str, wl: dict[str, Any], t: float) -> None:
         meta = wl.get("metadata") or {}
@@ -49,43 +37,3 @@ class KueueWorkloads(Recorder):
         row["api_finished"] = condition_time(wl, "Finished")
         created = meta.get("creationTimestamp")
         row["api_created"] = pd.Timestamp(created).timestamp() if created else None
-
-    def start(self, ctx: RunContext) -> None:
-        super().start(ctx)
-        self.run_label = ctx.run_label
-        creds = ctx.cluster.credentials()
-
-        def run() -> None:
-            async def main() -> None:
-                self._stop = asyncio.Event()
-                synced = asyncio.Event()
-                async with Api(creds) as api:
-                    task = asyncio.create_task(api.watch(
-                        f"/apis/{API_VERSION}/workloads", lambda typ, o, t: self.handle(typ, o, t), self._stop,
-                        on_error=self.errors.append, synced=synced))
-                    await synced.wait()
-                    self._synced.set()
-                    await task
-
-            self._loop = asyncio.new_event_loop()
-            try:
-                self._loop.run_until_complete(main())
-            except Exception as e:  # recorded, never raised into the run
-                self.errors.append(f"{type(e).__name__}: {e}")
-                self._synced.set()
-            finally:
-                self._loop.close()
-
-        self._thread = threading.Thread(target=run, name="kueue-workloads", daemon=True)
-        self._thread.start()
-        if not self._synced.wait(60):
-            raise ClusterError("the Kueue Workload watch did not start within 60s")
-
-    def stop(self) -> None:
-        if self._thread is None or self.run_dir is None:
-            return
-        time.sleep(1.0)  # the last conditions of the last workloads
-        if self._loop is not None and self._stop is not None and not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(30)
-        self.run_dir.write_frame(KUEUE_WORKLOADS, pd.DataFrame(list(self.rows.values()), columns=COLUMNS))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from kwokbench.measure import Measurement, RunContext
 from kwokbench.measure.chaos import ChaosEvents
+from kwokbench.measure.claims import ClaimTimeline
 from kwokbench.measure.cluster_state import ClusterState
 from kwokbench.measure.host import HostEvidence
 from kwokbench.measure.profile import ComponentProfiles
@@ -23,6 +24,8 @@ def for_run(ctx: RunContext) -> list[Measurement]:
     out.append(ClusterState())
     if ctx.prometheus_port and ctx.created_cluster:
         out.append(PrometheusCrossCheck())
+    if any(w.claims for w in ctx.scenario.workloads):
+        out.append(ClaimTimeline())
     if ctx.scenario.chaos:
         out.append(ChaosEvents())
     out.append(HostEvidence())

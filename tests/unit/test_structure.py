@@ -18,7 +18,7 @@ PACKAGE = ROOT / "kwokbench"
 LAYERS = [
     ["", "errors", "progress", "formatting", "stats", "code_version", "console", "jobs", "job_manifest", "acceptance",
      "placement", "allocation", "toolchain", "trace", "quantity", "labels"],
-    ["kind", "store", "summary", "shard", "templates", "bottleneck", "extender", "pprof"],
+    ["kind", "store", "summary", "shard", "templates", "bottleneck", "extender", "pprof", "dra"],
     ["scenario", "gate", "ceiling", "history"],
     ["cluster", "chaos", "load", "capture"],
     ["metrics"],

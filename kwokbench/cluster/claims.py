@@ -1,0 +1,106 @@
+"""DRA resource claims of a workload's pods: the ResourceClaimTemplate each pod gets its own claim from
+(kube-controller-manager's resourceclaim controller creates it with the pod and deletes it with the pod), or
+ResourceClaims that N consecutive pods share; both created before the phase's pods, like a gang's PodGroups.
+
+Each claim has one request (its ``name``) of ``count`` devices of a DeviceClass, with CEL selectors and the
+capacity it consumes of a shared device. The apiserver validates the CEL when the objects are created: an
+invalid expression fails the phase with the apiserver's own message before any pod is submitted.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from kwokbench.cluster.api import Api, gather_limited, status_reason
+from kwokbench.cluster.devices import API
+from kwokbench.cluster.kubeconfig import Credentials
+from kwokbench.errors import ApiError, ScenarioError
+from kwokbench.labels import RUN_LABEL, WORKLOAD_LABEL
+from kwokbench.scenario import ClaimSpec, WorkloadSpec
+from kwokbench.templates import PodClaim
+
+
+def object_prefix(prefix: str, claim: ClaimSpec) -> str:
+    """Workload ``prefix``'s template of ``claim`` is named this; its shared claims ``<this>-<k>``."""
+    return f"{prefix}-{claim.name}"
+
+
+def pod_claims(w: WorkloadSpec, prefix: str) -> tuple[PodClaim, ...]:
+    return tuple(PodClaim(c.name, object_prefix(prefix, c), 0 if c.shared_by == 1 else c.shared_by)
+                 for c in w.claims)
+
+
+def claim_spec(c: ClaimSpec) -> dict[str, Any]:
+    """A ResourceClaimSpec with the claim's one request."""
+    exactly: dict[str, Any] = {"deviceClassName": c.device_class, "allocationMode": "ExactCount", "count": c.count}
+    if c.selectors:
+        exactly["selectors"] = [{"cel": {"expression": e}} for e in c.selectors]
+    if c.capacity:
+        exactly["capacity"] = {"requests": {k: str(v) for k, v in c.capacity.items()}}
+    return {"devices": {"requests": [{"name": c.name, "exactly": exactly}]}}
+
+
+def claim_objects(w: WorkloadSpec, prefix: str, run_label: str,
+                  labels: dict[str, str] | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """(collection path, object) of every claim object phase ``w`` needs before its pods, labelled with the run
+    and workload (a template's claims carry the same labels: the controller copies its ``spec.metadata``)."""
+    meta_labels = {RUN_LABEL: run_label, WORKLOAD_LABEL: w.name, **(labels or {})}
+    ns = w.namespace
+    out: list[tuple[str, dict[str, Any]]] = []
+    for c in w.claims:
+        name, spec = object_prefix(prefix, c), claim_spec(c)
+        if c.shared_by == 1:
+            out.append((f"/apis/{API}/namespaces/{ns}/resourceclaimtemplates",
+                        {"apiVersion": API, "kind": "ResourceClaimTemplate",
+                         "metadata": {"name": name, "labels": meta_labels},
+                         "spec": {"metadata": {"labels": meta_labels}, "spec": spec}}))
+            continue
+        for k in range(math.ceil(w.count / c.shared_by)):
+            out.append((f"/apis/{API}/namespaces/{ns}/resourceclaims",
+                        {"apiVersion": API, "kind": "ResourceClaim",
+                         "metadata": {"name": f"{name}-{k}", "labels": meta_labels}, "spec": spec}))
+    return out
+
+
+def allocated_devices(claim: dict[str, Any]) -> list[str]:
+    """``driver/pool/device`` of every device allocated to ``claim`` (empty when not allocated)."""
+    results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+    return [f"{r.get('driver', '')}/{r.get('pool', '')}/{r.get('device', '')}" for r in results]
+
+
+async def create_claims(creds: Credentials, w: WorkloadSpec, objects: list[tuple[str, dict[str, Any]]],
+                        concurrency: int = 32) -> int:
+    """Create phase ``w``'s claim objects (kept when they exist); what the apiserver refuses (an invalid CEL
+    selector, a request its validation rejects) is one :class:`ScenarioError` with the apiserver's reason."""
+    async with Api(creds) as api:
+        def post(path: str, obj: dict[str, Any]) -> Callable[[], Any]:
+            async def job() -> tuple[int, bytes]:
+                return await api.raw("POST", path, orjson.dumps(obj))
+            return job
+        results = await gather_limited([post(p, o) for p, o in objects], concurrency)
+    for (_, obj), (status, body) in zip(objects, results, strict=True):
+        if status in (201, 409):
+            continue
+        what = f"workload {w.name}: {obj['kind']} {obj['metadata']['name']}"
+        if status in (400, 422):
+            raise ScenarioError(f"{what}: the apiserver refused it: {refusal(body)}")
+        raise ApiError(f"{what}: HTTP {status}: {status_reason(body)}", status)
+    return len(objects)
+
+
+def refusal(body: bytes) -> str:
+    """The apiserver's reason for refusing an object, on one line: each cause's field and the first line of its
+    message (a CEL compile error adds the expression with a caret under the fault, on lines of its own)."""
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return " ".join(status_reason(body).split())
+    causes = ((doc.get("details") or {}).get("causes") or []) if isinstance(doc, dict) else []
+    if not causes:
+        return " ".join(status_reason(body).split())
+    return "; ".join(f"{c.get('field', '')}: {str(c.get('message', '')).splitlines()[0] if c.get('message') else ''}"
+                     for c in causes)[:500]

@@ -1,0 +1,61 @@
+"""The DRA claims of a stored run, as figures: how many claims were allocated, how long allocation took,
+which devices went to more than one claim at once (a device that is not shareable must never), and, for each
+claim's pod, created → claim allocated → bound → Running. Pure: from ``claims.parquet`` and the pod timeline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from kwokbench.summary import percentile_stats
+
+
+def overlapping(claims: pd.DataFrame) -> dict[str, int]:
+    """Devices held by two claims at the same time (allocated to released: the allocation cleared, or the claim
+    deleted), over claims given them whole (no share ID): device → most claims holding it at once, for those
+    above one."""
+    out: dict[str, int] = {}
+    whole = claims[claims["allocated"].notna() & ~claims["shareable"].astype(bool)]
+    spans: dict[str, list[tuple[float, float]]] = {}
+    for row in whole.itertuples(index=False):
+        gone = row.released if "released" in claims and pd.notna(row.released) else row.deleted
+        end = float(gone) if pd.notna(gone) else float("inf")
+        for dev in str(row.devices).split():
+            spans.setdefault(dev, []).append((float(row.allocated), end))
+    for dev, iv in spans.items():
+        if len(iv) < 2:
+            continue
+        events = sorted([(s, 1) for s, _ in iv] + [(e, -1) for _, e in iv])  # an end sorts before a start at t
+        held = most = 0
+        for _, d in events:
+            held += d
+            most = max(most, held)
+        if most > 1:
+            out[dev] = most
+    return out
+
+
+def claims_section(claims: pd.DataFrame, pods: pd.DataFrame | None = None) -> dict[str, Any]:
+    """The summary's ``claims`` section."""
+    allocated = claims[claims["allocated"].notna()]
+    devices = [d for s in allocated["devices"].astype(str) for d in s.split()]
+    per_device = pd.Series(devices).value_counts() if devices else pd.Series(dtype=int)
+    wait = (allocated["allocated"] - allocated["seen"]).to_numpy(dtype=np.float64)
+    out: dict[str, Any] = {
+        "claims": len(claims), "allocated": len(allocated), "never_allocated": len(claims) - len(allocated),
+        "devices_allocated": len(per_device), "allocations": len(devices),
+        "shared_allocations": int(allocated["shareable"].astype(bool).sum()),
+        "devices_given_twice": overlapping(claims),
+        "seen_to_allocated": percentile_stats(wait)}
+    if pods is not None and len(pods) and "name" in pods:
+        owned = allocated[allocated["pod"].astype(str) != ""]
+        joined = owned.merge(pods[["name", "created", "scheduled", "running"]], left_on="pod", right_on="name")
+        if len(joined):
+            t = {c: joined[c].to_numpy(dtype=np.float64) for c in ("created", "allocated", "scheduled", "running")}
+            out["pod_stages"] = {"pods": len(joined),
+                                 "created_to_allocated": percentile_stats(t["allocated"] - t["created"]),
+                                 "allocated_to_bound": percentile_stats(t["scheduled"] - t["allocated"]),
+                                 "bound_to_running": percentile_stats(t["running"] - t["scheduled"])}
+    return out

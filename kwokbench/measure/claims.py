@@ -1,0 +1,51 @@
+"""DRA claims over the run: a watch of the ResourceClaims of the run's pods recording when each was seen,
+allocated (the scheduler's allocation written), reserved for its pod, released (allocation cleared) and
+deleted, with the devices it was given, written as ``claims.parquet``. The analysis reads it for the claims'
+section of the summary (:func:`kwokbench.dra.claims_section`)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from kwokbench.cluster.claims import allocated_devices
+from kwokbench.cluster.devices import API
+from kwokbench.labels import RUN_LABEL, WORKLOAD_LABEL
+from kwokbench.measure import ObjectWatch
+from kwokbench.store import CLAIMS
+
+COLUMNS = ["namespace", "name", "workload", "pod", "seen", "allocated", "reserved", "released", "deleted",
+           "devices", "shareable", "api_created"]
+
+
+class ClaimTimeline(ObjectWatch):
+    name = "ResourceClaim"
+    path = f"/apis/{API}/resourceclaims"
+    file = CLAIMS
+    columns: ClassVar[list[str]] = COLUMNS
+
+    def handle(self, typ: str, claim: dict[str, Any], t: float) -> None:
+        meta = claim.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        if labels.get(RUN_LABEL) != self.run_label:
+            return
+        key = (meta.get("namespace", ""), meta.get("name", ""))
+        row = self.rows.setdefault(key, {"namespace": key[0], "name": key[1], "workload": labels.get(WORKLOAD_LABEL),
+                                         "pod": "", "seen": t, "devices": "", "shareable": False,
+                                         "api_created": meta.get("creationTimestamp")})
+        owner = next((o.get("name", "") for o in meta.get("ownerReferences") or [] if o.get("kind") == "Pod"), "")
+        row["pod"] = owner or row["pod"]
+        status = claim.get("status") or {}
+        devices = allocated_devices(claim)
+        if devices and row.get("allocated") is None:
+            row["allocated"] = t
+            row["devices"] = " ".join(devices)
+            row["shareable"] = any(r.get("shareID") for r in
+                                   ((status.get("allocation") or {}).get("devices") or {}).get("results") or [])
+        if status.get("reservedFor") and row.get("reserved") is None:
+            row["reserved"] = t
+        # its devices are free again once the allocation is cleared (before the object goes: the controller
+        # deallocates, then removes its finalizer)
+        if row.get("allocated") is not None and row.get("released") is None and (not devices or typ == "DELETED"):
+            row["released"] = t
+        if typ == "DELETED":
+            row["deleted"] = t

@@ -1,0 +1,127 @@
+"""DRA on a real control plane: devices published as ResourceSlices of fake nodes, claims allocated by
+kube-scheduler's DynamicResources plugin, pods moved to Running by kwok; no driver and no kubelet.
+
+One cluster (tests/e2e/data/dra/cluster.yaml: 100 nodes with 8 GPUs, one node with a shared GPU) is brought up
+with `kwokbench up --scenario` and shared by the runs: the fill-then-churn run, the shared GPU, and an invalid CEL
+selector on it. A refused claim on a fresh cluster checks that nothing is left running.
+
+Time: about 2 min here on 2026-11-26 (bring-up 10 s; fill and churn 1000 pods about 75 s, the fill's pods
+living 60 s; shared GPU 15 s;
+the fresh cluster of the refused claim 10 s). Budget: 2.5 min.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from kwokbench.cluster import Kwokctl
+from kwokbench.cluster.api import Api
+from kwokbench.cluster.objects import delete_labelled
+from kwokbench.labels import RUN_LABEL
+from kwokbench.store import CLAIMS, find_runs, load_run
+from tests.conftest import REPO, assert_one_line_error, kwokbench
+
+DATA = Path(__file__).parent / "data" / "dra"
+CLUSTER = "dra"
+
+
+@pytest.fixture(scope="module")
+def dra_cluster(kwokctl: Kwokctl, request: pytest.FixtureRequest) -> Iterator[str]:
+    res = kwokbench("up", "--name", CLUSTER, "--scenario", str(DATA / "cluster.yaml"), check=True)
+    assert "101 Ready nodes" in res.stdout and "101 ResourceSlices with the nodes" in res.stdout, res.stdout
+    yield CLUSTER
+    if not request.config.getoption("--keep-cluster"):
+        kwokctl.delete(CLUSTER)
+
+
+def _run(out: Path, *args: str) -> tuple[dict[str, Any], pd.DataFrame, Path]:
+    res = kwokbench("run", str(DATA / "cluster.yaml"), "--cluster", CLUSTER, "--out", str(out), *args, timeout=900)
+    assert res.returncode == 0, res.stdout + res.stderr
+    [path] = find_runs([out])
+    summary = load_run(path).summary
+    assert summary is not None
+    return summary, pd.read_parquet(path / CLAIMS), path
+
+
+def _objects(kwokctl: Kwokctl, path: str, selector: str = "") -> list[dict[str, Any]]:
+    async def get() -> list[dict[str, Any]]:
+        async with Api(kwokctl.info(CLUSTER).credentials()) as api:
+            params = {"labelSelector": selector} if selector else None
+            return list((await api.json("GET", path, params=params)).get("items") or [])
+    return asyncio.run(get())
+
+
+def test_every_gpu_is_given_once_then_freed_devices_are_reused(dra_cluster: str, kwokctl: Kwokctl,
+                                                                tmp_path: Path) -> None:
+    slices = _objects(kwokctl, "/apis/resource.k8s.io/v1/resourceslices")
+    assert len(slices) == 101 and sum(len(s["spec"]["devices"]) for s in slices) == 801
+    summary, claims, _ = _run(tmp_path)
+    assert summary["pods_scheduled"] == summary["pods_expected"] == 1000, summary["pods_scheduled"]
+    c = summary["claims"]
+    assert c["claims"] == c["allocated"] == 1000 and c["never_allocated"] == 0, c
+    # no device held by two claims at once, read from the claims' own allocations
+    assert c["devices_given_twice"] == {} and c["shared_allocations"] == 0, c
+    fill, churn = claims[claims["workload"] == "fill"], claims[claims["workload"] == "churn"]
+    fill_devices = set(fill["devices"])
+    # the fill took every whole GPU, each once: its pods live 60 s once Running, and its 800 claims were all
+    # allocated within 34 s here with the whole suite running beside it (DRA binds in bursts: a pod waits for
+    # the claim kube-controller-manager makes from the template)
+    assert len(fill) == 800 and len(fill_devices) == 800, fill.sort_values("allocated").tail()
+    assert fill["allocated"].max() < fill["released"].min()
+    assert all(d.startswith("gpu.kwokbench.io/kb-gpu-") for d in fill_devices)
+    # the churn's 200 claims could only get devices the fill's deleted pods freed: each got one after its
+    # previous holder's claim was deleted (the resourceclaim controller deletes a pod's claim with the pod)
+    freed = dict(zip(fill["devices"], fill["released"], strict=True))
+    assert len(churn) == 200 and set(churn["devices"]) <= fill_devices
+    assert all(pd.notna(freed[d]) and a >= freed[d] for d, a in zip(churn["devices"], churn["allocated"],
+                                                                       strict=True))
+    st = c["pod_stages"]
+    assert st["pods"] == 1000 and st["created_to_allocated"]["p50"] > 0 and st["allocated_to_bound"]["p50"] >= 0
+    writes = summary["apiserver"]["writes"]["per_pod"]
+    assert writes.get("resourceclaims/status", 0) >= 1, writes  # the scheduler's allocation, one per claim
+
+
+def test_four_pods_share_a_gpu_and_the_fifth_waits(dra_cluster: str, kwokctl: Kwokctl, tmp_path: Path) -> None:
+    share = ("workloads=[{name: share, count: 5, params: {cpu: 100m}, arrival: {type: qps, qps: 10}, "
+             "settle_seconds: 8, timeout_seconds: 60, "
+             "claims: [{device_class: shared.kwokbench.io, capacity: {milli: 250}}]}]")
+    summary, claims, path = _run(tmp_path, "--set", share)
+    assert summary["pods_scheduled"] == 4, summary["pods_scheduled"]
+    c = summary["claims"]
+    assert c["allocated"] == c["shared_allocations"] == 4 and c["never_allocated"] == 1 and c["devices_allocated"] == 1
+    assert set(claims["devices"].dropna()) - {""} == {"shared.kwokbench.io/kb-shared-0/gpu-0"}
+    [(reason, n)] = summary["placement"]["pending"]["reasons"].items()
+    assert n == 1 and "cannot allocate all claims" in reason, summary["placement"]
+    # the run's claims go with its pods and its template, by the run's label (as `kwokbench down` of an attached
+    # cluster deletes them)
+    selector = f"{RUN_LABEL}={load_run(path).meta['run_label']}"
+    counts = asyncio.run(delete_labelled(kwokctl.info(CLUSTER).credentials(), selector, wait_seconds=60))
+    # (the claims the controller deletes with their pods, before the label's turn comes, are not counted)
+    assert (counts["pods"], counts["resourceclaimtemplates"]) == (5, 1) and "resourceclaims" in counts, counts
+    left = _objects(kwokctl, "/apis/resource.k8s.io/v1/resourceclaims", selector)
+    assert not [o for o in left if not o["metadata"].get("deletionTimestamp")], left
+
+
+def test_an_invalid_cel_selector_is_the_apiservers_one_line(dra_cluster: str, tmp_path: Path) -> None:
+    bad = 'workloads.0.claims.0.selectors=["device.attributes[\\"gpu.kwokbench.io\\"].model =="]'
+    res = kwokbench("run", str(DATA / "cluster.yaml"), "--cluster", CLUSTER, "--out", str(tmp_path), "--set", bad,
+                    "--set", "workloads.0.count=5")
+    assert_one_line_error(res, "the apiserver refused it: ")
+    [line] = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+    assert "ResourceClaimTemplate fill-" in line and "selectors[0].cel.expression: Invalid value" in line, line
+    assert "compilation failed" in line and "Syntax error" in line, line
+    [path] = find_runs([tmp_path])
+    assert load_run(path).meta["status"] == "failed"
+
+
+def test_a_refused_claim_on_a_fresh_cluster_leaves_nothing(kwokctl: Kwokctl, tmp_path: Path) -> None:
+    bad = 'workloads.0.claims.0.selectors=["device.nope"]'
+    res = kwokbench("run", str(REPO / "scenarios" / "dra-shared.yaml"), "--out", str(tmp_path), "--set", bad)
+    assert_one_line_error(res, "the apiserver refused it: ")
+    assert [c for c in kwokctl.names() if c != CLUSTER] == []

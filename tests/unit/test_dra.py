@@ -1,0 +1,157 @@
+"""DRA objects as kwokbench renders them (slices, classes, claims, pods), the scenario's DRA checks, and the
+claims' figures from a claim timeline. The objects' acceptance by a real apiserver is tests/e2e/test_dra.py's."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import orjson
+import pandas as pd
+import pytest
+
+from kwokbench.cluster import devices
+from kwokbench.cluster.claims import allocated_devices, claim_objects, pod_claims
+from kwokbench.cluster.nodes import NodeGroup, node_bodies, with_slices
+from kwokbench.dra import claims_section, overlapping
+from kwokbench.errors import ScenarioError
+from kwokbench.plan import manifest_factories, node_groups
+from kwokbench.scenario import load_scenario, parse_scenario
+from kwokbench.templates import ManifestFactory, resolve_template
+from tests.conftest import REPO
+
+DRA = REPO / "scenarios" / "dra.yaml"
+SHARED = REPO / "scenarios" / "dra-shared.yaml"
+
+
+def test_a_node_publishes_one_slice_per_driver_with_its_devices() -> None:
+    specs = [{"driver": "gpu.example.com", "count": 2, "name": "gpu", "attributes": {"model": "H100", "mig": False,
+                                                                                     "memory_gb": 80},
+              "capacity": {"memory": "80Gi"}, "shared": False, "device_class": None},
+             {"driver": "nic.example.com", "count": 1, "name": "nic", "attributes": {}, "capacity": {"milli": 1000},
+              "shared": True, "device_class": "rdma"}]
+    [(gname, gpu), (nname, nic)] = [(n, orjson.loads(b)) for n, b in devices.slice_bodies("kb-gpu-3", "gpu", specs)]
+    assert (gname, nname) == ("kb-gpu-3-gpu.example.com", "kb-gpu-3-nic.example.com")
+    assert gpu["apiVersion"] == "resource.k8s.io/v1" and gpu["kind"] == "ResourceSlice"
+    assert gpu["metadata"]["labels"] == {"kwokbench.io/node-group": "gpu"}
+    assert gpu["spec"]["nodeName"] == "kb-gpu-3" and gpu["spec"]["driver"] == "gpu.example.com"
+    assert gpu["spec"]["pool"] == {"name": "kb-gpu-3", "generation": 1, "resourceSliceCount": 1}
+    assert gpu["spec"]["devices"][1] == {
+        "name": "gpu-1", "capacity": {"memory": {"value": "80Gi"}},
+        "attributes": {"model": {"string": "H100"}, "mig": {"bool": False}, "memory_gb": {"int": 80},
+                       "index": {"int": 1}}}
+    assert nic["spec"]["devices"] == [{"name": "nic-0", "attributes": {"index": {"int": 0}},
+                                       "capacity": {"milli": {"value": "1000"}}, "allowMultipleAllocations": True}]
+    assert devices.device_classes(specs) == [
+        devices.device_class("gpu.example.com", "gpu.example.com"), devices.device_class("rdma", "nic.example.com")]
+    assert devices.device_class("rdma", "nic.example.com")["spec"]["selectors"] == [
+        {"cel": {"expression": 'device.driver == "nic.example.com"'}}]
+
+
+def test_each_node_is_followed_by_its_slices_and_other_groups_have_none() -> None:
+    sc = load_scenario(DRA, ["cluster.node_groups.0.count=3"])
+    groups = [*node_groups(sc, DRA.parent), NodeGroup("cpu", 2, resolve_template("node"), {})]
+    factories = [(g, ManifestFactory(g.template, {**g.params, "group": g.name}, f"kb-{g.name}")) for g in groups]
+    order = [(path.rsplit("/", 1)[-1], name) for path, name, _ in with_slices(factories, node_bodies(factories))]
+    assert order == [("nodes", "kb-gpu-0"), ("resourceslices", "ResourceSlice kb-gpu-0-gpu.kwokbench.io"),
+                     ("nodes", "kb-gpu-1"), ("resourceslices", "ResourceSlice kb-gpu-1-gpu.kwokbench.io"),
+                     ("nodes", "kb-gpu-2"), ("resourceslices", "ResourceSlice kb-gpu-2-gpu.kwokbench.io"),
+                     ("nodes", "kb-cpu-0"), ("nodes", "kb-cpu-1")]
+
+
+def _pods(path: Path, overrides: list[str], n: int) -> list[dict[str, object]]:
+    sc = load_scenario(path, overrides)
+    [f] = manifest_factories(sc, path.parent, "r1")
+    return [orjson.loads(f.body(i)) for i in range(n)]
+
+
+def test_a_claim_per_pod_comes_from_the_workloads_template() -> None:
+    pods = _pods(DRA, [], 2)
+    for p in pods:
+        assert p["spec"]["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": "train-r1-gpu"}]
+        assert p["spec"]["containers"][0]["resources"]["claims"] == [{"name": "gpu"}]
+    sc = load_scenario(DRA)
+    [(path, tmpl)] = claim_objects(sc.workloads[0], "train-r1", "r1")
+    assert path == "/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates"
+    assert tmpl["metadata"]["name"] == "train-r1-gpu"
+    assert tmpl["spec"]["metadata"]["labels"] == {"kwokbench.io/run": "r1", "kwokbench.io/workload": "train"}
+    assert tmpl["spec"]["spec"]["devices"]["requests"] == [{"name": "gpu", "exactly": {
+        "deviceClassName": "gpu.kwokbench.io", "allocationMode": "ExactCount", "count": 1,
+        "selectors": [{"cel": {"expression": 'device.attributes["gpu.kwokbench.io"].model == "H100"'}}]}}]
+
+
+@pytest.mark.parametrize("count,shared_by", [(5, 2), (7, 3), (4, 4)])
+def test_shared_claims_are_made_once_and_named_by_consecutive_pods(count: int, shared_by: int) -> None:
+    over = [f"workloads.0.count={count}", f"workloads.0.claims.0.shared_by={shared_by}"]
+    pods = _pods(SHARED, over, count)
+    names = [p["spec"]["resourceClaims"][0]["resourceClaimName"] for p in pods]  # the fast path's bodies
+    assert names == [f"share-r1-gpu-{i // shared_by}" for i in range(count)]
+    sc = load_scenario(SHARED, over)
+    objs = claim_objects(sc.workloads[0], "share-r1", "r1")
+    assert [o["metadata"]["name"] for _, o in objs] == [f"share-r1-gpu-{k}" for k in
+                                                       range(math.ceil(count / shared_by))]
+    assert objs[0][1]["spec"]["devices"]["requests"][0]["exactly"]["capacity"] == {"requests": {"milli": "250"}}
+    assert pod_claims(sc.workloads[0], "share-r1")[0].shared_by == shared_by
+
+
+@pytest.mark.parametrize("override,message", [
+    ("workloads.0.claims.0.device_class=nope", "no node group's devices offer class nope (offered: gpu.kwokbench.io)"),
+    ("workloads.0.claims.0.count=9", "9 devices, but no node has more than 8 of class gpu.kwokbench.io"),
+    ("workloads.0.claims.0.capacity.memory=81Gi", "81Gi is more than any device of class gpu.kwokbench.io has"),
+    ("workloads.0.claims.0.capacity.milli=10", "no device of class gpu.kwokbench.io has a milli capacity"),
+    ("workloads.0.claims.0.capacity.memory=lots", "'lots' is not a Kubernetes quantity"),
+    ("cluster.node_groups.0.devices=[{count: 2}]", "devices.0.driver: Field required"),
+    ("cluster.node_groups.0.devices=[{driver: x.io, count: 1, shared: true}]", "shared devices need a capacity"),
+    ("cluster.node_groups.0.devices.0.count=200", "less than or equal to 128"),
+    ("cluster.node_groups.0.devices.0.driver=Not_A_Domain", "String should match pattern"),
+    ("workloads.0.claims=[{name: a, device_class: gpu.kwokbench.io}, {name: a, device_class: gpu.kwokbench.io}]",
+     "claim names must differ"),
+    ("cluster.controller_manager=false", "made from its template by kube-controller-manager"),
+])
+def test_claims_nothing_could_satisfy_are_refused_before_any_cluster(override: str, message: str) -> None:
+    override = override.replace("capacity.memory=81Gi", "capacity={memory: 81Gi}").replace(
+        "capacity.milli=10", "capacity={milli: 10}").replace("capacity.memory=lots", "capacity={memory: lots}")
+    with pytest.raises(ScenarioError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        load_scenario(DRA, [override])
+
+
+def test_claims_apply_to_pod_templates_only() -> None:
+    with pytest.raises(ScenarioError, match="claims and delete_after apply to Pod templates, template job makes a Job"):
+        _pods(DRA, ["workloads.0.template=job"], 1)
+
+
+def test_allocated_devices_of_a_claim() -> None:
+    claim = {"status": {"allocation": {"devices": {"results": [
+        {"request": "gpu", "driver": "gpu.example.com", "pool": "kb-gpu-0", "device": "gpu-3"}]}}}}
+    assert allocated_devices(claim) == ["gpu.example.com/kb-gpu-0/gpu-3"]
+    assert allocated_devices({"status": {}}) == []
+
+
+def _claims(rows: list[tuple[str, float, float | None, float | None, str, bool]]) -> pd.DataFrame:
+    return pd.DataFrame([{"namespace": "default", "name": n, "workload": "w", "pod": f"p-{n}", "seen": s,
+                          "allocated": a, "reserved": a, "released": d, "deleted": d, "devices": dev, "shareable": sh,
+                          "api_created": None} for n, s, a, d, dev, sh in rows])
+
+
+def test_a_device_held_by_two_whole_claims_at_once_is_found() -> None:
+    ok = _claims([("a", 0, 1, 5, "d/p/gpu-0", False), ("b", 0, 6, None, "d/p/gpu-0", False),  # reused after
+                  ("c", 0, 1, None, "d/p/gpu-1", True), ("e", 0, 1, None, "d/p/gpu-1", True)])      # shared
+    assert overlapping(ok) == {}
+    bad = _claims([("a", 0, 1, None, "d/p/gpu-0 d/p/gpu-1", False), ("b", 0, 2, None, "d/p/gpu-1", False)])
+    assert overlapping(bad) == {"d/p/gpu-1": 2}
+
+
+def test_claims_section_counts_and_times_each_pods_stages() -> None:
+    claims = _claims([("a", 10.0, 10.5, None, "d/p/gpu-0", False), ("b", 10.0, None, None, "", False)])
+    pods = pd.DataFrame([{"name": "p-a", "created": 9.9, "scheduled": 10.6, "running": 11.0}])
+    s = claims_section(claims, pods)
+    assert (s["claims"], s["allocated"], s["never_allocated"], s["devices_allocated"]) == (2, 1, 1, 1)
+    assert s["seen_to_allocated"]["max"] == pytest.approx(0.5)
+    st = s["pod_stages"]
+    assert st["pods"] == 1 and st["created_to_allocated"]["max"] == pytest.approx(0.6)
+    assert st["allocated_to_bound"]["max"] == pytest.approx(0.1) and st["bound_to_running"]["max"] == pytest.approx(0.4)
+
+
+def test_the_shipped_dra_scenarios_are_valid() -> None:
+    for path in (DRA, SHARED):
+        parse_scenario(path.read_text(), str(path))
