@@ -59,3 +59,25 @@ def claims_section(claims: pd.DataFrame, pods: pd.DataFrame | None = None) -> di
                                  "allocated_to_bound": percentile_stats(t["scheduled"] - t["allocated"]),
                                  "bound_to_running": percentile_stats(t["running"] - t["scheduled"])}
     return out
+
+
+def _ms(stats: dict[str, Any] | None, key: str) -> str:
+    v = (stats or {}).get(key)
+    return "-" if v is None else f"{v * 1000:.0f} ms"
+
+
+def claims_rows(section: dict[str, Any] | None) -> list[list[str]]:
+    """The console table's rows of a run with claims (none otherwise)."""
+    if not section:
+        return []
+    twice = section.get("devices_given_twice") or {}
+    rows = [["DRA claims allocated; devices given; held twice at once",
+             f"{section['allocated']} / {section['claims']}; {section['devices_allocated']} devices"
+             f" ({section['shared_allocations']} shared allocations); "
+             + (f"{len(twice)} DEVICES HELD TWICE" if twice else "none twice")]]
+    st = section.get("pod_stages")
+    if st:
+        rows.append(["DRA pod stages p50 / p99: created → claim allocated → bound → Running",
+                     " → ".join(f"{_ms(st.get(k), 'p50')} / {_ms(st.get(k), 'p99')}"
+                                for k in ("created_to_allocated", "allocated_to_bound", "bound_to_running"))])
+    return rows

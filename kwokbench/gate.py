@@ -42,6 +42,9 @@ NOISE: dict[str, tuple[float, int]] = {
     "attempt_p99": (0.40, 1000),
     "scheduler_cpu_per_pod": (0.15, 0),
     "unscheduled": (0.0, 0),
+    "claim_allocation_p50": (0.40, 0),
+    "claim_allocation_p99": (0.40, 1000),
+    "devices_given_twice": (0.0, 0),
 }
 CALIBRATION_GROUPS_APART = 1.10
 """Median CPU calibrations of baseline and candidate further apart than this: warned."""
@@ -91,6 +94,11 @@ def _unscheduled(summary: dict[str, Any]) -> float | None:
     return None
 
 
+def _devices_twice(summary: dict[str, Any]) -> float | None:
+    claims = summary.get("claims")
+    return None if claims is None else float(len(claims.get("devices_given_twice") or {}))
+
+
 METRICS: dict[str, Metric] = {m.name: m for m in [
     Metric("throughput", "pods scheduled per second over the pending window (watch)", True,
            _path("throughput", "average")),
@@ -107,6 +115,12 @@ METRICS: dict[str, Metric] = {m.name: m for m in [
            False, _path("scheduler", "cpu_seconds_per_pod")),
     Metric("unscheduled", "pods expected but never scheduled (worst run; any increase is a regression)", False,
            _unscheduled, worst_run=True),
+    Metric("claim_allocation_p50", "p50 seconds from a pod's creation to its DRA claim's allocation", False,
+           _path("claims", "pod_stages", "created_to_allocated", "p50")),
+    Metric("claim_allocation_p99", "p99 seconds from a pod's creation to its DRA claim's allocation", False,
+           _path("claims", "pod_stages", "created_to_allocated", "p99"), tail=0.01),
+    Metric("devices_given_twice", "DRA devices held by two claims at once (worst run; any is a regression)", False,
+           _devices_twice, worst_run=True),
     Metric("gpu_allocation", "share of the cluster's GPUs allocated at the end of the run", True,
            _path("allocation", "final", "gpu")),
     Metric("cpu_allocation", "share of the cluster's CPU allocated at the end of the run", True,

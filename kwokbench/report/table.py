@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kwokbench import kind
+from kwokbench.dra import claims_rows
 from kwokbench.formatting import fmt as _f
 from kwokbench.formatting import ms as _ms
 from kwokbench.formatting import to_ms as _ms_f
@@ -61,6 +62,7 @@ def summary_rows(s: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
                      f"{secs / calls * 1000:.2f} ms" if calls else "0"])
     rows += placement_rows(s.get("placement") or {})
     rows += allocation_rows(s.get("allocation"))
+    rows += claims_rows(s.get("claims"))
     rows += job_rows(s.get("jobs"))
     rows += kueue_rows(s.get("kueue"))
     for key, k in kind.with_sections().items():  # a scheduler kind's own account of the run

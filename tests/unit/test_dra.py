@@ -155,3 +155,20 @@ def test_claims_section_counts_and_times_each_pods_stages() -> None:
 def test_the_shipped_dra_scenarios_are_valid() -> None:
     for path in (DRA, SHARED):
         parse_scenario(path.read_text(), str(path))
+
+
+def test_console_rows_and_gate_metrics_of_a_run_with_claims() -> None:
+    from kwokbench.dra import claims_rows
+    from kwokbench.gate import METRICS
+
+    claims = _claims([("a", 10.0, 10.5, None, "d/p/gpu-0", False), ("b", 10.0, 10.6, None, "d/p/gpu-0", False)])
+    pods = pd.DataFrame([{"name": "p-a", "created": 9.9, "scheduled": 10.6, "running": 11.0},
+                         {"name": "p-b", "created": 9.9, "scheduled": 10.7, "running": 11.0}])
+    section = claims_section(claims, pods)
+    rows = dict(map(tuple, claims_rows(section)))  # type: ignore[arg-type]
+    assert rows["DRA claims allocated; devices given; held twice at once"].endswith("1 DEVICES HELD TWICE")
+    assert rows["DRA pod stages p50 / p99: created → claim allocated → bound → Running"].startswith("650 ms / ")
+    summary = {"claims": section}
+    assert METRICS["devices_given_twice"].get(summary) == 1.0
+    assert METRICS["claim_allocation_p50"].get(summary) == pytest.approx(0.65)
+    assert METRICS["devices_given_twice"].get({}) is None and claims_rows(None) == []
