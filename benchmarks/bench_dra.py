@@ -1,0 +1,126 @@
+"""What DRA costs: the slices' share of bring-up, and a pod claiming a GPU through DRA against the same pod asking
+for an extended resource, on identical clusters in the same run.
+
+1. Bring-up: N nodes with 8 devices each (one ResourceSlice per node, created with the nodes) against the same N
+   nodes without devices; target (DRA issue): the slices do not double the bring-up at 10,000 nodes.
+2. Per pod: `scenarios/dra.yaml` at N nodes, its pods filling half the GPUs at a rate the stock scheduler keeps up
+   with on extended resources, once claiming one GPU by DRA (a ResourceClaimTemplate per pod) and once requesting
+   `nvidia.com/gpu: 1` of nodes that advertise 8 (the same pod template, the same nodes otherwise). Printed per
+   mode: pods bound per second, scheduler CPU per pod, attempt duration p50/p99, apiserver writes per pod,
+   created → scheduled p50/p99 and, for DRA, created → claim allocated → bound → Running.
+
+    python benchmarks/bench_dra.py [--up-nodes 10000] [--nodes 500[,5000]] [--rate 100]
+
+The machine is shared and noisy: read the ratios of one run, not the absolute figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from kwokbench.cluster import ClusterOptions, Kwokctl, NodeGroup, bring_up
+from kwokbench.store import find_runs, load_run
+from kwokbench.templates import resolve_template
+from kwokbench.toolchain import Toolchain
+
+ROOT = Path(__file__).resolve().parents[1]
+GPU = {"driver": "gpu.kwokbench.io", "count": 8, "name": "gpu", "attributes": {"model": "H100"},
+       "capacity": {"memory": "80Gi"}, "shared": False, "device_class": None}
+
+
+def up(k: Kwokctl, n: int, devices: bool) -> dict[str, float]:
+    name = f"bench-dra-{'dev' if devices else 'plain'}-{n}"
+    t = time.monotonic()
+    res = bring_up(k, ClusterOptions(name=name), [NodeGroup("gpu", n, resolve_template("node"), {"cpu": 64},
+                                                            devices=(GPU,) if devices else ())])
+    total = time.monotonic() - t
+    k.delete(name)
+    assert res.nodes is not None
+    return {"created": res.timings["nodes created"], "ready": res.timings["nodes ready"], "total": total,
+            "slices": res.nodes.slices}
+
+
+def run(n: int, rate: float, dra: bool, out: Path) -> dict[str, Any]:
+    pods = 4 * n  # half the GPUs
+    sets = [f"cluster.node_groups.0.count={n}", f"workloads.0.count={pods}",
+            f"workloads.0.arrival.qps={rate}", "workloads.0.timeout_seconds=900", "workloads.0.template=gpu-pod",
+            "workloads.0.params={cpu: 100m, memory: 128Mi, gpus: " + ("0}" if dra else "1}")]
+    if not dra:  # the same nodes advertising their 8 GPUs as an extended resource, no slices, no claims
+        sets += ["cluster.node_groups.0.devices=[]", "workloads.0.claims=[]",
+                 "cluster.node_groups.0.params={cpu: 64, memory: 512Gi, pods: 110, gpus: 8}"]
+    cmd = [sys.executable, "-m", "kwokbench", "run", str(ROOT / "scenarios" / "dra.yaml"), "--out", str(out)]
+    for s in sets:
+        cmd += ["--set", s]
+    t = time.monotonic()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+    wall = time.monotonic() - t
+    [path] = find_runs([out])
+    s = load_run(path).summary or {}
+    sched = s.get("scheduler") or {}
+    att = sched.get("scheduling_attempt_duration_seconds") or {}
+    writes = ((s.get("apiserver") or {}).get("writes") or {}).get("per_pod") or {}
+    lat = (s.get("latency") or {}).get("created_to_scheduled") or {}
+    return {"pods": s.get("pods_scheduled"), "expected": pods, "throughput": (s.get("throughput") or {}).get("average"),
+            "cpu_ms": (sched.get("cpu_seconds_per_pod") or 0) * 1000, "attempt_p50": att.get("p50"),
+            "attempt_p99": att.get("p99"), "writes": sum(writes.values()), "lat_p50": lat.get("p50"),
+            "lat_p99": lat.get("p99"), "stages": (s.get("claims") or {}).get("pod_stages"), "wall": wall,
+            "limited_by": (s.get("limited_by") or {}).get("sentence", "")}
+
+
+def _f(v: float | None, unit: str = "", scale: float = 1.0) -> str:
+    return "-" if v is None else f"{v * scale:.1f}{unit}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--up-nodes", default="10000", help="bring-up sizes, comma-separated ('' to skip)")
+    ap.add_argument("--nodes", default="500", help="cluster sizes of the per-pod comparison ('' to skip)")
+    ap.add_argument("--rate", type=float, default=100.0, help="pods created per second")
+    args = ap.parse_args()
+    tc = Toolchain()
+    tc.install("auto")
+    with tempfile.TemporaryDirectory(prefix="kb-bench-dra-") as home:
+        k = Kwokctl(tc, Path(home))
+        for n in [int(x) for x in args.up_nodes.split(",") if x]:
+            plain, dev = up(k, n, False), up(k, n, True)
+            print(f"bring-up, {n} nodes: without devices {plain['ready']:.1f} s to all Ready "
+                  f"({plain['created']:.1f} s created); with {dev['slices']} ResourceSlices of 8 devices "
+                  f"{dev['ready']:.1f} s ({dev['created']:.1f} s created): {dev['ready'] / plain['ready']:.2f}x")
+        import os
+        os.environ["KWOKBENCH_HOME"] = home
+        for n in [int(x) for x in args.nodes.split(",") if x]:
+            rows = {mode: run(n, args.rate, mode == "DRA claim", Path(home) / f"runs-{n}-{i}")
+                    for i, mode in enumerate(("extended resource", "DRA claim"))}
+            print(f"\n{n} nodes × 8 GPUs, {4 * n} one-GPU pods at {args.rate:g}/s, kube-scheduler defaults")
+            print(f"{'mode':<18} {'bound':>11} {'pods/s':>7} {'CPU/pod':>8} {'attempt p50/p99':>16} "
+                  f"{'writes/pod':>10} {'sched p50/p99':>14} {'wall':>6}")
+            for mode, r in rows.items():
+                print(f"{mode:<18} {r['pods']:>5}/{r['expected']:<5} {_f(r['throughput']):>7} "
+                      f"{_f(r['cpu_ms'], ' ms'):>8} "
+                      f"{_f(r['attempt_p50'], '', 1000) + '/' + _f(r['attempt_p99'], ' ms', 1000):>16} "
+                      f"{_f(r['writes']):>10} {_f(r['lat_p50'], '') + '/' + _f(r['lat_p99'], ' s'):>14} "
+                      f"{r['wall']:>5.0f}s")
+            ext, dra = rows["extended resource"], rows["DRA claim"]
+            if ext["throughput"] and dra["throughput"] and ext["cpu_ms"]:
+                print(f"DRA / extended: throughput {dra['throughput'] / ext['throughput']:.2f}x, scheduler CPU per "
+                      f"pod {dra['cpu_ms'] / ext['cpu_ms']:.2f}x, writes per pod {dra['writes'] / ext['writes']:.2f}x")
+            if dra["stages"]:
+                st = dra["stages"]
+                print("DRA pod stages p50 / p99 (s): " + "; ".join(
+                    f"{k} {_f(st[k]['p50'])} / {_f(st[k]['p99'])}"
+                    for k in ("created_to_allocated", "allocated_to_bound", "bound_to_running")))
+            for mode, r in rows.items():
+                print(f"  {mode}: {r['limited_by']}")
+            flat = {m: {k: v for k, v in r.items() if k != "stages"} for m, r in rows.items()}
+            print(json.dumps({"nodes": n, **flat}, default=str))
+
+
+if __name__ == "__main__":
+    main()
