@@ -13,7 +13,9 @@ from kwokbench.labels import RUN_LABEL, WORKLOAD_LABEL
 from kwokbench.measure import ObjectWatch
 from kwokbench.store import CLAIMS
 
-COLUMNS = ["namespace", "name", "workload", "pod", "seen", "allocated", "reserved", "released", "deleted",
+POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+"""On a claim kube-controller-manager made from a template: the claim's name in its pod."""
+COLUMNS = ["namespace", "name", "workload", "pod", "pod_claim", "seen", "allocated", "reserved", "released", "deleted",
            "devices", "shareable", "api_created"]
 
 
@@ -31,6 +33,7 @@ class ClaimTimeline(ObjectWatch):
         key = (meta.get("namespace", ""), meta.get("name", ""))
         row = self.rows.setdefault(key, {"namespace": key[0], "name": key[1], "workload": labels.get(WORKLOAD_LABEL),
                                          "pod": "", "seen": t, "devices": "", "shareable": False,
+                                         "pod_claim": (meta.get("annotations") or {}).get(POD_CLAIM_ANNOTATION, ""),
                                          "api_created": meta.get("creationTimestamp")})
         owner = next((o.get("name", "") for o in meta.get("ownerReferences") or [] if o.get("kind") == "Pod"), "")
         row["pod"] = owner or row["pod"]

@@ -172,3 +172,15 @@ def test_console_rows_and_gate_metrics_of_a_run_with_claims() -> None:
     assert METRICS["devices_given_twice"].get(summary) == 1.0
     assert METRICS["claim_allocation_p50"].get(summary) == pytest.approx(0.65)
     assert METRICS["devices_given_twice"].get({}) is None and claims_rows(None) == []
+
+
+def test_a_second_claim_object_for_the_same_pod_claim_is_extra_not_unallocated() -> None:
+    """kube-controller-manager made 11 duplicate claims of 1200 pods under load (tests/e2e/test_dra.py)."""
+    claims = _claims([("a1", 0, 1, None, "d/p/gpu-0", False), ("a2", 0, None, None, "", False)])
+    claims["pod"] = ["p-a", "p-a"]
+    claims["pod_claim"] = ["gpu", "gpu"]
+    s = claims_section(claims)
+    assert (s["claims"], s["allocated"], s["never_allocated"], s["extra_claims"]) == (1, 1, 0, 1)
+    claims["pod_claim"] = ["gpu", "nic"]  # two claims of the pod: the second is left unallocated
+    s = claims_section(claims)
+    assert (s["claims"], s["allocated"], s["never_allocated"], s["extra_claims"]) == (2, 1, 1, 0)
