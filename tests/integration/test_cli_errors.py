@@ -170,3 +170,31 @@ def test_up_kwok_controllers_out_of_range(tmp_path: Path, k: str) -> None:
     res = kwokbench("up", "--kwok-controllers", k, env={"KWOKBENCH_HOME": str(tmp_path / "home")})
     assert_one_line_error(res, f"--kwok-controllers {k!r}: expected a whole number from 1 to 16")
     assert not (tmp_path / "home").exists()
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--scenario", "scenarios/dra.yaml", "--nodes", "3"], "--scenario gives the nodes: --nodes, --param"),
+    (["--set", "cluster.node_groups.0.count=3"], "--set goes with --scenario"),
+    (["--scenario", "scenarios/dra.yaml", "--set", "workloads.0.claims.0.device_class=nope"],
+     "no node group's devices offer class nope"),
+    (["--scenario", "scenarios/missing.yaml"], "cannot read scenario"),
+])
+def test_up_from_a_scenario_refuses_what_does_not_fit(tmp_path: Path, args: list[str], needle: str) -> None:
+    """Before any cluster or build: nothing is created in the state dir."""
+    home = tmp_path / "home"
+    assert_one_line_error(kwokbench("up", *args, env={"KWOKBENCH_HOME": str(home)}), needle)
+    assert not (home / "kwok" / "clusters").exists() or not any((home / "kwok" / "clusters").iterdir())
+
+
+@pytest.mark.parametrize(("override", "needle"), [
+    ("workloads.0.claims.0.device_class=tpu.example.com", "no node group's devices offer class tpu.example.com"),
+    ("workloads.0.claims.0.capacity={memory: 81Gi}", "81Gi is more than any device of class gpu.kwokbench.io has"),
+    ("cluster.node_groups.0.devices=[{count: 8}]", "cluster.node_groups.0.devices.0.driver: Field required"),
+])
+def test_run_refuses_claims_nothing_could_satisfy_before_any_cluster(tmp_path: Path, override: str,
+                                                                     needle: str) -> None:
+    home = tmp_path / "home"
+    res = kwokbench("run", "scenarios/dra.yaml", "--set", override, "--out", str(tmp_path / "runs"),
+                    env={"KWOKBENCH_HOME": str(home)})
+    assert_one_line_error(res, needle)
+    assert not (tmp_path / "runs").exists() and not (home / "kwok" / "clusters").exists()
