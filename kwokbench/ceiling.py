@@ -18,7 +18,11 @@ SchedulingThroughput (the mean and percentiles of 1 s samples, without the first
 next to it: on short workloads it rests on one or two samples (500Nodes measures 1000 pods in ~3 s on 2
 cores, and its mean jumped between 299 and 622 pods/s from run to run).
 
-Ceiling file format history: 1, the first (figures of each run, their median and spread).
+A run whose pods have DRA claims is put next to scheduler_perf's DRA case (pods each claiming a device through a
+template, :data:`DRA_TEST_CASE`), stored as ``<test case>-<workload>-<UTC time>.json`` beside the others.
+
+Ceiling file format history: 1, the first (figures of each run, their median and spread; ``test_case`` is read
+as SchedulingBasic where absent).
 """
 
 from __future__ import annotations
@@ -45,11 +49,15 @@ import orjson
 import yaml
 
 from kwokbench import __version__
-from kwokbench.errors import ClusterError, StoreError, ToolchainError
+from kwokbench.errors import ClusterError, ScenarioError, StoreError, ToolchainError
 from kwokbench.progress import Reporter, Silent
 
 FORMAT_VERSION = 1
 TEST_CASE = "SchedulingBasic"
+DRA_TEST_CASE = "SchedulingWithResourceClaimTemplate"
+"""The ceiling of a run whose pods have DRA claims: each pod's claim from a template, as ``claims:`` makes them."""
+TEST_CASES = {TEST_CASE: "misc", DRA_TEST_CASE: "dra", "SchedulingWithResourceClaim": "dra"}
+"""The test cases ``kwokbench ceiling --test-case`` runs, and the scheduler_perf package of each."""
 MIN_MEASURED_PODS = 1000
 """Workloads measuring fewer pods finish within scheduler_perf's 1 s sampling interval: no throughput."""
 SPREAD_WARN = 0.10
@@ -73,6 +81,7 @@ class PerfWorkload:
     init_pods: int = 0
     labels: tuple[str, ...] = ()
     feature_gates: tuple[tuple[str, bool], ...] = ()
+    test_case: str = TEST_CASE
 
     @property
     def label_filter(self) -> str:
@@ -81,7 +90,8 @@ class PerfWorkload:
 
 
 def perf_workloads(config_text: str, test_case: str = TEST_CASE) -> list[PerfWorkload]:
-    """The workloads of ``test_case`` in a scheduler_perf config whose params are plain counts."""
+    """The workloads of ``test_case`` in a scheduler_perf config whose params are plain counts (the nodes:
+    ``initNodes``, or the DRA cases' ``nodesWithDRA`` + ``nodesWithoutDRA``)."""
     try:
         cases = yaml.safe_load(config_text) or []
     except yaml.YAMLError as e:
@@ -92,12 +102,15 @@ def perf_workloads(config_text: str, test_case: str = TEST_CASE) -> list[PerfWor
     out = []
     for w in case.get("workloads") or []:
         p = w.get("params") or {}
-        if not all(isinstance(p.get(k), int) for k in ("initNodes", "measurePods")):
+        nodes = p.get("initNodes")
+        if nodes is None and isinstance(p.get("nodesWithDRA"), int):
+            nodes = p["nodesWithDRA"] + int(p.get("nodesWithoutDRA") or 0)
+        if not isinstance(nodes, int) or not isinstance(p.get("measurePods"), int):
             continue
         gates = {**(case.get("featureGates") or {}), **(w.get("featureGates") or {})}
-        out.append(PerfWorkload(str(w["name"]), p["initNodes"], p["measurePods"], int(p.get("initPods") or 0),
+        out.append(PerfWorkload(str(w["name"]), nodes, p["measurePods"], int(p.get("initPods") or 0),
                                 tuple([*(case.get("labels") or []), *(w.get("labels") or [])]),
-                                tuple(sorted((str(k), bool(v)) for k, v in gates.items()))))
+                                tuple(sorted((str(k), bool(v)) for k, v in gates.items())), test_case))
     return out
 
 
@@ -110,7 +123,8 @@ def nearest_workload(nodes: int, pods: int | None, available: Sequence[PerfWorkl
         raise ValueError("nodes and pods must be positive")
     usable = [w for w in available if w.pods >= MIN_MEASURED_PODS and w.nodes > 0]
     if not usable:
-        raise ToolchainError(f"scheduler_perf has no {TEST_CASE} workload measuring {MIN_MEASURED_PODS}+ pods")
+        case = available[0].test_case if available else TEST_CASE
+        raise ToolchainError(f"scheduler_perf has no {case} workload measuring {MIN_MEASURED_PODS}+ pods")
     stock = defaults or {}
 
     def key(w: PerfWorkload) -> tuple[float, float, int, int, str]:
@@ -172,6 +186,7 @@ class Ceiling:
     """The host fingerprint."""
     runs: tuple[float, ...] = ()
     path: Path | None = field(default=None, compare=False)
+    test_case: str = TEST_CASE
 
     @property
     def spread(self) -> float | None:
@@ -201,7 +216,7 @@ def read_ceiling(path: Path) -> Ceiling:
                        str(doc["host_fingerprint"]),
                        tuple(float(r["pods_per_second"]) for r in doc.get("runs") or []
                              if r.get("pods_per_second") is not None),
-                       path)
+                       path, str(doc.get("test_case") or TEST_CASE))
     except (KeyError, TypeError, ValueError) as e:
         raise StoreError(f"{path}: not a kwokbench ceiling ({e!r} missing or malformed)") from e
 
@@ -217,9 +232,10 @@ def stored_ceilings(version: str, host: str, root: Path | None = None) -> list[C
     return out
 
 
-def pick_ceiling(ceilings: Iterable[Ceiling], nodes: int) -> Ceiling | None:
-    """The ceiling measured at the node count nearest ``nodes`` (log scale), the latest among those."""
-    cs = [c for c in ceilings if c.nodes > 0 and c.pods_per_second > 0]
+def pick_ceiling(ceilings: Iterable[Ceiling], nodes: int, test_case: str = TEST_CASE) -> Ceiling | None:
+    """The ceiling of ``test_case`` measured at the node count nearest ``nodes`` (log scale), the latest among
+    those."""
+    cs = [c for c in ceilings if c.nodes > 0 and c.pods_per_second > 0 and c.test_case == test_case]
     if not cs or nodes <= 0:
         return None
     best = min(round(abs(math.log(nodes / c.nodes)), 9) for c in cs)
@@ -227,10 +243,10 @@ def pick_ceiling(ceilings: Iterable[Ceiling], nodes: int) -> Ceiling | None:
 
 
 def latest_ceiling(version: str, host: Mapping[str, Any] | str, nodes: int,
-                   root: Path | None = None) -> Ceiling | None:
+                   root: Path | None = None, test_case: str = TEST_CASE) -> Ceiling | None:
     """The ceiling for a run of ``nodes`` nodes on ``host`` (a fingerprint, or a run's ``meta.host``)."""
     fp = host if isinstance(host, str) else host_fingerprint(host)
-    return pick_ceiling(stored_ceilings(version, fp, root), nodes)
+    return pick_ceiling(stored_ceilings(version, fp, root), nodes, test_case)
 
 
 def _utc(text: str) -> datetime:
@@ -251,13 +267,16 @@ def ceiling_section(summary: Mapping[str, Any], meta: Mapping[str, Any],
     throughput = (summary.get("throughput") or {}).get("average")
     if cluster.get("attached") or not host or not version or not cluster.get("nodes") or throughput is None:
         return None
-    c = latest_ceiling(str(version), host, int(cluster["nodes"]), root)
+    # a run whose pods claim devices is measured against scheduler_perf's DRA case, not against bare pods
+    case = DRA_TEST_CASE if summary.get("claims") else TEST_CASE
+    c = latest_ceiling(str(version), host, int(cluster["nodes"]), root, case)
     if c is None:
         return None
     started = meta.get("started_at")
     age = c.age_seconds(_utc(started)) if isinstance(started, str) else None
     return {"pods_per_second": c.pods_per_second, "measured_at": c.measured_at.isoformat(), "age_seconds": age,
-            "workload": c.workload, "nodes": c.nodes, "ratio": float(throughput) / c.pods_per_second,
+            "test_case": c.test_case, "workload": c.workload, "nodes": c.nodes,
+            "ratio": float(throughput) / c.pods_per_second,
             "spread": c.spread, "runs": len(c.runs), "file": str(c.path) if c.path else None}
 
 
@@ -297,34 +316,38 @@ class RunFigures:
 
 
 def measure_ceiling(nodes: int, pods: int | None, runs: int = 1, timeout: float = 900.0,
-                    reporter: Reporter | None = None, cache: Path | None = None) -> tuple[Path, dict[str, Any]]:
-    """Run scheduler_perf's workload nearest ``nodes``/``pods`` ``runs`` times; store and return the ceiling."""
+                    reporter: Reporter | None = None, cache: Path | None = None,
+                    test_case: str = TEST_CASE) -> tuple[Path, dict[str, Any]]:
+    """Run scheduler_perf's ``test_case`` workload nearest ``nodes``/``pods`` ``runs`` times; store and return
+    the ceiling."""
     from kwokbench.store import _atomic_write, host_info
     from kwokbench.toolchain import Toolchain
     from kwokbench.toolchain.scheduler_perf import ensure_scheduler_perf
 
     rep = reporter or Silent()
+    if test_case not in TEST_CASES:
+        raise ScenarioError(f"--test-case {test_case}: not one kwokbench runs (known: {', '.join(TEST_CASES)})")
     for what in stop_orphans():
         rep.warn(f"stopped {what}, left by a ceiling run that was killed")
     etcd = next(s for s in Toolchain(cache).check(optional=False) if s.binary == "etcd")
     if not etcd.ok:  # checked before a build of minutes
         raise ToolchainError(f"etcd {etcd.version} is missing ({etcd.problem} at {etcd.path}): scheduler_perf starts "
                              "it from PATH; run `kwokbench tools install --core-only`")
-    perf = ensure_scheduler_perf(rep, cache)
-    workloads = {w.name: w for w in perf_workloads(perf.config.read_text())}
+    perf = ensure_scheduler_perf(rep, cache).of(TEST_CASES[test_case])
+    workloads = {w.name: w for w in perf_workloads(perf.config.read_text(), test_case)}
     w = workloads[nearest_workload(nodes, pods, list(workloads.values()), perf.feature_defaults())]
     host = {k: v for k, v in host_info().items() if k in HOST_KEYS}
     started = datetime.now(UTC)
     out_dir = ceilings_dir(cache) / perf.version / host_fingerprint(host)
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = f"{w.name}-{started.strftime('%Y%m%dT%H%M%SZ')}"
+    stem = (f"{w.name}-" if test_case == TEST_CASE else f"{test_case}-{w.name}-") + started.strftime('%Y%m%dT%H%M%SZ')
     log = out_dir / f"{stem}.log"
-    rep.info(f"scheduler_perf {TEST_CASE}/{w.name}: {w.nodes} nodes, {w.init_pods} + {w.pods} pods"
+    rep.info(f"scheduler_perf {test_case}/{w.name}: {w.nodes} nodes, {w.init_pods} + {w.pods} pods"
              + (f", feature gates {dict(w.feature_gates)}" if w.feature_gates else ""))
     base: dict[str, Any] = {
         "format_version": FORMAT_VERSION, "kwokbench_version": __version__, "kubernetes": perf.version,
         "host": host, "host_fingerprint": host_fingerprint(host), "measured_at": started.isoformat(),
-        "test_case": TEST_CASE, "workload": w.name,
+        "test_case": test_case, "workload": w.name,
         "params": {"nodes": w.nodes, "init_pods": w.init_pods, "pods": w.pods},
         "feature_gates": dict(w.feature_gates), "label_filter": w.label_filter,
         "requested": {"nodes": nodes, "pods": pods}, "log": str(log),
@@ -358,7 +381,7 @@ def _aggregate(results: Sequence[RunFigures]) -> dict[str, Any]:
 
 def bench_args(w: PerfWorkload, data_dir: Path, timeout: float) -> list[str]:
     """The test binary's flags for one workload: benchmarks only (``-test.run=^$``), one iteration."""
-    return ["-test.run=^$", f"-test.bench=^BenchmarkPerfScheduling$/^{TEST_CASE}$/^{re.escape(w.name)}$",
+    return ["-test.run=^$", f"-test.bench=^BenchmarkPerfScheduling$/^{w.test_case}$/^{re.escape(w.name)}$",
             "-test.benchtime=1x", "-test.count=1", f"-test.timeout={int(timeout) + 60}s",
             f"-perf-scheduling-label-filter={w.label_filter}", f"-data-items-dir={data_dir}"]
 

@@ -707,10 +707,14 @@ def ceiling(
     runs: Annotated[int, typer.Option(min=1, max=20, help="Runs; their spread is reported.")] = 1,
     timeout: Annotated[float, typer.Option(min=10, help="Seconds a run may take before it and its etcd "
                                            "are stopped.")] = 900.0,
+    test_case: Annotated[str, typer.Option(help="scheduler_perf's test case: SchedulingBasic (bare pods), "
+                                           "SchedulingWithResourceClaimTemplate (a DRA claim per pod: the ceiling "
+                                           "of runs with claims), SchedulingWithResourceClaim (shared claims).")
+                         ] = "SchedulingBasic",
 ) -> None:
     """This host's ceiling: scheduler_perf (the same kube-scheduler with an in-process apiserver and etcd)
-    on its SchedulingBasic workload nearest the size; stored per host and Kubernetes version, and shown
-    next to every run's throughput."""
+    on its workload nearest the size (SchedulingBasic, or a DRA test case); stored per host and Kubernetes
+    version, and shown next to every run's throughput."""
     import signal
 
     from kwokbench import console
@@ -733,7 +737,7 @@ def ceiling(
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     assert nodes is not None
-    path, doc = measure_ceiling(nodes, pods, runs, timeout, console.RichReporter())
+    path, doc = measure_ceiling(nodes, pods, runs, timeout, console.RichReporter(), test_case=test_case)
     console.table(f"this host's in-process ceiling for {nodes} nodes" + (f", {pods} pods" if pods else ""),
                   ["", ""], result_rows(doc))
     if warning := unstable(doc):

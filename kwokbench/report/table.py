@@ -112,7 +112,9 @@ def ceiling_rows(s: dict[str, Any]) -> list[list[str]]:
     if c and tp is not None:
         rows.append(["throughput vs this host's ceiling (scheduler_perf)",
                      f"{tp:.1f} pods/s = {c['ratio'] * 100:.0f}% of this host's in-process ceiling "
-                     f"({c['pods_per_second']:.1f} pods/s, {c['workload']}, measured {_age(c.get('age_seconds'))})"
+                     f"({c['pods_per_second']:.1f} pods/s, "
+                     + (f"{c['test_case']}/" if c.get("test_case", "SchedulingBasic") != "SchedulingBasic" else "")
+                     + f"{c['workload']}, measured {_age(c.get('age_seconds'))})"
                      # below the ceiling because less was offered: the ratio is no limit then
                      + ("; arrival-bound, not a limit" if (s.get("limited_by") or {}).get("verdict") == "arrival"
                         else "")])

@@ -39,8 +39,9 @@ from kwokbench.toolchain.install import (
 )
 
 PACKAGE = "k8s.io/kubernetes/test/integration/scheduler_perf"
-TEST_PACKAGE = f"{PACKAGE}/misc"
-BINARY = "misc.test"
+SUITES = ("misc", "dra")
+"""Its test packages kwokbench builds: ``misc`` (SchedulingBasic and the rest) and ``dra`` (the DRA test cases:
+claims from templates, shared claims, a steady state)."""
 FEATURE_DEFAULTS = "feature-gates.json"
 """Each feature gate's default in this Kubernetes version (to pick the workload closest to a stock scheduler)."""
 
@@ -59,15 +60,20 @@ class SchedulerPerf:
 
     dir: Path
     version: str
+    suite: str = "misc"
+    """Which test package (:data:`SUITES`): its binary, and its directory as the working directory."""
+
+    def of(self, suite: str) -> SchedulerPerf:
+        return SchedulerPerf(self.dir, self.version, suite)
 
     @property
     def binary(self) -> Path:
-        return self.dir / BINARY
+        return self.dir / f"{self.suite}.test"
 
     @property
     def package_dir(self) -> Path:
-        """The working directory of a run (a copy of the package's ``misc`` directory)."""
-        return self.dir / "scheduler_perf" / "misc"
+        """The working directory of a run (a copy of the package's directory, e.g. ``misc``)."""
+        return self.dir / "scheduler_perf" / self.suite
 
     @property
     def config(self) -> Path:
@@ -112,8 +118,11 @@ def _answers(binary: Path) -> bool:
 
 
 def cached(cache: Path | None = None, version: str = versions.KUBERNETES) -> SchedulerPerf | None:
+    """The built scheduler_perf with every suite's binary and config (a cache of an earlier kwokbench, with
+    ``misc`` only, is built again)."""
     perf = SchedulerPerf(perf_dir(cache, version), version)
-    return perf if perf.binary.is_file() and perf.config.is_file() and _answers(perf.binary) else None
+    whole = all(p.binary.is_file() and p.config.is_file() and _answers(p.binary) for p in map(perf.of, SUITES))
+    return perf if whole else None
 
 
 def ensure_scheduler_perf(reporter: Reporter | None = None, cache: Path | None = None,
@@ -150,26 +159,28 @@ def ensure_scheduler_perf(reporter: Reporter | None = None, cache: Path | None =
             cmds = kubernetes_wrapper(module, version)
         (work / "tools.go").write_text(TOOLS_GO)
         cmds += [["go", "get", f"k8s.io/kubernetes@{version}"],
-                 ["go", "test", "-c", "-trimpath", "-ldflags", kubernetes_ldflags(version),
-                  "-o", str(out / BINARY), TEST_PACKAGE]]
+                 *(["go", "test", "-c", "-trimpath", "-ldflags", kubernetes_ldflags(version),
+                    "-o", str(out / f"{suite}.test"), f"{PACKAGE}/{suite}"] for suite in SUITES)]
         with rep.status(f"building the scheduler_perf test binary for Kubernetes {version} from Go modules "
                         f"(log: {log})") as update, log.open("w") as logf:
             for cmd in cmds:
                 run_logged(cmd, work, env, logf, update)
             src = _download_module("k8s.io/kubernetes", version)["Dir"]
             perf_src = src / "test" / "integration" / "scheduler_perf"
-            if not (perf_src / "misc" / "performance-config.yaml").is_file():
-                raise ToolchainError(f"{perf_src}/misc/performance-config.yaml is missing; the scheduler_perf "
-                                     "layout changed")
+            for suite in SUITES:
+                if not (perf_src / suite / "performance-config.yaml").is_file():
+                    raise ToolchainError(f"{perf_src}/{suite}/performance-config.yaml is missing; the "
+                                         "scheduler_perf layout changed")
             _copy_files(perf_src, out / "scheduler_perf", "*.yaml")
             fixtures = Path("cmd", "kube-apiserver", "app", "testing", "testdata")
             _copy_files(src / fixtures, out / "src" / f"k8s.io/kubernetes@{version}" / fixtures, "*")
             features = src / "pkg" / "features" / "kube_features.go"
             defaults = feature_defaults(features.read_text()) if features.is_file() else {}
             (out / FEATURE_DEFAULTS).write_text(json.dumps(defaults, indent=1, sort_keys=True) + "\n")
-        if not _answers(out / BINARY):
-            raise ToolchainError(f"the scheduler_perf test binary built in {out} does not list "
-                                 f"BenchmarkPerfScheduling (log: {log})")
+        for suite in SUITES:
+            if not _answers(out / f"{suite}.test"):
+                raise ToolchainError(f"the scheduler_perf test binary {suite}.test built in {out} does not list "
+                                     f"BenchmarkPerfScheduling (log: {log})")
         if final.exists():
             shutil.rmtree(final)
         out.rename(final)

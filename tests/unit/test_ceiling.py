@@ -403,3 +403,40 @@ def test_leftovers_of_a_killed_run_are_removed_by_the_next(fake: dict[str, Path]
         etcd.wait()
         shutil.rmtree(fresh, ignore_errors=True)
         shutil.rmtree(left, ignore_errors=True)
+
+
+def test_dra_workloads_count_their_dra_and_plain_nodes_and_name_their_test_case() -> None:
+    """SchedulingWithResourceClaimTemplate of v1.36.4's dra/performance-config.yaml (copied verbatim)."""
+    from kwokbench.ceiling import DRA_TEST_CASE
+
+    text = (GOLDEN / "dra-performance-config-v1.36.4.yaml").read_text()
+    by_name = {w.name: w for w in perf_workloads(text, DRA_TEST_CASE)}
+    w = by_name["2000pods_100nodes"]
+    assert (w.nodes, w.init_pods, w.pods, w.test_case) == (100, 1000, 1000, DRA_TEST_CASE)
+    assert dict(w.feature_gates)["DynamicResourceAllocation"] is True
+    assert nearest_workload(100, 800, list(by_name.values()), STOCK_1_36) == "2000pods_100nodes"
+    assert nearest_workload(500, 4000, list(by_name.values()), STOCK_1_36) == "5000pods_500nodes_QueueingHintsEnabled"
+    assert f"/^{DRA_TEST_CASE}$/^2000pods_100nodes$" in bench_args(w, Path("/d"), 60)[1]
+    shared = perf_workloads(text, "SchedulingWithResourceClaim")
+    assert {"2000pods_100nodes", "5000pods_500nodes"} <= {x.name for x in shared}
+
+
+def test_a_run_with_claims_is_set_against_the_dra_ceiling(tmp_path: Path) -> None:
+    from kwokbench.ceiling import DRA_TEST_CASE
+
+    d = tmp_path / "v1.36.4" / host_fingerprint(HOST)
+    d.mkdir(parents=True)
+    for case, pps in ((None, 300.0), (DRA_TEST_CASE, 60.0)):
+        doc = {"format_version": FORMAT_VERSION, "pods_per_second": pps, "measured_at": "2026-11-26T08:00:00+00:00",
+               "workload": "2000pods_100nodes" if case else "500Nodes", "params": {"nodes": 100, "pods": 1000},
+               "kubernetes": "v1.36.4", "host_fingerprint": host_fingerprint(HOST), "runs": []}
+        if case:
+            doc["test_case"] = case
+        (d / f"{case or 'basic'}.json").write_text(json.dumps(doc))
+    meta = {"cluster": {"nodes": 100}, "host": HOST, "toolchain": {"kubernetes": "v1.36.4"},
+            "started_at": "2026-11-26T08:10:00+00:00"}
+    plain = ceiling_section({"throughput": {"average": 30.0}}, meta, tmp_path)
+    dra = ceiling_section({"throughput": {"average": 30.0}, "claims": {"claims": 1}}, meta, tmp_path)
+    assert plain is not None and dra is not None
+    assert (plain["test_case"], plain["ratio"]) == ("SchedulingBasic", pytest.approx(0.1))
+    assert (dra["test_case"], dra["ratio"]) == (DRA_TEST_CASE, pytest.approx(0.5))
