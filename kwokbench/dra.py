@@ -57,6 +57,11 @@ def claims_section(claims: pd.DataFrame, pods: pd.DataFrame | None = None) -> di
         "devices_given_twice": overlapping(claims),
         "seen_to_allocated": percentile_stats(wait)}
     if pods is not None and len(pods) and "name" in pods:
+        # a pod bound although its claim was never allocated: a scheduler that ignores DRA (a kubelet would not
+        # start such a pod; kwok does)
+        waiting = set(held.index[~held])
+        bound = pods[pods["scheduled"].notna()]["name"].astype(str)
+        out["bound_unallocated"] = int(sum(1 for k in waiting if "/" in k and k.split("/", 1)[0] in set(bound)))
         mine = allocated[allocated["pod"].astype(str) != ""]
         joined = mine.merge(pods[["name", "created", "scheduled", "running"]], left_on="pod", right_on="name")
         if len(joined):
@@ -83,6 +88,10 @@ def claims_rows(section: dict[str, Any] | None) -> list[list[str]]:
              f" ({section['shared_allocations']} shared allocations); "
              + (f"{section['extra_claims']} extra claim objects made; " if section.get("extra_claims") else "")
              + (f"{len(twice)} DEVICES HELD TWICE" if twice else "none twice")]]
+    if section.get("bound_unallocated"):
+        rows.append(["DRA: PODS BOUND WITH A CLAIM NEVER ALLOCATED",
+                     f"{section['bound_unallocated']} (the scheduler ignored their claims: a kubelet would not start "
+                     "them)"])
     st = section.get("pod_stages")
     if st:
         rows.append(["DRA pod stages p50 / p99: created → claim allocated → bound → Running",

@@ -45,6 +45,7 @@ NOISE: dict[str, tuple[float, int]] = {
     "claim_allocation_p50": (0.40, 0),
     "claim_allocation_p99": (0.40, 1000),
     "devices_given_twice": (0.0, 0),
+    "bound_unallocated": (0.0, 0),
 }
 CALIBRATION_GROUPS_APART = 1.10
 """Median CPU calibrations of baseline and candidate further apart than this: warned."""
@@ -121,6 +122,8 @@ METRICS: dict[str, Metric] = {m.name: m for m in [
            _path("claims", "pod_stages", "created_to_allocated", "p99"), tail=0.01),
     Metric("devices_given_twice", "DRA devices held by two claims at once (worst run; any is a regression)", False,
            _devices_twice, worst_run=True),
+    Metric("bound_unallocated", "pods bound with a DRA claim never allocated (worst run; any is a regression)",
+           False, _path("claims", "bound_unallocated"), worst_run=True),
     Metric("gpu_allocation", "share of the cluster's GPUs allocated at the end of the run", True,
            _path("allocation", "final", "gpu")),
     Metric("cpu_allocation", "share of the cluster's CPU allocated at the end of the run", True,

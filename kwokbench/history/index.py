@@ -28,7 +28,7 @@ from kwokbench.store import META, SUMMARY, find_runs
 INDEX_NAME = ".kwokbench-history.duckdb"
 INDEX_VERSION = 3
 """Version history: 1 the first; 2 the allocation metrics (gpu_allocation, cpu_allocation, gpu_fragmentation);
-3 the DRA metrics (claim_allocation_p50, claim_allocation_p99, devices_given_twice).
+3 the DRA metrics (claim_allocation_p50, claim_allocation_p99, devices_given_twice, bound_unallocated).
 Another version in a file: the index is dropped and rebuilt."""
 
 FORMATS = ("table", "csv", "json", "parquet")

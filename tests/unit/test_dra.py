@@ -184,3 +184,18 @@ def test_a_second_claim_object_for_the_same_pod_claim_is_extra_not_unallocated()
     claims["pod_claim"] = ["gpu", "nic"]  # two claims of the pod: the second is left unallocated
     s = claims_section(claims)
     assert (s["claims"], s["allocated"], s["never_allocated"], s["extra_claims"]) == (2, 1, 1, 0)
+
+
+def test_pods_bound_with_a_claim_never_allocated_are_flagged() -> None:
+    """What YuniKorn v1.8.0 does with a pod's claims (measured in docs/results/dra.md): binds, never allocates."""
+    from kwokbench.dra import claims_rows
+    from kwokbench.gate import METRICS
+
+    claims = _claims([("a", 0, None, None, "", False), ("b", 0, None, None, "", False)])
+    claims["pod_claim"] = ["gpu", "gpu"]
+    pods = pd.DataFrame([{"name": "p-a", "created": 0.0, "scheduled": 1.0, "running": 1.1},
+                         {"name": "p-b", "created": 0.0, "scheduled": None, "running": None}])
+    s = claims_section(claims, pods)
+    assert s["bound_unallocated"] == 1 and s["never_allocated"] == 2
+    assert any(r[0] == "DRA: PODS BOUND WITH A CLAIM NEVER ALLOCATED" for r in claims_rows(s))
+    assert METRICS["bound_unallocated"].get({"claims": s}) == 1.0
