@@ -76,9 +76,10 @@ class Evaluator:
 
 
 def run_action(workspace: Path, runner_temp: Path, with_: dict[str, str], base_sha: str | None,
-               timeout: float = 1800) -> ActionRun:
+               timeout: float = 1800, only: set[str] | None = None) -> ActionRun:
     """Run action.yml in ``workspace`` (the caller's checkout of its head) as a pull request against
-    ``base_sha``, or as a push when it is None."""
+    ``base_sha``, or as a push when it is None; ``only``: just the steps of these names (a job re-run from a
+    later step, on what the earlier ones left in the workspace and runner temp)."""
     action = yaml.safe_load((REPO / "action.yml").read_text())
     github = {"event": {"pull_request": {"base": {"sha": base_sha}}} if base_sha else {}}
     ev = Evaluator({}, github)
@@ -105,7 +106,7 @@ def run_action(workspace: Path, runner_temp: Path, with_: dict[str, str], base_s
         if not ev.condition(step.get("if")):
             continue
         uses = step.get("uses", "")
-        if uses.startswith(SKIPPED_USES):
+        if uses.startswith(SKIPPED_USES) or (only is not None and name not in only):
             continue
         names.append(name)
         if uses.startswith("actions/checkout@"):
