@@ -37,6 +37,33 @@ def overlapping(claims: pd.DataFrame) -> dict[str, int]:
     return out
 
 
+def peak_consumed(claims: pd.DataFrame, capacity: str = "milli") -> dict[str, float]:
+    """Shared devices: device → the most of ``capacity`` the claims holding it at once consumed (from each
+    claim's allocation to its release), from the allocations' own ``consumedCapacity``."""
+    from kwokbench.quantity import quantity
+
+    if "consumed" not in claims:
+        return {}
+    events: dict[str, list[tuple[float, float]]] = {}
+    for row in claims[claims["allocated"].notna() & claims["shareable"].astype(bool)].itertuples(index=False):
+        gone = row.released if pd.notna(row.released) else row.deleted
+        end = float(gone) if pd.notna(gone) else float("inf")
+        amounts = [dict(kv.split("=", 1) for kv in part.split(",") if "=" in kv)
+                   for part in str(row.consumed or "").split()]
+        for dev, got in zip(str(row.devices).split(), amounts, strict=False):
+            if capacity in got:
+                q = quantity(got[capacity])
+                events.setdefault(dev, []).extend([(float(row.allocated), q), (end, -q)])
+    out: dict[str, float] = {}
+    for dev, ev in events.items():
+        held = most = 0.0
+        for _, q in sorted(ev, key=lambda e: (e[0], e[1])):  # a release before an allocation at the same time
+            held += q
+            most = max(most, held)
+        out[dev] = most
+    return out
+
+
 def claims_section(claims: pd.DataFrame, pods: pd.DataFrame | None = None) -> dict[str, Any]:
     """The summary's ``claims`` section. A pod's claim is one (pod, claim name); kube-controller-manager may make
     more than one object for it (it did under load here: 11 of 1200, never allocated, deleted with the pod):
@@ -55,6 +82,7 @@ def claims_section(claims: pd.DataFrame, pods: pd.DataFrame | None = None) -> di
         "devices_allocated": len(per_device), "allocations": len(devices),
         "shared_allocations": int(allocated["shareable"].astype(bool).sum()),
         "devices_given_twice": overlapping(claims),
+        "shared_peak_milli": max(peak_consumed(claims).values(), default=None),
         "seen_to_allocated": percentile_stats(wait)}
     if pods is not None and len(pods) and "name" in pods:
         # a pod bound although its claim was never allocated: a scheduler that ignores DRA (a kubelet would not

@@ -21,7 +21,7 @@ from kwokbench.labels import RUN_LABEL, WORKLOAD_LABEL
 from kwokbench.progress import Reporter
 from kwokbench.scenario import Scenario, WorkloadSpec
 from kwokbench.templates import ManifestFactory, resolve_template
-from kwokbench.trace.kube import DELETE_AFTER_ANNOTATION, pod_annotations, pod_params
+from kwokbench.trace.kube import DELETE_AFTER_ANNOTATION, dra_pod_params, pod_annotations, pod_params
 
 if TYPE_CHECKING:
     from kwokbench.cluster.attach import AttachedCluster
@@ -97,7 +97,8 @@ def manifest_factories(scenario: Scenario, base: Path, run_label: str, attached:
         labels = {RUN_LABEL: run_label, WORKLOAD_LABEL: w.name,
                   **({QUEUE_LABEL: w.queue} if to_queue and w.queue else {}),
                   **(attached.labels if attached else {})}
-        rows = [pod_params(p) for p in w.trace_pods] if w.trace else ()
+        shape = dra_pod_params if w.trace and w.trace.gpus == "dra" else pod_params
+        rows = [shape(p) for p in w.trace_pods] if w.trace else ()
         own_ann = [pod_annotations(p, w.trace.lifetimes) for p in w.trace_pods] if w.trace else ()
         plain = ManifestFactory(resolve_template(w.template, base), w.params, f"{w.name}-{run_label}", labels=labels,
                                 per_object=rows)

@@ -48,6 +48,13 @@ class _Model(BaseModel):
 
 
 TraceFormat = Literal["kwokbench", "alibaba-gpu-2023"]
+TraceGpus = Literal["per-node", "dra"]
+GPUS_DESCRIPTION = (
+    "How a trace's GPUs are scheduled. per-node: extended resources, nvidia.com/gpu and kwokbench.io/gpu-milli "
+    "counted per node, a relaxation (a node whose two GPUs each have 600 milli free takes a 1000-milli share); "
+    "dra: each GPU a DRA device of 1000 milli of consumable capacity with its model as an attribute, a shared pod "
+    "claiming its milli on one GPU and a k-GPU pod k whole GPUs, so every fit is per GPU as in the FGD "
+    "simulator. The node groups and the trace workload must say the same.")
 
 
 class NodeTraceSpec(_Model):
@@ -56,6 +63,7 @@ class NodeTraceSpec(_Model):
         "from the project root)."))
     format: TraceFormat = Field("kwokbench", description=(
         "kwokbench (its own trace format, CSV or Parquet) or alibaba-gpu-2023 (openb_node_list_*.csv)."))
+    gpus: TraceGpus = Field("per-node", description=GPUS_DESCRIPTION)
 
 
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
@@ -282,6 +290,7 @@ class TraceSpec(_Model):
     lifetimes: bool = Field(True, description=(
         "Pods with a lifetime are deleted that long (scaled) after they start Running (kwok Stage driven by the "
         "annotation kwokbench.io/delete-after), so the cluster fills and drains as in production."))
+    gpus: TraceGpus = Field("per-node", description=GPUS_DESCRIPTION)
 
     @model_validator(mode="after")
     def _one_clock(self) -> TraceSpec:
@@ -418,11 +427,12 @@ class Scenario(_Model):
                     raise ValueError(f"workloads.{i}.wait_for: {w.wait_for} never happens with cluster.pod_lifecycle "
                                      "none (pods stay Pending on their nodes)")
         if not c.controller_manager:
-            templated = [w.name for w in self.workloads for cl in w.claims if cl.shared_by == 1]
+            templated = [w.name for w in self.workloads for cl in w.claims if cl.shared_by == 1] + [
+                w.name for w in self.workloads if w.trace is not None and w.trace.gpus == "dra"]
             if templated:
-                raise ValueError(f"workload {templated[0]}: a claim per pod (shared_by 1) is made from its "
-                                 "template by kube-controller-manager, which cluster.controller_manager: false "
-                                 "turns off")
+                raise ValueError(f"workload {templated[0]}: a claim per pod (shared_by 1, or a trace's GPUs as "
+                                 "DRA devices) is made from its template by kube-controller-manager, which "
+                                 "cluster.controller_manager: false turns off")
             nodes = [e.action for e in self.chaos if e.action in ("nodes-not-ready", "restart-controller-manager")]
             if nodes:
                 raise ValueError(f"chaos {nodes[0]} needs kube-controller-manager (cluster.controller_manager: false)")
@@ -491,6 +501,22 @@ class Scenario(_Model):
                     if not is_quantity(v):
                         raise ValueError(f"node group {g.name}: devices.{j}.capacity.{key}: {v!r} is not a "
                                          "Kubernetes quantity")
+        return self
+
+    @model_validator(mode="after")
+    def _trace_gpus(self) -> Scenario:
+        """A trace's pods and nodes say the same about GPUs: a DRA claim on nodes with no devices (or the other
+        way round) would leave every GPU pod pending."""
+        nodes = {g.from_trace.gpus for g in self.cluster.node_groups if g.from_trace is not None}
+        for i, w in enumerate(self.workloads):
+            if w.trace is None:
+                continue
+            if w.trace.gpus == "dra" and nodes != {"dra"}:
+                raise ValueError(f"workloads.{i}.trace.gpus: dra needs the GPUs as devices: give the from_trace node "
+                                 "groups gpus: dra too")
+            if w.trace.gpus == "per-node" and "dra" in nodes:
+                raise ValueError(f"workloads.{i}.trace.gpus: the from_trace node groups have gpus: dra; give the "
+                                 "trace workload gpus: dra too")
         return self
 
     @model_validator(mode="after")
@@ -677,19 +703,26 @@ def _read_nodes(spec: NodeTraceSpec | TraceSpec, file: str, base: Path) -> list[
 
 def _node_groups(g: NodeGroupSpec, nodes: list[TraceNode]) -> list[NodeGroupSpec]:
     """A trace's nodes as groups of identical nodes (``<name>-<k>``), largest first, for the node template."""
+    dra = g.from_trace is not None and g.from_trace.gpus == "dra"
     shapes: dict[str, tuple[dict[str, Any], int]] = {}
     for n in nodes:
         alloc = trace_kube.node_allocatable(n)
         params = {"cpu": alloc.pop("cpu"), "memory": alloc.pop("memory"), "pods": int(alloc.pop("pods")),
                   "gpus": int(alloc.pop(trace_format.GPU_RESOURCE, 0)), "extended": alloc,
                   "labels": trace_kube.node_labels(n), "taints": [dict(t) for t in n.taints]}
+        if dra:  # the GPUs are devices only: no node-level count a pod could be fitted by
+            params["gpus"] = 0
+            alloc.pop(trace_format.GPU_MILLI_RESOURCE, None)
+            params["devices"] = trace_kube.dra_node_devices(n)
         key = json.dumps(params, sort_keys=True)
         shapes[key] = (params, shapes.get(key, (params, 0))[1] + 1)
     ordered = sorted(shapes.values(), key=lambda pc: -pc[1])
     if len(f"{g.name}-{len(ordered) - 1}") > 30:
         raise ScenarioError(f"node group {g.name}: too long a name for its {len(ordered)} groups of identical nodes "
                             f"(<name>-<k> must fit 30 characters)")
-    return [NodeGroupSpec(name=f"{g.name}-{k}", count=c, template=g.template, params=p)
+    return [NodeGroupSpec(name=f"{g.name}-{k}", count=c, template=g.template,
+                          params={k2: v for k2, v in p.items() if k2 != "devices"},
+                          devices=[DeviceSpec(**d) for d in p.get("devices") or []])
             for k, (p, c) in enumerate(ordered)]
 
 

@@ -22,6 +22,7 @@ from kwokbench.errors import ApiError, ScenarioError
 from kwokbench.labels import RUN_LABEL, WORKLOAD_LABEL
 from kwokbench.scenario import ClaimSpec, WorkloadSpec
 from kwokbench.templates import PodClaim
+from kwokbench.trace.kube import dra_claim_shape, dra_claim_spec, dra_template_name
 
 
 def object_prefix(prefix: str, claim: ClaimSpec) -> str:
@@ -51,6 +52,12 @@ def claim_objects(w: WorkloadSpec, prefix: str, run_label: str,
     meta_labels = {RUN_LABEL: run_label, WORKLOAD_LABEL: w.name, **(labels or {})}
     ns = w.namespace
     out: list[tuple[str, dict[str, Any]]] = []
+    if w.trace is not None and w.trace.gpus == "dra":  # a replayed trace's pods: a template per claim shape
+        shapes = sorted({sh for p in w.trace_pods if (sh := dra_claim_shape(p)) is not None})
+        out += [(f"/apis/{API}/namespaces/{ns}/resourceclaimtemplates",
+                 {"apiVersion": API, "kind": "ResourceClaimTemplate",
+                  "metadata": {"name": dra_template_name(sh), "labels": meta_labels},
+                  "spec": {"metadata": {"labels": meta_labels}, "spec": dra_claim_spec(sh)}}) for sh in shapes]
     for c in w.claims:
         name, spec = object_prefix(prefix, c), claim_spec(c)
         if c.shared_by == 1:

@@ -16,7 +16,7 @@ from kwokbench.store import CLAIMS
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 """On a claim kube-controller-manager made from a template: the claim's name in its pod."""
 COLUMNS = ["namespace", "name", "workload", "pod", "pod_claim", "seen", "allocated", "reserved", "released", "deleted",
-           "devices", "shareable", "api_created"]
+           "devices", "shareable", "consumed", "api_created"]
 
 
 class ClaimTimeline(ObjectWatch):
@@ -42,8 +42,12 @@ class ClaimTimeline(ObjectWatch):
         if devices and row.get("allocated") is None:
             row["allocated"] = t
             row["devices"] = " ".join(devices)
-            row["shareable"] = any(r.get("shareID") for r in
-                                   ((status.get("allocation") or {}).get("devices") or {}).get("results") or [])
+            results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
+            row["shareable"] = any(r.get("shareID") for r in results)
+            # what it takes of each device's capacity, "capacity=quantity" in the order of ``devices`` ("-": the
+            # device whole)
+            row["consumed"] = " ".join(",".join(f"{k}={v}" for k, v in sorted(used.items())) or "-"
+                                       for r in results for used in [r.get("consumedCapacity") or {}])
         if status.get("reservedFor") and row.get("reserved") is None:
             row["reserved"] = t
         # its devices are free again once the allocation is cleared (before the object goes: the controller

@@ -80,3 +80,61 @@ def pod_params(p: TracePod) -> dict[str, Any]:
     if p.priority_class:
         out["priority_class"] = p.priority_class
     return out
+
+
+# ---- the DRA representation: each GPU a device, shares fitted per GPU ---------------------------------------
+
+DRA_GPU_DRIVER = "gpu.kwokbench.io"
+"""The driver (and DeviceClass) of a trace's GPUs in its DRA representation."""
+
+
+def dra_node_devices(n: TraceNode) -> list[dict[str, Any]]:
+    """A node's GPUs as DRA devices: each a device of 1000 milli of consumable capacity (shared by claims that
+    ask for part of it), its model an attribute (``DeviceSpec`` fields)."""
+    if not n.gpu:
+        return []
+    return [{"driver": DRA_GPU_DRIVER, "count": n.gpu, "name": "gpu",
+             "attributes": {"model": n.gpu_model or ""}, "capacity": {"milli": MILLI_PER_GPU}, "shared": True}]
+
+
+def dra_claim_shape(p: TracePod) -> tuple[int, int, tuple[str, ...]] | None:
+    """(GPUs, milli of one shared GPU, models) a pod claims, or None for a CPU-only pod: k whole GPUs (a claim
+    of k devices asking no capacity takes each whole), or m milli of one GPU."""
+    if p.gpu:
+        return (p.gpu, 0, tuple(sorted(p.gpu_models)))
+    if p.gpu_milli:
+        return (1, p.gpu_milli, tuple(sorted(p.gpu_models)))
+    return None
+
+
+def dra_template_name(shape: tuple[int, int, tuple[str, ...]]) -> str:
+    """The ResourceClaimTemplate of a claim shape (one per shape, shared by its pods)."""
+    import hashlib
+
+    k, milli, models = shape
+    tag = hashlib.sha256(",".join(models).encode()).hexdigest()[:8] if models else "any"
+    return f"trace-gpu-{k}x{milli}-{tag}"
+
+
+def dra_claim_spec(shape: tuple[int, int, tuple[str, ...]]) -> dict[str, Any]:
+    """The ResourceClaimSpec of a shape: its one request ``gpu``, models as a CEL selector."""
+    k, milli, models = shape
+    exactly: dict[str, Any] = {"deviceClassName": DRA_GPU_DRIVER, "allocationMode": "ExactCount", "count": k}
+    if models:
+        listed = ", ".join(f'"{m}"' for m in models)
+        exactly["selectors"] = [{"cel": {"expression": f'device.attributes["{DRA_GPU_DRIVER}"].model in [{listed}]'}}]
+    if milli:
+        exactly["capacity"] = {"requests": {"milli": str(milli)}}
+    return {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}
+
+
+def dra_pod_params(p: TracePod) -> dict[str, Any]:
+    """:func:`pod_params` of the DRA representation: no GPU resources, no model affinity (the claim's
+    selector says it), the claim template of its shape in ``claims``."""
+    out = pod_params(p)
+    out["requests"] = {k: v for k, v in out["requests"].items() if k not in (GPU_RESOURCE, GPU_MILLI_RESOURCE)}
+    out.pop("affinity", None)
+    shape = dra_claim_shape(p)
+    if shape is not None:
+        out["claims"] = [{"name": "gpu", "template": dra_template_name(shape)}]
+    return out

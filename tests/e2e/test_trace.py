@@ -2,7 +2,11 @@
 nodes, with the trace's arrival times and lifetimes compressed into 30 s. Pods arrive in the trace's bursts,
 are bound, live their (scaled) lifetimes and are deleted by kwok; the cluster's GPU allocation rises and falls.
 And the bad inputs: a trace file that is missing, a CSV missing a column, a negative time, an unknown GPU model,
-an empty trace — each one line naming the file (row, column), exit 2, nothing written, no cluster started."""
+an empty trace — each one line naming the file (row, column), exit 2, nothing written, no cluster started.
+The same slice again in its DRA form (each GPU a device of 1000 milli, shares fitted per GPU).
+
+Time: the slice 63 s, its DRA form 72 s (kube-controller-manager on, making the pods' claims) here on 2026-11-26.
+Budget: 2.5 min for the two."""
 
 from __future__ import annotations
 
@@ -43,6 +47,29 @@ def test_a_slice_of_the_trace_fills_and_drains_the_cluster(tmp_path: Path) -> No
     # the trace's pods carry their requests: shared GPUs as milli-GPUs on nodes that advertise them
     pods = run.pods
     assert (pods["gpu_milli"] > 0).sum() > 50 and ((pods["gpu_milli"] > 0) & (pods["gpu_milli"] < 1000)).any()
+
+
+def test_the_slice_in_its_dra_form_fits_every_share_per_gpu(tmp_path: Path) -> None:
+    """The same 300-pod slice with each GPU a DRA device of 1000 milli: every GPU pod's claim is allocated by the
+    scheduler, a shared pod's milli on one GPU, and no GPU ever holds more than 1000 milli (the per-node
+    relaxation would let a pod take 600 + 600 milli of two half-free GPUs)."""
+    kwokbench("run", str(REPO / "scenarios/alibaba-gpu-2023-timed.yaml"), "--variant", "least-allocated",
+              "--set", "workloads.0.trace.limit=300", "--set", "workloads.0.trace.duration_seconds=30",
+              "--set", "cluster.node_groups.0.from_trace.gpus=dra", "--set", "workloads.0.trace.gpus=dra",
+              # the claims' controller makes each pod's claim from its template, and frees it when the pod ends
+              "--set", "cluster.controller_manager=true", "--out", str(tmp_path), check=True, timeout=900)
+    [path] = (tmp_path / "alibaba-gpu-2023-timed").iterdir()
+    run = load_run(path)
+    s = run.summary or {}
+    assert run.meta["status"] == "complete" and s["pods_scheduled"] == 300
+    c = s["claims"]
+    gpu_pods = int(((run.pods["gpu_milli"] > 0) | (run.pods["gpus"] > 0)).sum()) if "gpus" in run.pods else None
+    assert c["allocated"] == c["claims"] > 50 and c["never_allocated"] == 0 and c["bound_unallocated"] == 0, c
+    assert gpu_pods in (None, 0) or c["claims"] == gpu_pods, (c, gpu_pods)  # the pods carry no GPU resource
+    # every GPU is shareable here, so each allocation has a share of one (a whole GPU consumes its 1000 milli):
+    # the per-GPU fit is that no GPU ever held more than its 1000 milli (this slice filled some to exactly 1000)
+    assert c["shared_allocations"] == c["allocations"] > 0 and c["devices_given_twice"] == {}, c
+    assert 0 < c["shared_peak_milli"] <= 1000, c
 
 
 def _case(tmp_path: Path, pods_csv: str) -> Path:

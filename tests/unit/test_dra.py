@@ -199,3 +199,14 @@ def test_pods_bound_with_a_claim_never_allocated_are_flagged() -> None:
     assert s["bound_unallocated"] == 1 and s["never_allocated"] == 2
     assert any(r[0] == "DRA: PODS BOUND WITH A CLAIM NEVER ALLOCATED" for r in claims_rows(s))
     assert METRICS["bound_unallocated"].get({"claims": s}) == 1.0
+
+
+def test_the_capacity_shared_claims_hold_at_once_is_summed_per_device() -> None:
+    from kwokbench.dra import peak_consumed
+
+    claims = _claims([("a", 0, 1, 5, "d/p/gpu-0", True), ("b", 0, 2, None, "d/p/gpu-0", True),
+                      ("c", 0, 5, None, "d/p/gpu-0", True), ("e", 0, 1, None, "d/p/gpu-1 d/p/gpu-2", False)])
+    claims["consumed"] = ["milli=600", "milli=300", "milli=700", "- -"]
+    # a (600) and b (300) at once: 900; a released at 5 as c (700) came: 1000, never 1600
+    assert peak_consumed(claims) == {"d/p/gpu-0": 1000.0}
+    assert claims_section(claims)["shared_peak_milli"] == 1000.0
