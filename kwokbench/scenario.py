@@ -710,9 +710,7 @@ def _node_groups(g: NodeGroupSpec, nodes: list[TraceNode]) -> list[NodeGroupSpec
         params = {"cpu": alloc.pop("cpu"), "memory": alloc.pop("memory"), "pods": int(alloc.pop("pods")),
                   "gpus": int(alloc.pop(trace_format.GPU_RESOURCE, 0)), "extended": alloc,
                   "labels": trace_kube.node_labels(n), "taints": [dict(t) for t in n.taints]}
-        if dra:  # the GPUs are devices only: no node-level count a pod could be fitted by
-            params["gpus"] = 0
-            alloc.pop(trace_format.GPU_MILLI_RESOURCE, None)
+        if dra:  # the GPUs as devices; the node-level counts stay, requested by no pod (the analysis's capacity)
             params["devices"] = trace_kube.dra_node_devices(n)
         key = json.dumps(params, sort_keys=True)
         shapes[key] = (params, shapes.get(key, (params, 0))[1] + 1)

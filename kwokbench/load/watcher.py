@@ -23,7 +23,7 @@ import numpy as np
 
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.kubeconfig import Credentials
-from kwokbench.labels import RUN_LABEL, WORKLOAD_LABEL
+from kwokbench.labels import GPU_DEMAND_ANNOTATION, RUN_LABEL, WORKLOAD_LABEL
 from kwokbench.load.child import Flag, send_to_parent, spawn_parent
 from kwokbench.quantity import quantity
 
@@ -85,6 +85,12 @@ def pod_resources(pod: dict[str, Any]) -> dict[str, float]:
                                ("gpus", "nvidia.com/gpu", float), ("gpu_milli", "kwokbench.io/gpu-milli", float)):
             with contextlib.suppress(ValueError):
                 out[key] += read(req.get(res, "0"))
+    # a DRA-form trace pod claims its GPUs: its demand, as the per-node requests would say it, is annotated
+    demand = ((pod.get("metadata") or {}).get("annotations") or {}).get(GPU_DEMAND_ANNOTATION)
+    if demand and not (out["gpus"] or out["gpu_milli"]):
+        with contextlib.suppress(ValueError):
+            gpus, milli = (float(x) for x in str(demand).split(",", 1))
+            out["gpus"], out["gpu_milli"] = gpus, milli
     return out
 
 

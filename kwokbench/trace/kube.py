@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kwokbench.labels import GPU_DEMAND_ANNOTATION
 from kwokbench.trace.format import GPU_MILLI_RESOURCE, GPU_RESOURCE, MILLI_PER_GPU, TraceNode, TracePod
 
 __all__ = ["GPU_MILLI_RESOURCE", "GPU_PRODUCT_LABEL", "GPU_RESOURCE", "node_allocatable", "node_labels",
@@ -88,6 +89,7 @@ DRA_GPU_DRIVER = "gpu.kwokbench.io"
 """The driver (and DeviceClass) of a trace's GPUs in its DRA representation."""
 
 
+
 def dra_node_devices(n: TraceNode) -> list[dict[str, Any]]:
     """A node's GPUs as DRA devices: each a device of 1000 milli of consumable capacity (shared by claims that
     ask for part of it), its model an attribute (``DeviceSpec`` fields)."""
@@ -130,11 +132,12 @@ def dra_claim_spec(shape: tuple[int, int, tuple[str, ...]]) -> dict[str, Any]:
 
 def dra_pod_params(p: TracePod) -> dict[str, Any]:
     """:func:`pod_params` of the DRA representation: no GPU resources, no model affinity (the claim's
-    selector says it), the claim template of its shape in ``claims``."""
+    selector says it), the claim template of its shape in ``claims``, its demand in an annotation."""
     out = pod_params(p)
     out["requests"] = {k: v for k, v in out["requests"].items() if k not in (GPU_RESOURCE, GPU_MILLI_RESOURCE)}
     out.pop("affinity", None)
     shape = dra_claim_shape(p)
     if shape is not None:
         out["claims"] = [{"name": "gpu", "template": dra_template_name(shape)}]
+        out["annotations"] = {GPU_DEMAND_ANNOTATION: f"{p.gpu},{p.gpu * MILLI_PER_GPU + p.gpu_milli}"}
     return out

@@ -210,3 +210,39 @@ def test_the_capacity_shared_claims_hold_at_once_is_summed_per_device() -> None:
     # a (600) and b (300) at once: 900; a released at 5 as c (700) came: 1000, never 1600
     assert peak_consumed(claims) == {"d/p/gpu-0": 1000.0}
     assert claims_section(claims)["shared_peak_milli"] == 1000.0
+
+
+def test_a_trace_in_its_dra_form() -> None:
+    """Alibaba-like rows: nodes get their GPUs as shareable devices of 1000 milli (their node-level counts stay,
+    requested by no pod), pods a claim template of their shape and their demand as an annotation."""
+    from kwokbench.load.watcher import pod_resources
+    from kwokbench.trace.format import TraceNode, TracePod
+    from kwokbench.trace.kube import (
+        dra_claim_shape,
+        dra_claim_spec,
+        dra_node_devices,
+        dra_pod_params,
+        dra_template_name,
+    )
+
+    node = TraceNode(name="n", cpu_milli=64000, memory_mib=262144, gpu=2, gpu_model="V100M16")
+    assert dra_node_devices(node) == [{"driver": "gpu.kwokbench.io", "count": 2, "name": "gpu",
+                                       "attributes": {"model": "V100M16"}, "capacity": {"milli": 1000},
+                                       "shared": True}]
+    assert dra_node_devices(TraceNode(name="c", cpu_milli=1, memory_mib=1)) == []
+    shared = TracePod(name="s", arrival_seconds=0, cpu_milli=100, memory_mib=64, gpu_milli=250,
+                      gpu_models=("V100M16", "T4"))
+    whole = TracePod(name="w", arrival_seconds=0, cpu_milli=100, memory_mib=64, gpu=2)
+    assert dra_claim_shape(shared) == (1, 250, ("T4", "V100M16")) and dra_claim_shape(whole) == (2, 0, ())
+    spec = dra_claim_spec((1, 250, ("T4", "V100M16")))["devices"]["requests"][0]["exactly"]
+    assert spec["capacity"] == {"requests": {"milli": "250"}} and spec["count"] == 1
+    cel = 'device.attributes["gpu.kwokbench.io"].model in ["T4", "V100M16"]'
+    assert spec["selectors"] == [{"cel": {"expression": cel}}]
+    assert "capacity" not in dra_claim_spec((2, 0, ()))["devices"]["requests"][0]["exactly"]  # whole devices
+    params = dra_pod_params(shared)
+    assert "kwokbench.io/gpu-milli" not in params["requests"] and "affinity" not in params
+    assert params["claims"] == [{"name": "gpu", "template": dra_template_name((1, 250, ("T4", "V100M16")))}]
+    pod = {"metadata": {"annotations": params["annotations"]}, "spec": {"containers": [{"resources": {}}]}}
+    assert pod_resources(pod)["gpu_milli"] == 250 and pod_resources(pod)["gpus"] == 0
+    assert dra_pod_params(whole)["annotations"] == {"kwokbench.io/gpu-demand": "2,2000"}
+    assert "claims" not in dra_pod_params(TracePod(name="c", arrival_seconds=0, cpu_milli=1, memory_mib=1))
