@@ -23,9 +23,10 @@ import numpy as np
 
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.kubeconfig import Credentials
-from kwokbench.labels import GPU_DEMAND_ANNOTATION, RUN_LABEL, WORKLOAD_LABEL
+from kwokbench.labels import RUN_LABEL, WORKLOAD_LABEL
 from kwokbench.load.child import Flag, send_to_parent, spawn_parent
 from kwokbench.quantity import quantity
+from kwokbench.trace.format import GPU_DEMAND_ANNOTATION
 
 STATES = ("created", "scheduled", "running", "finished")
 PROGRESS = (*STATES, "deleted")

@@ -36,6 +36,9 @@ DEFAULT_MAX_PODS = 110
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_MILLI_RESOURCE = "kwokbench.io/gpu-milli"
 MILLI_PER_GPU = 1000
+GPU_DEMAND_ANNOTATION = "kwokbench.io/gpu-demand"
+"""A DRA-form trace pod's GPUs and milli-GPUs (``"k,m"``, as its per-node requests would be): read by the
+analysis only (allocation against arrival, pod classes); the scheduler sees the pod's claim."""
 
 _NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"

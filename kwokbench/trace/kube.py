@@ -20,8 +20,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from kwokbench.labels import GPU_DEMAND_ANNOTATION
-from kwokbench.trace.format import GPU_MILLI_RESOURCE, GPU_RESOURCE, MILLI_PER_GPU, TraceNode, TracePod
+from kwokbench.trace.format import (
+    GPU_DEMAND_ANNOTATION,
+    GPU_MILLI_RESOURCE,
+    GPU_RESOURCE,
+    MILLI_PER_GPU,
+    TraceNode,
+    TracePod,
+)
 
 __all__ = ["GPU_MILLI_RESOURCE", "GPU_PRODUCT_LABEL", "GPU_RESOURCE", "node_allocatable", "node_labels",
            "pod_affinity", "pod_annotations", "pod_params", "pod_requests"]
