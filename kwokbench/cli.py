@@ -287,7 +287,7 @@ def up(
     if scheduler_config is not None and not scheduler_config.is_file():
         raise ScenarioError(f"--scheduler-config {scheduler_config}: no such file")
     if described is not None:
-        opts = cluster_options(described, scenario.parent if scenario else Path("."), SchedulerSpec(), name,
+        opts = cluster_options(described, (scenario or Path()).parent, SchedulerSpec(), name,
                                Kwokctl().toolchain)
         opts.qps_limits, opts.apiserver_port, opts.kwok_controllers = qps_limits or opts.qps_limits, apiserver_port, k
         if prometheus and opts.prometheus_port is None:

@@ -88,8 +88,8 @@ def claims_section(claims: pd.DataFrame, pods: pd.DataFrame | None = None) -> di
         # a pod bound although its claim was never allocated: a scheduler that ignores DRA (a kubelet would not
         # start such a pod; kwok does)
         waiting = set(held.index[~held])
-        bound = pods[pods["scheduled"].notna()]["name"].astype(str)
-        out["bound_unallocated"] = int(sum(1 for k in waiting if "/" in k and k.split("/", 1)[0] in set(bound)))
+        bound = set(pods[pods["scheduled"].notna()]["name"].astype(str))
+        out["bound_unallocated"] = sum(1 for k in waiting if "/" in k and k.split("/", 1)[0] in bound)
         mine = allocated[allocated["pod"].astype(str) != ""]
         joined = mine.merge(pods[["name", "created", "scheduled", "running"]], left_on="pod", right_on="name")
         if len(joined):

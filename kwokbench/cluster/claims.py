@@ -22,7 +22,7 @@ from kwokbench.errors import ApiError, ScenarioError
 from kwokbench.labels import RUN_LABEL, WORKLOAD_LABEL
 from kwokbench.scenario import ClaimSpec, WorkloadSpec
 from kwokbench.templates import PodClaim
-from kwokbench.trace.kube import dra_claim_shape, dra_claim_spec, dra_template_name
+from kwokbench.trace.kube import DRA_GPU_DRIVER, dra_claim_shape, dra_template_name
 
 
 def object_prefix(prefix: str, claim: ClaimSpec) -> str:
@@ -45,31 +45,37 @@ def claim_spec(c: ClaimSpec) -> dict[str, Any]:
     return {"devices": {"requests": [{"name": c.name, "exactly": exactly}]}}
 
 
+def trace_claim(shape: tuple[int, int, tuple[str, ...]]) -> ClaimSpec:
+    """The claim of a DRA-form trace pod's shape (:func:`~kwokbench.trace.kube.dra_claim_shape`): k devices of
+    the trace's GPU class, m milli of one when it shares, its models as a CEL selector."""
+    k, milli, models = shape
+    listed = ", ".join(f'"{m}"' for m in models)
+    return ClaimSpec(name="gpu", device_class=DRA_GPU_DRIVER, count=k,
+                     selectors=[f'device.attributes["{DRA_GPU_DRIVER}"].model in [{listed}]'] if models else [],
+                     capacity={"milli": milli} if milli else {})
+
+
 def claim_objects(w: WorkloadSpec, prefix: str, run_label: str,
                   labels: dict[str, str] | None = None) -> list[tuple[str, dict[str, Any]]]:
     """(collection path, object) of every claim object phase ``w`` needs before its pods, labelled with the run
-    and workload (a template's claims carry the same labels: the controller copies its ``spec.metadata``)."""
+    and workload (a template's claims carry the same labels: the controller copies its ``spec.metadata``): a
+    template per claim of ``claims:`` (or shared claims), and a replayed trace's in DRA form one per shape."""
     meta_labels = {RUN_LABEL: run_label, WORKLOAD_LABEL: w.name, **(labels or {})}
     ns = w.namespace
-    out: list[tuple[str, dict[str, Any]]] = []
-    if w.trace is not None and w.trace.gpus == "dra":  # a replayed trace's pods: a template per claim shape
+    templates = [(object_prefix(prefix, c), c) for c in w.claims if c.shared_by == 1]
+    if w.trace is not None and w.trace.gpus == "dra":
         shapes = sorted({sh for p in w.trace_pods if (sh := dra_claim_shape(p)) is not None})
-        out += [(f"/apis/{API}/namespaces/{ns}/resourceclaimtemplates",
-                 {"apiVersion": API, "kind": "ResourceClaimTemplate",
-                  "metadata": {"name": dra_template_name(sh), "labels": meta_labels},
-                  "spec": {"metadata": {"labels": meta_labels}, "spec": dra_claim_spec(sh)}}) for sh in shapes]
+        templates = [(dra_template_name(sh), trace_claim(sh)) for sh in shapes] + templates
+    out: list[tuple[str, dict[str, Any]]] = [
+        (f"/apis/{API}/namespaces/{ns}/resourceclaimtemplates",
+         {"apiVersion": API, "kind": "ResourceClaimTemplate", "metadata": {"name": name, "labels": meta_labels},
+          "spec": {"metadata": {"labels": meta_labels}, "spec": claim_spec(c)}}) for name, c in templates]
     for c in w.claims:
-        name, spec = object_prefix(prefix, c), claim_spec(c)
-        if c.shared_by == 1:
-            out.append((f"/apis/{API}/namespaces/{ns}/resourceclaimtemplates",
-                        {"apiVersion": API, "kind": "ResourceClaimTemplate",
-                         "metadata": {"name": name, "labels": meta_labels},
-                         "spec": {"metadata": {"labels": meta_labels}, "spec": spec}}))
-            continue
-        for k in range(math.ceil(w.count / c.shared_by)):
+        for k in range(math.ceil(w.count / c.shared_by)) if c.shared_by > 1 else ():
             out.append((f"/apis/{API}/namespaces/{ns}/resourceclaims",
                         {"apiVersion": API, "kind": "ResourceClaim",
-                         "metadata": {"name": f"{name}-{k}", "labels": meta_labels}, "spec": spec}))
+                         "metadata": {"name": f"{object_prefix(prefix, c)}-{k}", "labels": meta_labels},
+                         "spec": claim_spec(c)}))
     return out
 
 

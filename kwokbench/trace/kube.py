@@ -124,18 +124,6 @@ def dra_template_name(shape: tuple[int, int, tuple[str, ...]]) -> str:
     return f"trace-gpu-{k}x{milli}-{tag}"
 
 
-def dra_claim_spec(shape: tuple[int, int, tuple[str, ...]]) -> dict[str, Any]:
-    """The ResourceClaimSpec of a shape: its one request ``gpu``, models as a CEL selector."""
-    k, milli, models = shape
-    exactly: dict[str, Any] = {"deviceClassName": DRA_GPU_DRIVER, "allocationMode": "ExactCount", "count": k}
-    if models:
-        listed = ", ".join(f'"{m}"' for m in models)
-        exactly["selectors"] = [{"cel": {"expression": f'device.attributes["{DRA_GPU_DRIVER}"].model in [{listed}]'}}]
-    if milli:
-        exactly["capacity"] = {"requests": {"milli": str(milli)}}
-    return {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}
-
-
 def dra_pod_params(p: TracePod) -> dict[str, Any]:
     """:func:`pod_params` of the DRA representation: no GPU resources, no model affinity (the claim's
     selector says it), the claim template of its shape in ``claims``, its demand in an annotation."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pandas as pd
@@ -219,7 +220,6 @@ def test_a_trace_in_its_dra_form() -> None:
     from kwokbench.trace.format import TraceNode, TracePod
     from kwokbench.trace.kube import (
         dra_claim_shape,
-        dra_claim_spec,
         dra_node_devices,
         dra_pod_params,
         dra_template_name,
@@ -234,6 +234,11 @@ def test_a_trace_in_its_dra_form() -> None:
                       gpu_models=("V100M16", "T4"))
     whole = TracePod(name="w", arrival_seconds=0, cpu_milli=100, memory_mib=64, gpu=2)
     assert dra_claim_shape(shared) == (1, 250, ("T4", "V100M16")) and dra_claim_shape(whole) == (2, 0, ())
+    from kwokbench.cluster.claims import claim_spec, trace_claim
+
+    def dra_claim_spec(shape: tuple[int, int, tuple[str, ...]]) -> dict[str, Any]:
+        return claim_spec(trace_claim(shape))
+
     spec = dra_claim_spec((1, 250, ("T4", "V100M16")))["devices"]["requests"][0]["exactly"]
     assert spec["capacity"] == {"requests": {"milli": "250"}} and spec["count"] == 1
     cel = 'device.attributes["gpu.kwokbench.io"].model in ["T4", "V100M16"]'
