@@ -52,8 +52,10 @@ def dra_ceiling(toolchain: Toolchain, tmp_path_factory: pytest.TempPathFactory) 
         (toolchain.cache / d).mkdir(parents=True, exist_ok=True)
         (cache / d).symlink_to(toolchain.cache / d)
     env = {"KWOKBENCH_CACHE": str(cache)}
+    # 500 measured pods: the ratio below is checked for its arithmetic and provenance, not for the ceiling's
+    # precision (1000 cost ~15 s more)
     res = kwokbench("ceiling", "--test-case", "SchedulingWithResourceClaimTemplate", "--nodes", "100", "--pods",
-                    "1000", "--timeout", "600", env=env, timeout=1700, check=True)
+                    "500", "--timeout", "600", env=env, timeout=1700, check=True)
     assert "SchedulingWithResourceClaimTemplate/2000pods_100nodes" in res.stdout, res.stdout
     [stored] = (cache / "ceilings").glob("*/*/SchedulingWithResourceClaimTemplate-2000pods_100nodes-*.json")
     doc = json.loads(stored.read_text())

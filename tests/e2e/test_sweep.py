@@ -15,7 +15,7 @@ from kwokbench.store import find_runs, load_run
 from kwokbench.sweep import knees
 from tests.conftest import REPO, kwokbench
 
-GRID = ("--nodes", "20,40", "--qps", "20,800", "--duration", "3", "--slo-p99", "1s", "--no-stop-early")
+GRID = ("--nodes", "20,40", "--qps", "20,600", "--duration", "3", "--slo-p99", "1s", "--no-stop-early")
 
 
 class Sharded(NamedTuple):
@@ -41,15 +41,17 @@ def grid(tmp_path_factory: pytest.TempPathFactory) -> Sharded:
 
 def test_sweep_2x2_finds_a_knee(grid: Sharded) -> None:
     doc = json.loads((grid.merged / "sweep.json").read_text())
-    assert doc["status"] == "complete" and doc["nodes"] == [20, 40] and doc["qps"] == [20.0, 800.0]
+    assert doc["status"] == "complete" and doc["nodes"] == [20, 40] and doc["qps"] == [20.0, 600.0]
     points = {(p["nodes"], p["qps"]): p for p in doc["points"]}
-    assert set(points) == {(20, 20.0), (20, 800.0), (40, 20.0), (40, 800.0)}
-    # 20 pods/s holds on both sizes; 800/s is beyond what this control plane binds (or fits)
+    assert set(points) == {(20, 20.0), (20, 600.0), (40, 20.0), (40, 600.0)}
+    # 20 pods/s holds on both sizes; 600/s is beyond what this control plane binds: this 2-core host's apiserver
+    # accepts ~270/s (2026-11-26), and 1800 pods fit the 20 nodes' 2200 slots, so the point ends when they are bound
+    # instead of waiting out the phase's 30 s time-out (800/s overfilled 20 nodes and cost ~45 s more)
     for n in (20, 40):
         low = points[(n, 20.0)]
         assert low["holds"], low
         assert low["p99"] < 1.0 and low["ratio"] >= 0.95
-        assert not points[(n, 800.0)]["holds"]
+        assert not points[(n, 600.0)]["holds"]
         assert doc["knees"][str(n)] == 20.0
         run = load_run(Path(low["run"]))  # every point is an ordinary stored run on the size's cluster
         assert run.meta["status"] == "complete" and run.meta["cluster"]["reused"]
@@ -59,7 +61,7 @@ def test_sweep_2x2_finds_a_knee(grid: Sharded) -> None:
     clusters = {(p["shard"], p["nodes"]): load_run(Path(p["run"])).meta["cluster"]["name"] for p in doc["points"]}
     assert len(set(clusters.values())) == 4
     [sentence] = [x for x in doc["sentences"] if x.startswith("with 20 nodes this control plane sustains 20 pods/s "
-                                                               "within a 1 s p99 (it failed at 800/s)")]
+                                                               "within a 1 s p99 (it failed at 600/s)")]
     assert "-bound" in sentence  # and says what limited the first point that failed
     assert "sustains 20 pods/s within a 1 s p99" in " ".join(grid.stdout.split())
     for f in ("sweep.md", "throughput_vs_qps.png", "latency_vs_qps.png", "control_plane_vs_nodes.png"):
@@ -76,7 +78,7 @@ def test_two_sweep_shards_merge_into_the_whole_grid(grid: Sharded, tmp_path: Pat
     assert "merged from 2 shards" in grid.stdout
     merged = json.loads((grid.merged / "sweep.json").read_text())
     cells = {(p["nodes"], p["qps"]): p for p in merged["points"]}
-    assert set(cells) == set(measured) == {(20, 20.0), (20, 800.0), (40, 20.0), (40, 800.0)}
+    assert set(cells) == set(measured) == {(20, 20.0), (20, 600.0), (40, 20.0), (40, 600.0)}
     for key, p in measured.items():  # the same verdict per cell as its shard measured it
         assert cells[key]["holds"] == p["holds"], (p, cells[key])
         assert load_run(Path(cells[key]["run"])).meta["shard"] in ("1/2", "2/2")
