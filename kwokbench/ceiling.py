@@ -317,9 +317,9 @@ class RunFigures:
 
 def measure_ceiling(nodes: int, pods: int | None, runs: int = 1, timeout: float = 900.0,
                     reporter: Reporter | None = None, cache: Path | None = None,
-                    test_case: str = TEST_CASE) -> tuple[Path, dict[str, Any]]:
-    """Run scheduler_perf's ``test_case`` workload nearest ``nodes``/``pods`` ``runs`` times; store and return
-    the ceiling."""
+                    test_case: str = TEST_CASE, kubernetes: str | None = None) -> tuple[Path, dict[str, Any]]:
+    """Run scheduler_perf's ``test_case`` workload of Kubernetes ``kubernetes`` (default: the pinned release)
+    nearest ``nodes``/``pods`` ``runs`` times; store and return the ceiling."""
     from kwokbench.store import _atomic_write, host_info
     from kwokbench.toolchain import Toolchain
     from kwokbench.toolchain.scheduler_perf import ensure_scheduler_perf
@@ -333,7 +333,8 @@ def measure_ceiling(nodes: int, pods: int | None, runs: int = 1, timeout: float 
     if not etcd.ok:  # checked before a build of minutes
         raise ToolchainError(f"etcd {etcd.version} is missing ({etcd.problem} at {etcd.path}): scheduler_perf starts "
                              "it from PATH; run `kwokbench tools install --core-only`")
-    perf = ensure_scheduler_perf(rep, cache).of(TEST_CASES[test_case])
+    release = kubernetes or Toolchain(cache).kubernetes
+    perf = ensure_scheduler_perf(rep, cache, version=release).of(TEST_CASES[test_case])
     workloads = {w.name: w for w in perf_workloads(perf.config.read_text(), test_case)}
     w = workloads[nearest_workload(nodes, pods, list(workloads.values()), perf.feature_defaults())]
     host = {k: v for k, v in host_info().items() if k in HOST_KEYS}

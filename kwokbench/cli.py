@@ -105,14 +105,19 @@ def tools_install(
     force: Annotated[bool, typer.Option(help="Rebuild even when cached binaries are valid.")] = False,
     core_only: Annotated[bool, typer.Option(help="Skip the optional scheduler-plugins build (runs build it "
                                             "on demand when a variant uses it).")] = False,
+    kubernetes: Annotated[str | None, typer.Option(help="The Kubernetes release to build (a tag from v1.35.0 on, "
+                                                   "e.g. v1.37.2 or v1.38.0-rc.0), beside the others in the "
+                                                   "cache; default the pinned one.", show_default=False)] = None,
 ) -> None:
     """Build (or download) kwok, kwokctl, Kubernetes, etcd and scheduler-plugins into the version-keyed cache;
     or, named, a scheduler built from pinned sources (yunikorn, volcano, kai, wasm-extension)."""
     from kwokbench import console
     from kwokbench.kind import source_built
-    from kwokbench.toolchain import Toolchain
+    from kwokbench.toolchain import Toolchain, versions
     from kwokbench.toolchain.install import OPTIONAL
 
+    if what and kubernetes:
+        raise ScenarioError("--kubernetes builds the control plane; a scheduler built from sources has its own")
     built = source_built()
     if what:
         unknown = [w for w in what if w not in built]
@@ -128,7 +133,10 @@ def tools_install(
                             f"{' | '.join(built)} --source DIR")
     if source not in ("auto", "source", "release"):
         raise ScenarioError(f"--from {source!r}: expected source, release or auto")
-    tc = Toolchain()
+    try:
+        tc = Toolchain(kubernetes=versions.kubernetes_tag(kubernetes or versions.KUBERNETES))
+    except ValueError as e:
+        raise ScenarioError(f"--kubernetes: {e}") from e
     extras = () if core_only or source == "release" else OPTIONAL
     mode = tc.install(source, console.RichReporter(), force=force, extras=extras)  # type: ignore[arg-type]
     console.info(f"toolchain ready ({mode}) in {tc.cache / 'toolchain'}")
@@ -711,6 +719,9 @@ def ceiling(
                                            "SchedulingWithResourceClaimTemplate (a DRA claim per pod: the ceiling "
                                            "of runs with claims), SchedulingWithResourceClaim (shared claims).")
                          ] = "SchedulingBasic",
+    kubernetes: Annotated[str | None, typer.Option(help="The Kubernetes release whose scheduler_perf runs "
+                                                   "(default: the scenario's, else the pinned one).",
+                                                   show_default=False)] = None,
 ) -> None:
     """This host's ceiling: scheduler_perf (the same kube-scheduler with an in-process apiserver and etcd)
     on its workload nearest the size (SchedulingBasic, or a DRA test case); stored per host and Kubernetes
@@ -720,14 +731,20 @@ def ceiling(
     from kwokbench import console
     from kwokbench.ceiling import measure_ceiling, result_rows, unstable
     from kwokbench.scenario import load_scenario
+    from kwokbench.toolchain import versions
 
     if (scenario is None) == (nodes is None):
         raise ScenarioError("give --nodes N [--pods M] or --scenario FILE")
+    try:
+        release = versions.kubernetes_tag(kubernetes) if kubernetes else None
+    except ValueError as e:
+        raise ScenarioError(f"--kubernetes: {e}") from e
     if scenario is not None:
         if pods is not None:
             raise ScenarioError("--pods goes with --nodes, not with --scenario")
         sc = load_scenario(scenario, set_ or [])
         nodes, pods = sum(g.count for g in sc.cluster.node_groups), sum(w.count for w in sc.workloads)
+        release = release or sc.cluster.kubernetes_version
     elif set_:
         raise ScenarioError("--set goes with --scenario")
 
@@ -737,7 +754,8 @@ def ceiling(
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     assert nodes is not None
-    path, doc = measure_ceiling(nodes, pods, runs, timeout, console.RichReporter(), test_case=test_case)
+    path, doc = measure_ceiling(nodes, pods, runs, timeout, console.RichReporter(), test_case=test_case,
+                                 kubernetes=release)
     console.table(f"this host's in-process ceiling for {nodes} nodes" + (f", {pods} pods" if pods else ""),
                   ["", ""], result_rows(doc))
     if warning := unstable(doc):

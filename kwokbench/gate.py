@@ -95,6 +95,13 @@ def _unscheduled(summary: dict[str, Any]) -> float | None:
     return None
 
 
+def _gangs(summary: dict[str, Any], get: Callable[[dict[str, Any]], Any],
+           over: Callable[[list[float]], float]) -> float | None:
+    """A figure of the run's gang phases (``placement.gangs``), taken over the phases that have it."""
+    vals = [float(v) for g in ((summary.get("placement") or {}).get("gangs") or []) if (v := get(g)) is not None]
+    return over(vals) if vals else None
+
+
 def _devices_twice(summary: dict[str, Any]) -> float | None:
     claims = summary.get("claims")
     return None if claims is None else float(len(claims.get("devices_given_twice") or {}))
@@ -130,6 +137,12 @@ METRICS: dict[str, Metric] = {m.name: m for m in [
            _path("allocation", "final", "cpu")),
     Metric("gpu_fragmentation", "mean share of the GPUs free but useless to every pending pod", False,
            _path("allocation", "gpu_fragmentation", "mean_share")),
+    Metric("gangs_per_second", "gangs placed whole per second (the slowest gang phase)", True,
+           lambda s: _gangs(s, lambda g: (g.get("time_to_place") or {}).get("per_second"), min)),
+    Metric("gang_place_p90", "p90 seconds from a gang's last member created to the gang placed (worst phase)",
+           False, lambda s: _gangs(s, lambda g: (g.get("time_to_place") or {}).get("p90"), max)),
+    Metric("gangs_partial", "gangs left partly placed (worst run; any increase is a regression)", False,
+           lambda s: _gangs(s, lambda g: g.get("partial"), sum), worst_run=True),
 ]}
 DEFAULT_GATES = ["throughput:10%", "latency_p99:10%"]
 ALWAYS = "unscheduled"
@@ -325,6 +338,8 @@ def comparability(runs: list[StoredRun]) -> list[str]:
               if any(len({_canonical((r.meta.get("variant") or {}).get(s)) for r in runs}) > 1 for s in sources)}
     keys = sorted({k for r in runs for k in (r.meta.get("fairness") or {})} - varied - under_test())
     tool_keys = sorted({k for r in runs for k in (r.meta.get("toolchain") or {})})
+    if len({_canonical((r.meta.get("variant") or {}).get("kubernetes")) for r in runs}) > 1:
+        tool_keys = [k for k in tool_keys if k != "kubernetes"]  # the variants compare releases: the point
     fields = [*[("fairness", k) for k in keys], *[("toolchain", k) for k in tool_keys],
               ("host", "cpu_model"), ("host", "cpus"), ("cluster", "nodes")]
     for section, k in fields:

@@ -23,9 +23,10 @@ from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kwokbench.errors import KwokbenchError
+from kwokbench.toolchain import versions
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -67,6 +68,16 @@ class SchedulerSpec(BaseModel):
         "Jobs straight to the scheduler (no Kueue, not suspended) — the kueue-vs-direct baseline."))
     ready_timeout_seconds: float = Field(60, gt=0, le=3600, description=(
         "A scheduler kwokbench starts itself: how long it may take to become ready."))
+    kubernetes: str | None = Field(None, description=(
+        "The Kubernetes release of this variant's control plane (a release tag from v1.35.0 on, e.g. v1.37.2 or "
+        "v1.38.0-rc.0; default `cluster.kubernetes_version`): variants that differ only here compare releases on "
+        "identical clusters, interleaved. Built from Go modules on first use (`kwokbench tools install "
+        "--kubernetes TAG`)."))
+
+    @field_validator("kubernetes")
+    @classmethod
+    def _release(cls, v: str | None) -> str | None:
+        return None if v is None else versions.kubernetes_tag(v)
 
     @property
     def effective_scheduler_name(self) -> str:

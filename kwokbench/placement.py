@@ -102,23 +102,27 @@ def gangs(pods: pd.DataFrame, phases: list[dict[str, Any]]) -> list[dict[str, An
 
 def _time_to_place(p: pd.DataFrame, gang: np.ndarray, need: int, total: int) -> dict[str, Any] | None:
     """Seconds from a gang's last member created (from then on the gang can be placed) to its ``need``-th member
-    bound, over the gangs placed whole: what the scheduler took once the whole gang was there (p50, p90, max).
-    ``gang``: each pod's gang index, as :func:`gangs` computed it."""
+    bound, over the gangs placed whole: what the scheduler took once the whole gang was there (p50, p90, max);
+    and ``per_second``, the gangs placed whole per second from the phase's first member created to the last of
+    them placed (pod groups per second, where scheduler_perf counts pods). ``gang``: each pod's gang index, as
+    :func:`gangs` computed it."""
     if not len(p) or "created" not in p or "scheduled" not in p:
         return None
     f = pd.DataFrame({"gang": gang,
                       "created": p["created"].to_numpy(dtype=float), "scheduled": p["scheduled"].to_numpy(dtype=float)})
     f = f[(f["gang"] >= 0) & (f["gang"] < total)]
-    times = []
+    times, placed = [], []
     for _, g in f.groupby("gang"):
         bound = np.sort(g["scheduled"].dropna().to_numpy())
         if len(bound) >= need and g["created"].notna().all():
             times.append(max(0.0, float(bound[need - 1] - g["created"].max())))
+            placed.append(float(bound[need - 1]))
     if not times:
         return None
     t = np.asarray(times)
+    span = max(placed) - float(f["created"].min())
     return {"gangs": len(times), "p50": float(np.percentile(t, 50)), "p90": float(np.percentile(t, 90)),
-            "max": float(t.max())}
+            "max": float(t.max()), "per_second": len(times) / span if span > 0 else None}
 
 
 def rule_violations(pods: pd.DataFrame, usage: pd.DataFrame, phases: list[dict[str, Any]]) -> dict[str, Any] | None:

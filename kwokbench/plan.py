@@ -21,6 +21,7 @@ from kwokbench.labels import RUN_LABEL, WORKLOAD_LABEL
 from kwokbench.progress import Reporter
 from kwokbench.scenario import Scenario, WorkloadSpec
 from kwokbench.templates import ManifestFactory, resolve_template
+from kwokbench.toolchain import versions
 from kwokbench.trace.kube import DELETE_AFTER_ANNOTATION, dra_pod_params, pod_annotations, pod_params
 
 if TYPE_CHECKING:
@@ -113,6 +114,7 @@ def manifest_factories(scenario: Scenario, base: Path, run_label: str, attached:
                                                 else {})},
                             gang_size=w.gang.size if w.gang else 0, gang_annotations=own.gang_annotations,
                             gang_template=own.gang_template, gang_params=own.gang_params,
+                            scheduling_group=own.scheduling_group,
                             app_labels=own.group_labels, app_size=own.group_size or 1,
                             node_selector=attached.labels if attached else {},
                             scheduler_names=pod_scheduler_names(scenario, w, variant, own),
@@ -150,6 +152,7 @@ def gang_factory(w: WorkloadSpec, members: ManifestFactory, base: Path) -> Manif
 
 def setup_of(scenario: Scenario, base: Path, variant: SchedulerSpec, tc: Toolchain | None,
              attached: AttachedCluster | None = None, reused: bool = False) -> Setup:
+    tc = tc.for_kubernetes(scenario.kubernetes_for(variant)) if tc is not None else None  # its own release
     return Setup(scenario, base, variant, tc, concurrent=scenario.concurrent_schedulers,  # type: ignore[arg-type]
                  reused=reused, attached=attached)
 
@@ -194,6 +197,10 @@ def check_scenario(scenario: Scenario, base: Path, reused: bool = False) -> None
         manifest_factories(scenario, base, "validate", variant=v, kinds=kinds)
     for v in scenario.schedulers:
         kinds[v.name].check()
+        libs = kinds[v.name].libraries()
+        problem = versions.skew_problem(libs, scenario.kubernetes_for(v)) if libs else None
+        if problem:
+            raise ScenarioError(f"scheduler {v.name} ({v.binary}): {problem}; pick another kubernetes: release")
     for g in scenario.cluster.node_groups:
         ManifestFactory(resolve_template(g.template, base), {**g.params, "group": g.name}, f"kb-{g.name}")
     restarts = [e.action for e in scenario.chaos if e.action == "restart-scheduler"]

@@ -145,6 +145,9 @@ def fairness_manifest(scenario: Scenario, variant: SchedulerSpec, opts: ClusterO
         "scheduler_name": variant.effective_scheduler_name,
         "concurrent_schedulers": [_variant_brief(v) for v in scenario.schedulers]
         if scenario.concurrent_schedulers else None,
+        # only when set: runs from before they existed stay comparable with runs that set none
+        **({"feature_gates": opts.feature_gates} if opts.feature_gates else {}),
+        **({"runtime_config": opts.runtime_config} if opts.runtime_config else {}),
     }
 
 
@@ -176,7 +179,8 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
         raise ScenarioError("--repeat needs a fresh cluster per run; it cannot be combined with --cluster")
     # the PodGroup CRD of gang workloads comes with scheduler-plugins, for every variant
     gangs = any(w.gang for w in scenario.workloads)
-    k.toolchain.install("auto", rep, extras=("scheduler-plugins",) if gangs else ())
+    for release in sorted({scenario.kubernetes_for(v) for v in variants}, key=versions.tag_key):
+        k.for_kubernetes(release).toolchain.install("auto", rep, extras=("scheduler-plugins",) if gangs else ())
     build_components(scenario, base, scenario.schedulers if scenario.concurrent_schedulers else variants,
                      k.toolchain, rep)
     group = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -207,6 +211,7 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
     measure while the phases run → stop the measurements → stop the components and delete the cluster →
     analyse the stored run. Teardown never depends on analysis, and the watchdog exists before the first
     process of the run."""
+    k = k.for_kubernetes(scenario.kubernetes_for(variant))  # the variant's release: its own binaries
     attached = attach.get(k.home, opts.cluster) if opts.cluster else None
     _check_attached(attached, scenario, opts)
     setup = setup_of(scenario, base, variant, k.toolchain, attached, reused=bool(opts.cluster))
@@ -229,7 +234,7 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
         "shard": opts.shard.label if opts.shard else None,
         "started_at": datetime.now(UTC).isoformat(), "owner": owner(), "scenario": scenario.model_dump(mode="json"),
         "scenario_file": str(base), "variant": variant.model_dump(mode="json"),
-        "toolchain": {"kwok": versions.KWOK, "kubernetes": versions.KUBERNETES, "etcd": versions.ETCD},
+        "toolchain": {"kwok": versions.KWOK, "kubernetes": k.toolchain.kubernetes, "etcd": versions.ETCD},
         **({"code": code} if code else {}),
         "host": host_info(), "fairness": _fairness(scenario, variant, copts, comps), "phases": phases,
         "cluster": {"name": cluster_name, "reused": bool(opts.cluster),
@@ -250,9 +255,15 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
         for c in comps:
             c.prepare(rep)
         info = _cluster(k, opts, attached, copts, scenario, base, rep)
-        rundir.update_meta(cluster={**cluster_record(info), "reused": bool(opts.cluster), "attached": bool(attached),
-                                    "nodes": sum(g.count for g in scenario.cluster.node_groups)})
-        _ensure_namespaces(info, {w.namespace for w in scenario.workloads}, attached.labels if attached else {})
+        cluster = {**cluster_record(info), "reused": bool(opts.cluster), "attached": bool(attached),
+                   "nodes": sum(g.count for g in scenario.cluster.node_groups)}
+        rundir.update_meta(cluster=cluster)
+        namespaces = {w.namespace for w in scenario.workloads}
+        served = _ensure_namespaces(info, namespaces, attached.labels if attached else {})
+        rundir.update_meta(cluster={**cluster, "served_version": served})
+        if served != k.toolchain.kubernetes and not attached:
+            rep.warn(f"the cluster's apiserver is {served}, not {k.toolchain.kubernetes} as the scenario says "
+                     "(a cluster reused with --cluster keeps the release it was made with)")
         if any(w.gang for w in scenario.workloads) and opts.cluster:
             asyncio.run(apply_crds(info.credentials(), k.toolchain.scheduler_plugins_crds()))
         records = _start_components(comps, info, rep)
@@ -334,7 +345,15 @@ def _start_components(comps: list[Component], info: AnyCluster, rep: Reporter) -
     records: list[tuple[Component, Any]] = []
     try:
         for c in comps:
-            r = c.start(info, rep)
+            try:
+                r = c.start(info, rep)
+            except KwokbenchError as e:  # a kind on other client libraries: say how far they are from this one
+                setup, libs = getattr(c, "setup", None), c.libraries()
+                release = setup.scenario.kubernetes_for(setup.variant) if setup is not None else None
+                if libs and release and versions.skew(libs, release):
+                    raise type(e)(f"{e} (it is built on Kubernetes {libs}, {versions.skew(libs, release)} "
+                                  f"minor release(s) from the control plane's {release})") from e
+                raise
             if r is not None:
                 records.append((c, r))
     except BaseException:
@@ -468,16 +487,20 @@ def cluster_record(info: AnyCluster) -> dict[str, Any]:
     return {"name": info.name, "kubeconfig": str(info.kubeconfig), "metrics": info.metrics_endpoints()}
 
 
-def _ensure_namespaces(info: AnyCluster, namespaces: set[str], labels: dict[str, str]) -> None:
-    async def go() -> None:
+def _ensure_namespaces(info: AnyCluster, namespaces: set[str], labels: dict[str, str]) -> str:
+    """Create the workloads' namespaces (and wait for their ServiceAccounts); the release the apiserver says it
+    is (``/version``'s gitVersion)."""
+    async def go() -> str:
         async with Api(info.credentials()) as api:
             for ns in sorted(namespaces - {"default"}):
                 await api.json("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                               "metadata": {"name": ns, "labels": labels}},
                                ok=(201, 409))
-    asyncio.run(go())
+            return str((await api.json("GET", "/version")).get("gitVersion", "?"))
+    served = asyncio.run(go())
     for ns in namespaces:
         asyncio.run(wait_service_account(info.credentials(), ns))
+    return served
 
 
 def _run_phase(info: AnyCluster, w: WorkloadSpec, f: ManifestFactory, i: int, seed: int, opts: RunOptions,

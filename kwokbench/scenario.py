@@ -187,7 +187,9 @@ class ClusterSpec(_Model):
         "Keep the components' default client QPS limits and apiserver priority & fairness. Off by default: "
         "with stock limits the scheduler's client caps it near 50 pods/s."))
     kubernetes_version: str = Field(versions.KUBERNETES, description=(
-        "Kubernetes version of the control plane; must be the toolchain's pinned version."))
+        f"Kubernetes release of the control plane: a release tag from {versions.OLDEST_KUBERNETES} on (alpha, "
+        f"beta and rc tags too), built from Go modules on first use; default {versions.KUBERNETES}. A variant's "
+        "`kubernetes:` overrides it for that variant."))
     prometheus: bool = Field(False, description="Also run Prometheus through kwokctl --prometheus-port.")
     extra_args: list[str] = Field(default_factory=list, description=(
         "kwokctl --extra-args entries, component=key=value (e.g. kube-apiserver=v=2)."))
@@ -216,10 +218,8 @@ class ClusterSpec(_Model):
 
     @field_validator("kubernetes_version")
     @classmethod
-    def _pinned(cls, v: str) -> str:
-        if v != versions.KUBERNETES:
-            raise ValueError(f"the toolchain provides Kubernetes {versions.KUBERNETES}, not {v}")
-        return v
+    def _release(cls, v: str) -> str:
+        return versions.kubernetes_tag(v)
 
 
 class ExtenderSpec(_Model):
@@ -546,7 +546,15 @@ class Scenario(_Model):
             problems = [f"{s.name}: {p}" for s in self.schedulers if (p := s.concurrent_problem())]
             if problems:
                 raise ValueError(f"concurrent_schedulers: {'; '.join(problems)}")
+            releases = sorted({self.kubernetes_for(s) for s in self.schedulers})
+            if len(releases) > 1:
+                raise ValueError(f"concurrent_schedulers: the variants share one cluster, so one Kubernetes release "
+                                 f"(they name {', '.join(releases)}); set cluster.kubernetes_version instead")
         return self
+
+    def kubernetes_for(self, variant: SchedulerSpec) -> str:
+        """The Kubernetes release of ``variant``'s control plane: its own ``kubernetes:``, else the cluster's."""
+        return variant.kubernetes or self.cluster.kubernetes_version
 
     @model_validator(mode="after")
     def _unique_names(self) -> Scenario:

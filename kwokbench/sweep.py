@@ -173,6 +173,7 @@ def run_sweep(scenario: Scenario, scenario_path: Path, opts: SweepOptions, repor
     if variant is None:
         raise ScenarioError(f"unknown scheduler variant {opts.variant} (scenario has: {', '.join(names)})")
     check_scenario(scenario, base)
+    k = k.for_kubernetes(scenario.kubernetes_for(variant))  # and its Kubernetes release
     # the sweep's clusters run the variant's kube-scheduler: its binary and configuration, per size
     comps = run_components(setup_of(scenario, base, variant, k.toolchain))
     if any(c.name == "extender" for c in comps):

@@ -182,6 +182,8 @@ class ManifestFactory:
     """The template of this workload's gang objects, when its scheduler kind has PodGroups of its own."""
     gang_params: Mapping[str, Any] = field(default_factory=dict)
     """More variables of that template (e.g. the queue the gang is submitted to)."""
+    scheduling_group: bool = False
+    """A gang member's pod names its PodGroup in ``spec.schedulingGroup`` (kube-scheduler's native gangs)."""
     per_object: Sequence[Mapping[str, Any]] = ()
     """Variables of object i on top of ``params`` (a replayed trace: one row per pod). The template is rendered
     once per distinct row (``index`` is then that of the row's first object) and the object's name spliced in."""
@@ -317,6 +319,8 @@ class ManifestFactory:
                 pod_spec["schedulerName"] = scheduler
         if self.claims and doc.get("kind") == "Pod" and isinstance(doc.get("spec"), dict):
             self._add_claims(doc["spec"], claim_index)
+        if self.scheduling_group and self.gang_size and group and isinstance(doc.get("spec"), dict):
+            doc["spec"]["schedulingGroup"] = {"podGroupName": group}
         return doc
 
     def _add_claims(self, spec: dict[str, Any], i: int | None) -> None:

@@ -61,6 +61,10 @@ class ClusterOptions:
     apiserver_port: int | None = None
     prometheus_port: int | None = None
     extra_args: list[str] = field(default_factory=list)
+    feature_gates: dict[str, bool] = field(default_factory=dict)
+    """Feature gates of kube-apiserver, kube-controller-manager and kube-scheduler (kwokctl's kubeFeatureGates)."""
+    runtime_config: list[str] = field(default_factory=list)
+    """kube-apiserver ``--runtime-config`` entries, e.g. ``scheduling.k8s.io/v1beta1=true``."""
     """kwokctl ``--extra-args component=key=value`` entries."""
     disable: list[str] = field(default_factory=list)
     """Components not to run (kwokctl ``--disable``), e.g. kube-scheduler to measure creation alone."""
@@ -240,6 +244,12 @@ class Kwokctl:
         self.workdir = self.home / "kwok"
         self.kubeconfig = self.home / "kubeconfig"
         """kwokctl adds a context per cluster here (never to ~/.kube/config)."""
+
+    def for_kubernetes(self, kubernetes: str) -> Kwokctl:
+        """This kwokctl (same home, same cache) bringing up clusters of another Kubernetes release."""
+        if kubernetes == self.toolchain.kubernetes:
+            return self
+        return Kwokctl(self.toolchain.for_kubernetes(kubernetes), self.home)
 
     # -- plumbing --
 
@@ -454,6 +464,10 @@ def kwokctl_documents(toolchain_options: dict[str, object], opts: ClusterOptions
         options["prometheusPort"] = opts.prometheus_port
     if opts.node_lease_seconds:
         options["nodeLeaseDurationSeconds"] = opts.node_lease_seconds
+    if opts.feature_gates:
+        options["kubeFeatureGates"] = ",".join(f"{k}={str(v).lower()}" for k, v in sorted(opts.feature_gates.items()))
+    if opts.runtime_config:
+        options["kubeRuntimeConfig"] = ",".join(opts.runtime_config)
     par = opts.kwok_parallelism
     patches: list[dict[str, Any]] = [{"name": c, "extraEnvs": [{"name": "GOGC", "value": str(opts.gogc)}]}
                                      for c in ("kube-apiserver", "etcd")] if opts.gogc else []

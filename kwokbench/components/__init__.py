@@ -76,6 +76,8 @@ class PodSettings:
     """More variables of that template (besides min_member and schedule_timeout_seconds)."""
     gang_annotations: tuple[str, ...] = ()
     """Pod annotations whose value is the pod's gang (group object) name."""
+    scheduling_group: bool = False
+    """A gang member names its group in ``spec.schedulingGroup.podGroupName`` (kube-scheduler's own gangs)."""
 
 
 class Component(Protocol):
@@ -164,6 +166,12 @@ class Base:
     def version(self) -> str:
         """Its version line, for the fairness manifest."""
         return ""
+
+    def libraries(self) -> str | None:
+        """The Kubernetes release of the client libraries it is built on, when not the control plane's own (a
+        kind built from pinned sources: its recipe's); its skew to the control plane is recorded and checked."""
+        recipe = getattr(type(self), "recipe", None)
+        return recipe.kubernetes if recipe is not None else None
 
 
 class Scheduler(Base):

@@ -58,7 +58,7 @@ class GoPlugin(KubeScheduler):
         plugin_dir(self.directory)
 
     def build(self, rep: Reporter) -> None:
-        self.binary = build_scheduler(self.directory, rep)
+        self.binary = build_scheduler(self.directory, rep, kubernetes=self.setup.toolchain.kubernetes)
 
     def fairness(self) -> dict[str, Any]:
         return {**super().fairness(), "wasm_guest": self.variant.wasm}

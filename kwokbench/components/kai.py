@@ -827,9 +827,9 @@ class Kai(Scheduler):
                 *(Endpoint(h.component, h.metrics_url, None) for h in self._helpers if h.metrics_url)]
 
     def fairness(self) -> dict[str, Any]:
+        skew = versions.skew(KUBERNETES, self.setup.scenario.kubernetes_for(self.variant))
         return {"scheduler_client_qps": float(self.qps), "scheduler_client_burst": self.burst,
-                "kai": {"version": VERSION, "kubernetes": KUBERNETES,
-                        "skew_to_control_plane": versions.skew(KUBERNETES),
+                "kai": {"version": VERSION, "kubernetes": KUBERNETES, "skew_to_control_plane": skew,
                         "scheduler_config": scheduler_config(self.spec, self.setup.base) or "KAI's built-in default",
                         "schedule_period": self.spec.schedule_period,
                         "status_controllers": self.spec.status_controllers,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -22,6 +22,12 @@ from kwokbench.errors import ScenarioError
 from kwokbench.kind import SchedulerSpec
 from kwokbench.progress import Reporter
 from kwokbench.scenario import ExtenderSpec, WorkloadSpec
+from kwokbench.toolchain import versions
+
+NATIVE_GANGS_FROM = "v1.37.0"
+"""kube-scheduler's own gangs (Workload and PodGroup, ``scheduling.k8s.io/v1beta1``) as kwokbench creates them: beta
+from 1.37 (1.36's v1alpha2 objects have another shape and need the GangScheduling gate as well)."""
+NATIVE_GANGS_API = "scheduling.k8s.io/v1beta1"
 
 
 class KubeSchedulerBase(SchedulerSpec):
@@ -38,6 +44,11 @@ class KubeSchedulerSpec(KubeSchedulerBase):
 
     extender: ExtenderSpec | None = Field(None, description=(
         "Start kwokbench's builtin HTTP extender for this variant and add it to the configuration's extenders."))
+    gangs: Literal["none", "native"] = Field("none", description=(
+        "`native`: a gang workload's groups are kube-scheduler's own PodGroups (scheduling.k8s.io/v1beta1, placed "
+        "whole by its GangScheduling plugin; the GenericWorkload feature gate and the API are turned on), each "
+        "member naming its group in spec.schedulingGroup; from Kubernetes v1.37.0, stock kube-scheduler only. "
+        "`none` (default): the members are placed one by one."))
 
     def concurrent_problem(self) -> str | None:
         return "an extender only runs with one variant per cluster" if self.extender else None
@@ -70,15 +81,32 @@ class KubeScheduler(Scheduler):
     title = "kube-scheduler"
     settings: ClassVar[type[SchedulerSpec]] = KubeSchedulerSpec
     fairness_from: ClassVar[Mapping[str, tuple[str, ...]]] = {
-        "scheduler_config": ("config",), "extenders": ("extender",), "extra_args": ("extra_args",)}
+        "scheduler_config": ("config",), "extenders": ("extender",), "extra_args": ("extra_args",),
+        "feature_gates": ("gangs",), "runtime_config": ("gangs",)}
     variant: KubeSchedulerBase
 
     @property
     def replaces_kube_scheduler(self) -> bool:  # type: ignore[override]
         return self.setup.concurrent
 
+    @property
+    def native_gangs(self) -> bool:
+        return getattr(self.variant, "gangs", "none") == "native"
+
     def check(self) -> None:
         resolve_config(self.setup.base, self.variant.config)
+        if self.native_gangs:
+            release = self.setup.scenario.kubernetes_for(self.variant)
+            where = f"scheduler {self.variant.name}: gangs: native"
+            if self.kind != "kube-scheduler":
+                raise ScenarioError(f"{where} is the stock kube-scheduler's (binary: kube-scheduler), "
+                                    f"not {self.kind}'s")
+            if versions.tag_key(release) < versions.tag_key(NATIVE_GANGS_FROM):
+                raise ScenarioError(f"{where} needs Kubernetes {NATIVE_GANGS_FROM} or newer (its PodGroup API is "
+                                    f"{NATIVE_GANGS_API} from 1.37); this variant runs {release}")
+            if not self.setup.scenario.cluster.controller_manager:
+                raise ScenarioError(f"{where} needs cluster.controller_manager: true (its podgroup-protection "
+                                    "controller releases a deleted PodGroup)")
         if self.setup.reused and getattr(self.variant, "extender", None):
             raise ScenarioError("--cluster reuses a cluster whose scheduler is already configured; a variant with an "
                                 "extender needs a fresh cluster (drop --cluster)")
@@ -97,10 +125,15 @@ class KubeScheduler(Scheduler):
     def configure(self, copts: ClusterOptions) -> None:
         if not self.setup.concurrent:  # several at once: each starts with options of its own (start)
             self.own_options(copts)
+        if self.native_gangs:  # the apiserver serves the API, the scheduler and controller-manager use it
+            copts.feature_gates = {**copts.feature_gates, "GenericWorkload": True}
+            copts.runtime_config = [*copts.runtime_config, f"{NATIVE_GANGS_API}=true"]
 
     def pod_settings(self, w: WorkloadSpec, requests: dict[str, str], kind: str) -> PodSettings:
-        return PodSettings(scheduler_name=self.variant.effective_scheduler_name if self.variant.scheduler_name
-                           else None)
+        name = self.variant.effective_scheduler_name if self.variant.scheduler_name else None
+        if self.native_gangs and w.gang:
+            return PodSettings(scheduler_name=name, gang_template="native-podgroup", scheduling_group=True)
+        return PodSettings(scheduler_name=name)
 
     def version(self) -> str:
         if self._record is not None:

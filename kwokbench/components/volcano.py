@@ -621,9 +621,9 @@ class Volcano(Scheduler):
 
     def fairness(self) -> dict[str, Any]:
         (sq, sb), (cq, cb) = self.limits["scheduler"], self.limits["controller_manager"]
+        skew = versions.skew(VOLCANO_KUBERNETES, self.setup.scenario.kubernetes_for(self.variant))
         return {"scheduler_client_qps": float(sq), "scheduler_client_burst": sb,
-                "volcano": {"version": VOLCANO, "kubernetes": VOLCANO_KUBERNETES,
-                            "skew_to_control_plane": versions.skew(VOLCANO_KUBERNETES),
+                "volcano": {"version": VOLCANO, "kubernetes": VOLCANO_KUBERNETES, "skew_to_control_plane": skew,
                             "scheduler_conf": scheduler_conf(self.spec, self.setup.base),
                             "schedule_period_seconds": self.spec.schedule_period_seconds,
                             "queues": queue_objects(self.spec),

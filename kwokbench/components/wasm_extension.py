@@ -147,9 +147,10 @@ class WasmExtension(KubeScheduler):
         copts.scheduler_plugin_args = {**copts.scheduler_plugin_args, "wasm": args}
 
     def fairness(self) -> dict[str, Any]:
+        skew = versions.skew(versions.WASM_EXTENSION_KUBERNETES, self.setup.scenario.kubernetes_for(self.variant))
         return {**super().fairness(),
                 "wasm_extension": {"version": versions.WASM_EXTENSION, "kubernetes": versions.WASM_EXTENSION_KUBERNETES,
-                                   "skew_to_control_plane": versions.skew(versions.WASM_EXTENSION_KUBERNETES),
+                                   "skew_to_control_plane": skew,
                                    "guest": self.variant.guest, "guest_args": self.variant.guest_args}}
 
     def start(self, info: Any, rep: Reporter) -> dict[str, Any] | None:

@@ -485,9 +485,10 @@ class YuniKorn(Scheduler):
         return [Endpoint(self._component, self._record["metrics_url"], None, pprof=self._record["pprof_url"])]
 
     def fairness(self) -> dict[str, Any]:
+        skew = versions.skew(versions.YUNIKORN_KUBERNETES, self.setup.scenario.kubernetes_for(self.variant))
         return {"scheduler_client_qps": float(self.qps), "scheduler_client_burst": self.burst,
                 "yunikorn": {"version": versions.YUNIKORN, "kubernetes": versions.YUNIKORN_KUBERNETES,
-                             "skew_to_control_plane": versions.skew(versions.YUNIKORN_KUBERNETES),
+                             "skew_to_control_plane": skew,
                              "configs": config_data(self.spec, self.setup.base, self.qps, self.burst)}}
 
     def stop(self) -> None:

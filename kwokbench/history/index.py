@@ -26,9 +26,10 @@ from kwokbench.history.rows import COLUMNS, ROW_COLUMNS, Filters, read_row, sele
 from kwokbench.store import META, SUMMARY, find_runs
 
 INDEX_NAME = ".kwokbench-history.duckdb"
-INDEX_VERSION = 3
+INDEX_VERSION = 4
 """Version history: 1 the first; 2 the allocation metrics (gpu_allocation, cpu_allocation, gpu_fragmentation);
-3 the DRA metrics (claim_allocation_p50, claim_allocation_p99, devices_given_twice, bound_unallocated).
+3 the DRA metrics (claim_allocation_p50, claim_allocation_p99, devices_given_twice, bound_unallocated); 4 the gang
+metrics (gangs_per_second, gang_place_p90, gangs_partial).
 Another version in a file: the index is dropped and rebuilt."""
 
 FORMATS = ("table", "csv", "json", "parquet")

@@ -271,6 +271,10 @@ def placement_rows(pl: dict[str, Any]) -> list[list[str]]:
         if t:
             rows.append([f"gangs {g['phase']}: time to place, last member created to gang bound, p50 / p90 / max",
                          f"{t['p50']:.1f} s / {t['p90']:.1f} s / {t['max']:.1f} s ({t['gangs']} whole gangs)"])
+            if t.get("per_second"):
+                rows.append([f"gangs {g['phase']}: placed whole per second (first member created → last placed)",
+                             f"{t['per_second']:.2f} gangs/s; {g['pods_in_partial_gangs']} pods held by partial "
+                             "gangs at the end"])
     rv = pl.get("rule_violations")
     if rv:
         rows.append(["pods placed against the gpufilter rule", f"{rv['violations']} of {rv['pods_checked']}"])

@@ -250,8 +250,8 @@ def _download_gomod(module: str, version: str) -> str:
     return _download_module(module, version)["GoMod"].read_text()
 
 
-def components() -> list[Component]:
-    kv, ev = versions.KUBERNETES, versions.ETCD.removeprefix("v")
+def components(kubernetes: str = versions.KUBERNETES) -> list[Component]:
+    kv, ev = kubernetes, versions.ETCD.removeprefix("v")
     return [
         Component("kwok", versions.KWOK, (
             Binary("kwokctl", ("--version",), f"version {versions.KWOK}"),
@@ -289,9 +289,15 @@ _CHECKED: dict[tuple[Any, ...], BinaryStatus] = {}
 class Toolchain:
     """The cached binaries and how to hand them to kwokctl."""
 
-    def __init__(self, cache: Path | None = None) -> None:
+    def __init__(self, cache: Path | None = None, kubernetes: str = versions.KUBERNETES) -> None:
         self.cache = cache or cache_dir()
-        self.components = components()
+        self.kubernetes = kubernetes
+        """The control plane's release (kube-apiserver, -controller-manager, -scheduler, kubectl)."""
+        self.components = components(kubernetes)
+
+    def for_kubernetes(self, kubernetes: str) -> Toolchain:
+        """The same cache with another Kubernetes release (its binaries in their own folder)."""
+        return self if kubernetes == self.kubernetes else Toolchain(self.cache, kubernetes)
 
     @property
     def core(self) -> list[Component]:
@@ -313,7 +319,7 @@ class Toolchain:
 
     @property
     def release_marker(self) -> Path:
-        return self.cache / "toolchain" / f"release-{versions.KWOK}-{versions.KUBERNETES}"
+        return self.cache / "toolchain" / f"release-{versions.KWOK}-{self.kubernetes}"
 
     def check(self, optional: bool = True) -> list[BinaryStatus]:
         return [self._check_binary(c, b) for c in (self.components if optional else self.core) for b in c.binaries]
@@ -379,6 +385,8 @@ class Toolchain:
             if not force and all(s.ok for s in statuses):
                 rep.cached(f"{c.name} {c.version}", str(c.dir(self.cache)))
                 continue
+            if c.name == "kubernetes":
+                check_on_proxy(c.version)
             self._build(c, rep)
             bad = [s for s in (self._check_binary(c, b) for b in c.binaries) if not s.ok]
             if bad:
@@ -438,7 +446,7 @@ class Toolchain:
             raise ToolchainError("the toolchain is not installed: run `kwokbench tools install`")
         opts: dict[str, object] = {
             "runtime": "binary",
-            "kubeVersion": versions.KUBERNETES,
+            "kubeVersion": self.kubernetes,
             "etcdVersion": versions.ETCD.removeprefix("v"),
             "kwokControllerBinary": str(self.path("kwok")),
             "quietPull": True,
@@ -511,6 +519,36 @@ def run_logged(cmd: Sequence[str], cwd: Path, env: dict[str, str], logf: object,
     if rc != 0:
         raise ToolchainError(
             f"`{' '.join(cmd)[:160]}` failed with exit {rc}; last lines of the Go output:\n  " + "\n  ".join(tail))
+
+
+def on_proxy(tag: str) -> bool:
+    """Whether the Go module proxy serves k8s.io/kubernetes at ``tag`` (asked for the tag itself: the proxy's
+    version list here omits most tags it serves)."""
+    try:
+        res = subprocess.run(["go", "list", "-m", "-json", f"k8s.io/kubernetes@{tag}"], capture_output=True,
+                             text=True, timeout=120, env=_go_env(), cwd=tempfile.gettempdir(), check=False)
+    except (subprocess.SubprocessError, OSError) as e:
+        raise ToolchainError(f"could not ask the Go module proxy for Kubernetes {tag}: {e}") from e
+    if res.returncode == 0:
+        return True
+    if re.search(r"not available|unknown revision|invalid version|\b(403|404|410)\b", res.stderr):
+        return False
+    last = (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
+    raise ToolchainError(f"could not ask the Go module proxy for Kubernetes {tag}: {last}")
+
+
+def check_on_proxy(tag: str) -> None:
+    """Before a build: ToolchainError naming the nearest releases when the module proxy does not serve ``tag``
+    (the patch releases just below and above it, then the next minor's first)."""
+    if on_proxy(tag):
+        return
+    minor, patch = versions.tag_key(tag)[:2]
+    below = next((t for t in (f"v1.{minor}.{p}" for p in range(patch - 1, -1, -1)) if on_proxy(t)), None)
+    above = next((t for t in [*(f"v1.{minor}.{p}" for p in range(patch + 1, patch + 3)), f"v1.{minor + 1}.0",
+                              f"v1.{minor + 1}.0-rc.0", f"v1.{minor + 1}.0-alpha.0"] if on_proxy(t)), None)
+    near = [t for t in (below, above) if t]
+    raise ToolchainError(f"Kubernetes {tag} is not on the Go module proxy"
+                         + (f"; the nearest releases it has: {', '.join(near)}" if near else ""))
 
 
 def _downloads_reachable(timeout: float = 3.0) -> bool:

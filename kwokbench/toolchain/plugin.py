@@ -59,10 +59,9 @@ class PluginDir:
     path: Path
     module: str
 
-    @property
-    def key(self) -> str:
+    def key(self, kubernetes: str = versions.KUBERNETES) -> str:
         """Hash of everything that changes the binary: sources, module files, Kubernetes version."""
-        h = hashlib.sha256(versions.KUBERNETES.encode())
+        h = hashlib.sha256(kubernetes.encode())
         for f in sorted(self.path.rglob("*")):
             if f.is_file() and (f.suffix == ".go" or f.name in ("go.mod", "go.sum")) and "/vendor/" not in str(f):
                 h.update(str(f.relative_to(self.path)).encode() + b"\0" + f.read_bytes())
@@ -88,45 +87,47 @@ def plugin_dir(path: Path) -> PluginDir:
     return PluginDir(path.resolve(), m.group(1))
 
 
-def scheduler_binary(plugin: PluginDir, cache: Path | None = None) -> Path:
+def scheduler_binary(plugin: PluginDir, cache: Path | None = None, kubernetes: str = versions.KUBERNETES) -> Path:
     """Named by the module, not the directory: the same plugin checked out twice (a pull request's base and head
     that did not touch it) is one build."""
-    return (cache or cache_dir()) / "schedulers" / f"{plugin.module.rsplit('/', 1)[-1]}-{plugin.key}" / "kube-scheduler"
+    name = f"{plugin.module.rsplit('/', 1)[-1]}-{plugin.key(kubernetes)}"
+    return (cache or cache_dir()) / "schedulers" / name / "kube-scheduler"
 
 
 def build_scheduler(path: Path, reporter: Reporter | None = None, force: bool = False,
-                    cache: Path | None = None) -> Path:
-    """The kube-scheduler with the plugin at ``path`` compiled in; built once per plugin version."""
+                    cache: Path | None = None, kubernetes: str = versions.KUBERNETES) -> Path:
+    """The kube-scheduler of Kubernetes ``kubernetes`` with the plugin at ``path`` compiled in; built once per
+    plugin version and release."""
     rep = reporter or Silent()
     plugin = plugin_dir(path)
-    final = scheduler_binary(plugin, cache)
-    if final.exists() and not force and _answers(final):
+    final = scheduler_binary(plugin, cache, kubernetes)
+    if final.exists() and not force and _answers(final, kubernetes):
         rep.cached(f"scheduler with {plugin.path.name}", str(final.parent))
         return final
     check_go()
     env = _go_env()
     with staged(final, plugin.path.name) as (work, log):
-        cmds = kubernetes_wrapper("kwokbench.local/schedulerbuild", versions.KUBERNETES)
+        cmds = kubernetes_wrapper("kwokbench.local/schedulerbuild", kubernetes)
         cmds += [["go", "mod", "edit", f"-replace={plugin.module}={plugin.path}",
                   f"-require={plugin.module}@v0.0.0"],
-                 ["go", "get", f"k8s.io/kubernetes/cmd/kube-scheduler@{versions.KUBERNETES}"],
+                 ["go", "get", f"k8s.io/kubernetes/cmd/kube-scheduler@{kubernetes}"],
                  ["go", "mod", "tidy"],
-                 ["go", "build", "-trimpath", "-ldflags", kubernetes_ldflags(versions.KUBERNETES),
+                 ["go", "build", "-trimpath", "-ldflags", kubernetes_ldflags(kubernetes),
                   "-o", str(work / "out" / "kube-scheduler"), "."]]
-        with rep.status(f"building kube-scheduler {versions.KUBERNETES} with plugin {plugin.path} "
+        with rep.status(f"building kube-scheduler {kubernetes} with plugin {plugin.path} "
                         f"(log: {log})") as update, log.open("w") as logf:
             (work / "main.go").write_text(MAIN_GO.format(module=plugin.module))
             for cmd in cmds:
                 run_logged(cmd, work, env, logf, update)
-        if not _answers(work / "out" / "kube-scheduler"):
+        if not _answers(work / "out" / "kube-scheduler", kubernetes):
             raise ToolchainError(f"the scheduler built from {plugin.path} does not answer --version")
         put_in_place(work / "out" / "kube-scheduler", final)
     return final
 
 
-def _answers(binary: Path) -> bool:
+def _answers(binary: Path, kubernetes: str) -> bool:
     try:
         res = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return False
-    return f"Kubernetes {versions.KUBERNETES}" in res.stdout
+    return f"Kubernetes {kubernetes}" in res.stdout

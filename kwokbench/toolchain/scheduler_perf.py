@@ -126,10 +126,9 @@ def cached(cache: Path | None = None, version: str = versions.KUBERNETES) -> Sch
 
 
 def ensure_scheduler_perf(reporter: Reporter | None = None, cache: Path | None = None,
-                          force: bool = False) -> SchedulerPerf:
-    """The scheduler_perf test binary of the toolchain's Kubernetes version; built the first time."""
+                          force: bool = False, version: str = versions.KUBERNETES) -> SchedulerPerf:
+    """The scheduler_perf test binaries of Kubernetes ``version``; built the first time."""
     rep = reporter or Silent()
-    version = versions.KUBERNETES
     perf = None if force else cached(cache, version)
     if perf is not None:
         rep.cached(f"scheduler_perf {version}", str(perf.dir))

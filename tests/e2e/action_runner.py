@@ -99,6 +99,9 @@ def run_action(workspace: Path, runner_temp: Path, with_: dict[str, str], base_s
            "GITHUB_ACTION_PATH": str(REPO), "GITHUB_WORKSPACE": str(workspace), "RUNNER_TEMP": str(runner_temp),
            "RUNNER_OS": "Linux", "RUNNER_ARCH": "X64", "GITHUB_STEP_SUMMARY": str(summary), "CI": "true"}
     env.pop("VIRTUAL_ENV", None)
+    # a GitHub runner writes bytecode: the action's venv, installed without compiling, compiles what it imports
+    # on first use (this sandbox's PYTHONDONTWRITEBYTECODE would recompile it in every command and child)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     log: list[str] = []
     names: list[str] = []
     for i, step in enumerate(action["runs"]["steps"]):

@@ -198,3 +198,23 @@ def test_run_refuses_claims_nothing_could_satisfy_before_any_cluster(tmp_path: P
                     env={"KWOKBENCH_HOME": str(home)})
     assert_one_line_error(res, needle)
     assert not (tmp_path / "runs").exists() and not (home / "kwok" / "clusters").exists()
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["tools", "install", "--kubernetes", "v1.34.2"], "--kubernetes: Kubernetes v1.34.2 is older than v1.35.0"),
+    (["tools", "install", "--kubernetes", "1.37"], "--kubernetes: '1.37' is not a Kubernetes release tag"),
+    (["tools", "install", "volcano", "--kubernetes", "v1.37.2"], "a scheduler built from sources has its own"),
+    (["ceiling", "--nodes", "10", "--kubernetes", "v1.37"], "--kubernetes: 'v1.37' is not a Kubernetes release tag"),
+    (["validate", "scenarios/kubernetes-upgrade.yaml", "--set", "schedulers.1.kubernetes=v1.34.9"],
+     "schedulers.1.kubernetes: Value error, Kubernetes v1.34.9 is older than v1.35.0"),
+    (["validate", "scenarios/gangs-six-ways.yaml", "--set", "schedulers.5.kubernetes=v1.36.4"],
+     "gangs: native needs Kubernetes v1.37.0 or newer"),
+    (["validate", "scenarios/wasm-upstream.yaml", "--set", "cluster.kubernetes_version=v1.37.2"],
+     "its Kubernetes v1.33.4 libraries are 4 minor releases older than the control plane's v1.37.2"),
+])
+def test_a_kubernetes_release_kwokbench_cannot_run_is_one_line(tmp_path: Path, args: list[str], needle: str) -> None:
+    """Each refused before anything is built or started (the module proxy's own refusal is e2e: it needs Go)."""
+    home = tmp_path / "home"
+    res = kwokbench(*args, env={"KWOKBENCH_HOME": str(home)})
+    assert_one_line_error(res, needle)
+    assert not (home / "kwok" / "clusters").exists()

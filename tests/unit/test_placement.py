@@ -67,7 +67,8 @@ def test_gang_completeness() -> None:
     nodes = ["n", "n", "n", "n", "", "", "", "", ""]
     pods = pd.DataFrame([pod(f"gangs-ab12cd-{i}", "gangs", node) for i, node in enumerate(nodes)])
     [g] = placement(pods, NODES, [{"name": "gangs", "count": 9, "gang": {"size": 3, "min_member": 3}}], {})["gangs"]
-    assert g.pop("time_to_place") == {"gangs": 1, "p50": 1.0, "p90": 1.0, "max": 1.0}
+    # one gang whole, placed 1 s after the phase's first member was created: 1 gang per second
+    assert g.pop("time_to_place") == {"gangs": 1, "p50": 1.0, "p90": 1.0, "max": 1.0, "per_second": 1.0}
     assert g == {"phase": "gangs", "gangs": 3, "size": 3, "min_member": 3, "complete": 1, "partial": 1,
                  "unplaced": 1, "pods_in_partial_gangs": 1}
     # minMember 1: any placed member completes its gang
@@ -87,7 +88,9 @@ def test_gang_time_to_place_counts_from_the_last_member_to_the_min_member_th_bou
     [g] = placement(pd.DataFrame(rows), NODES, [{"name": "g", "count": 9, "gang": {"size": 3, "min_member": 2}}],
                     {})["gangs"]
     assert (g["complete"], g["partial"], g["unplaced"]) == (2, 1, 0)
-    assert g["time_to_place"] == {"gangs": 2, "p50": 1.5, "p90": pytest.approx(2.7), "max": 3.0}
+    # two whole gangs, the first member created at 0 and the last of them placed at 11.5 (gang 1's 2nd bound)
+    assert g["time_to_place"] == {"gangs": 2, "p50": 1.5, "p90": pytest.approx(2.7), "max": 3.0,
+                                  "per_second": pytest.approx(2 / 11.5)}
 
 
 def test_failed_scheduling_reasons() -> None:

@@ -397,3 +397,16 @@ def test_the_pull_requests_verdict_table_and_annotations(tmp_path: Path) -> None
     few = gate(base[:2], bad[:2], ["throughput:10%"])
     assert few.exit_code == 3 and gate_markdown(few).startswith("## kwokbench gate: ⚠️ inconclusive")
     assert [a.split("::")[1] for a in github_annotations(few)] == ["warning title=kwokbench gate"]
+
+
+def test_gang_metrics_read_every_gang_phase() -> None:
+    from kwokbench.gate import METRICS
+
+    s = {"placement": {"gangs": [{"partial": 1, "time_to_place": {"per_second": 2.0, "p90": 3.0}},
+                                 {"partial": 0, "time_to_place": {"per_second": 0.5, "p90": 1.0}},
+                                 {"partial": 2, "time_to_place": None}]}}
+    assert METRICS["gangs_per_second"].get(s) == 0.5  # the slowest phase
+    assert METRICS["gang_place_p90"].get(s) == 3.0  # the worst phase
+    assert METRICS["gangs_partial"].get(s) == 3.0 and METRICS["gangs_partial"].worst_run
+    assert all(METRICS[m].get({"placement": {"gangs": []}}) is None
+               for m in ("gangs_per_second", "gang_place_p90", "gangs_partial"))
