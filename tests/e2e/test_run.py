@@ -83,10 +83,13 @@ def test_quickstart_sized_run_every_pod_seen_bound_and_counted(cluster: ClusterI
     assert s["binding_rate"]["available"] and s["binding_rate"]["average"] > 0
     assert s["cross_check"]["bindings_from_metric"] == 600 and s["cross_check"]["agrees"]
     # what the run cost the apiserver in writes: each pod one create and one binding; kube-scheduler posts one
-    # Scheduled event per pod (asynchronously: the last may come after the last scrape)
+    # Scheduled event per pod (events.k8s.io; asynchronously: the last may come after the last scrape); and the
+    # controller-manager posts one core/v1 event per node on its node controller's first pass over the nodes, which
+    # can land inside the window (seen 2026-11-26: 601 events.k8s.io + 100 core/v1 POSTs, the 100 at 11 s)
     writes = s["apiserver"]["writes"]["per_pod"]
     assert writes["pods"] == 1.0 and writes["pods/binding"] == 1.0, writes
-    assert 0.9 <= writes["events"] <= 1.0, writes
+    nodes = run.meta["cluster"]["nodes"]
+    assert 0.9 <= writes["events"] <= 1.0 + nodes / 600, writes
     rate = pd.read_parquet(run.path / "binding_rate.parquet")
     assert rate["rate"].max() > 0 and rate["rate"].sum() > 0
     assert s["scheduler"]["schedule_attempts"]["scheduled"] == 600
