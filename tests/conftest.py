@@ -34,7 +34,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     path = session.config.getoption("--times")
-    if path:
+    if path and not hasattr(session.config, "workerinput"):  # under pytest-xdist the controller gets every report
         import json
 
         Path(path).parent.mkdir(parents=True, exist_ok=True)
