@@ -4,7 +4,8 @@ Component restarts are :meth:`Kwokctl.restart_component` (the same command line,
 file, the new pid in kwokctl's pid file), with ``down_seconds`` between stop and start. Node actions
 go through the API: ``nodes-not-ready`` takes the nodes away from the kwok controller (removes the
 ``kwok.x-k8s.io/node`` annotation it selects on) and sets their Ready condition False, so the
-node-lifecycle controller taints them and the scheduler avoids them; ``delete-nodes`` deletes them.
+node-lifecycle controller taints them and the scheduler avoids them (the event waits up to 30 s for that taint
+and records when it was on every node: ``tainted``); ``delete-nodes`` deletes them.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ class Chaos:
                     rec.update(asyncio.run(_nodes_action(self.info, e)))
             except (KwokbenchError, OSError, psutil.Error) as err:
                 rec["error"] = str(err)
-            rec["ended"] = time.time()
+            rec.setdefault("ended", time.time())  # a NotReady event ends with its patches, before its taint wait
             self.log.append(rec)
 
 
@@ -110,7 +111,30 @@ async def _nodes_action(info: ClusterInfo | AttachedCluster, e: ChaosEvent) -> d
                                                  orjson.dumps({"status": {"conditions": [cond]}}), headers=strategic)
             if status not in (200, 202):
                 raise ClusterError(f"{e.action} {name}: HTTP {status} {body[:200]!r}")
-    return {"nodes": names}
+        if e.action == "delete-nodes":
+            return {"nodes": names}
+        ended = time.time()
+        return {"nodes": names, "ended": ended, "tainted": await _tainted(api, set(names))}
+
+
+NOT_READY_TAINTS = {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"}
+TAINT_WAIT = 30.0
+
+
+async def _tainted(api: Api, names: set[str], timeout: float = TAINT_WAIT) -> float | None:
+    """When every one of ``names`` carried the node-lifecycle controller's NoSchedule taint (polled; None when
+    not within ``timeout``): from then on the scheduler has a reason to avoid them. On a loaded host the
+    controller-manager takes seconds to react, and that is not the scheduler's delay."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        nodes = await api.json("GET", "/api/v1/nodes")
+        tainted = {n["metadata"]["name"] for n in nodes.get("items") or []
+                   if any(t.get("key") in NOT_READY_TAINTS and t.get("effect") == "NoSchedule"
+                          for t in (n.get("spec") or {}).get("taints") or [])}
+        if names <= tainted:
+            return time.time()
+        await asyncio.sleep(0.5)
+    return None
 
 
 # ---- analysis (pure) ------------------------------------------------------------------------------
@@ -177,7 +201,8 @@ def rate_from_pods(pods: pd.DataFrame) -> pd.DataFrame:
 
 
 def _brief(e: dict[str, Any]) -> dict[str, Any]:
-    keys = ("action", "at_seconds", "t", "ended", "component", "nodes", "error", "skipped", "down_seconds")
+    keys = ("action", "at_seconds", "t", "ended", "tainted", "component", "nodes", "error", "skipped",
+            "down_seconds")
     return {k: (len(e[k]) if k == "nodes" else e[k]) for k in keys if k in e}
 
 

@@ -652,6 +652,57 @@ def sweep(
     console.out.print(f"stored in {path} ({', '.join(p.name for p in written)})")
 
 
+@app.command(rich_help_panel=PANEL_RUN)
+@handled
+def bisect(
+    file: Annotated[Path, typer.Argument(help="Scenario YAML file (one scheduler variant is run per release).")],
+    kubernetes: Annotated[str, typer.Option(help="The releases: a range FIRST..LAST (every release a change "
+                                            "passes through, asked of the Go module proxy) or tags A,B[,C…]; "
+                                            "the same tag twice is an A/A.")],
+    metric: Annotated[str, typer.Option(help="The figure and the change that counts, as the gate's "
+                                        "NAME:MAX_CHANGE (e.g. throughput:10%), or NAME alone: any change of a "
+                                        "worst-run count (unscheduled), else 10%.")] = "throughput:10%",
+    pre: Annotated[bool, typer.Option(help="With a range: the alpha, beta and rc tags too.")] = False,
+    repeat: Annotated[int, typer.Option(min=1, max=50, help="Runs of each release per round, interleaved.")] = 3,
+    max_repeat: Annotated[int, typer.Option(min=1, max=100, help="Runs of each release a round may take "
+                                            "before it is left undecided.")] = 9,
+    variant: Annotated[str | None, typer.Option(help="Scheduler variant (default: the first).")] = None,
+    with_ceiling: Annotated[bool, typer.Option("--ceiling", help="Also scheduler_perf's in-process ceiling of "
+                                               "each release measured (its own build per release).")] = False,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: path=value.")] = None,
+    out: Annotated[Path, typer.Option(help="Root folder for run and bisect directories.")] = Path("reports"),
+    scrape_interval: Annotated[float, typer.Option(min=0, help="Seconds between /metrics scrapes.")] = 1.0,
+    commit: Annotated[str | None, typer.Option(help=COMMIT_HELP)] = None,
+) -> None:
+    """Which release changed it: a scenario over Kubernetes releases, bisected until two adjacent releases
+    differ by more than the metric's allowed change (the gate's test, runs interleaved), with each release's
+    build time and, with --ceiling, its in-process ceiling."""
+    import signal
+
+    from kwokbench import console
+    from kwokbench.bisect import BisectOptions, load, run_bisect, sentence
+    from kwokbench.report import bisect as bisect_report
+    from kwokbench.runner import RunOptions
+    from kwokbench.scenario import load_scenario
+
+    sc = load_scenario(file, set_ or [])
+    opts = BisectOptions(kubernetes=kubernetes, metric=metric, pre=pre, repeat=repeat, max_repeat=max_repeat,
+                         variant=variant, ceiling=with_ceiling, out=out,
+                         runs=RunOptions(scrape_interval=scrape_interval, commit=commit))
+
+    def on_term(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    path = run_bisect(sc, file, opts, console.RichReporter())
+    doc = load(path)
+    columns, rows = bisect_report.rows(doc)
+    console.table(f"bisect {sc.name}: {doc['metric']} over {len(doc['path'])} releases", columns, rows)
+    console.out.print(sentence(doc))
+    console.out.print(f"stored in {path}")
+
+
 def _emit_job(file: Path, scenario: str, shards: int, image: str | None, parallelism: int | None,
               results_claim: str | None, namespace: str | None, sharded: bool, args: list[str]) -> None:
     import yaml

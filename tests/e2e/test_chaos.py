@@ -48,11 +48,20 @@ def test_not_ready_nodes_get_no_new_pods(tmp_path: Path) -> None:
     assert run.summary is not None and run.summary["pods_scheduled"] == 1500
     not_ready, deleted = read_doc(run.path, CHAOS)["events"]
     assert len(not_ready["nodes"]) == 9 and len(deleted["nodes"]) == 3  # 30% and 10% of 30
+    # a pod the apiserver created (its own clock, 1 s resolution) after the node-lifecycle controller had tainted
+    # the NotReady nodes, or after the nodes were deleted, is never bound to them. Judged by creation, not by when
+    # the watch saw the binding: on a loaded host the watch sees bindings seconds late, and the controller-manager
+    # taints seconds after the condition changed (both measured here under a CPU hog: 7.5 s and 5.7 s)
+    assert not_ready["tainted"] is not None, not_ready
+    assert not_ready["tainted"] >= not_ready["ended"]
     p = run.pods
-    late = p[(p["scheduled"] > not_ready["ended"] + 2) & p["node"].isin(not_ready["nodes"])]
+    late = p[(p["creation_timestamp"] > not_ready["tainted"] + 1) & p["node"].isin(not_ready["nodes"])]
     assert len(late) == 0, "the scheduler kept binding to NotReady nodes"
-    late = p[(p["scheduled"] > deleted["ended"] + 2) & p["node"].isin(deleted["nodes"])]
+    late = p[(p["creation_timestamp"] > deleted["ended"] + 1) & p["node"].isin(deleted["nodes"])]
     assert len(late) == 0
+    # and the nodes took pods before (the workload's arrival spans the events): the check is not vacuous
+    assert p["node"].isin(not_ready["nodes"]).sum() > 0
+    assert (p["creation_timestamp"] > not_ready["tainted"] + 1).sum() > 100
     nodes = run.summary["placement"]["utilisation"]["nodes"]
     assert nodes == 27  # read at the end: the deleted nodes are gone
     assert run.summary["chaos"]["pods_lost"] == 0

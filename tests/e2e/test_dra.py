@@ -93,16 +93,27 @@ def test_freed_devices_are_reused_and_every_gpu_is_given_once(dra_cluster: str, 
     # no device held by two claims at once, read from the claims' own allocations and releases
     assert c["devices_given_twice"] == {} and c["shared_allocations"] == 0, c
     churn, fill = claims[claims["workload"] == "churn"], claims[claims["workload"] == "fill"]
+    # on a loaded host kube-controller-manager's resourceclaim controller sometimes creates a second claim for a
+    # pod before its cache has the first (35 of 800 fill pods when two test files ran at once on 2 cores): the
+    # pod names one of them, and the other is never allocated and holds nothing. Only allocated claims count here
+    dup = fill[fill["allocated"].isna()]
+    assert (dup["devices"].fillna("") == "").all() and dup["pod"].isin(fill["pod"][fill["allocated"].notna()]).all()
+    fill = fill[fill["allocated"].notna()]
     # the fill's 800 claims hold every whole GPU at once, each once (its pods are never deleted)
-    assert len(fill) == 800 and fill["devices"].nunique() == 800 and fill["released"].isna().all()
+    assert len(fill) == 800 and fill["pod"].nunique() == 800 and fill["devices"].nunique() == 800
+    assert fill["released"].isna().all()
     assert all(d.startswith("gpu.kwokbench.io/kb-gpu-") for d in fill["devices"])
     # so it took every device a churn claim had held, each only after that claim let it go (the resourceclaim
     # controller deallocates a deleted pod's claim, then deletes it)
     given = dict(zip(fill["devices"], fill["allocated"], strict=True))
+    churn = churn[churn["allocated"].notna()]
     assert len(churn) == 400 and churn["released"].notna().all()
     assert all(given[d] >= r for d, r in zip(churn["devices"], churn["released"], strict=True))
     st = c["pod_stages"]
-    assert st["pods"] == 1200 and st["created_to_allocated"]["p50"] > 0 and st["allocated_to_bound"]["p50"] >= 0
+    # allocated → bound joins two watches (claims, pods), each stamped when it saw the change: on a loaded host the
+    # claims' watch lags the pods' (p50 −0.53 s under a one-core CPU hog, positive when idle), so the stage is held
+    # to within that lag of zero, not to zero
+    assert st["pods"] == 1200 and st["created_to_allocated"]["p50"] > 0 and st["allocated_to_bound"]["p50"] > -2.0
     writes = summary["apiserver"]["writes"]["per_pod"]
     assert writes.get("resourceclaims/status", 0) >= 1, writes  # the scheduler's allocation, one per claim
     # set against scheduler_perf's DRA case on this host, not against bare pods

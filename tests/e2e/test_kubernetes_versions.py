@@ -63,3 +63,37 @@ def test_native_gangs_are_placed_whole_or_not_at_all(tmp_path: Path) -> None:
     assert (g["gangs"], g["complete"], g["partial"], g["unplaced"], g["pods_in_partial_gangs"]) == (12, 9, 0, 3, 0), g
     assert run.summary["pods_scheduled"] == 45 and g["time_to_place"]["per_second"] > 0
     assert all(p.startswith("gangs-") for p in run.pods["name"])
+
+
+def test_bisect_an_a_a_over_one_release_reports_no_change(tmp_path: Path) -> None:
+    """``kwokbench bisect`` over the same release twice (an A/A): the shared-GPU scenario's five pods, four of
+    which fit the one shared GPU, on v1.36.4 as two variants, interleaved. The figure (pods left unscheduled, one
+    in every run) is the same, so there is no change and no middle to measure; the runs are ordinary stored runs
+    of the two variants, and bisect.json keeps each release's build (cached) and the round's values."""
+    res = kwokbench("bisect", str(REPO / "scenarios/dra-shared.yaml"), "--kubernetes", "v1.36.4,v1.36.4",
+                    "--metric", "unscheduled", "--repeat", "1", "--set", "workloads.0.settle_seconds=4",
+                    "--out", str(tmp_path), check=True, timeout=900)
+    assert "unscheduled: no change from v1.36.4 to v1.36.4" in res.stdout, res.stdout
+    [path] = list(tmp_path.glob("dra-shared/bisect-*"))
+    from kwokbench.bisect import load
+
+    doc = load(path)
+    assert doc["status"] == "complete" and doc["path"] == ["v1.36.4", "v1.36.4"]
+    assert doc["builds"] == {"v1.36.4": {"cached": True, "seconds": doc["builds"]["v1.36.4"]["seconds"]}}
+    [rnd] = doc["rounds"]
+    assert rnd["values"] == [[1.0], [1.0]] and rnd["steps"][0]["step"] == "same"
+    runs = {r.meta["variant"]["name"]: r for r in map(load_run, find_runs([tmp_path]))}
+    assert set(runs) == {"k-v1-36-4", "k-v1-36-4-b"}
+    assert all(r.meta["cluster"]["served_version"] == "v1.36.4" and r.summary
+               and r.summary["pods_scheduled"] == 4 for r in runs.values())
+
+
+def test_bisect_refuses_before_any_cluster(tmp_path: Path) -> None:
+    before = kwokbench("status", check=True).stdout
+    res = kwokbench("bisect", str(REPO / "scenarios/dra-shared.yaml"), "--kubernetes", "v1.37.0..v1.37.9",
+                    "--out", str(tmp_path))
+    assert_one_line_error(res, "Kubernetes v1.37.9 is not on the Go module proxy")
+    res = kwokbench("bisect", str(REPO / "scenarios/kubernetes-upgrade.yaml"), "--kubernetes", "v1.36.4..v1.37.2",
+                    "--out", str(tmp_path))
+    assert_one_line_error(res, "variant v1-36 sets kubernetes: v1.36.4; bisect sets each run's release itself")
+    assert not list(tmp_path.rglob("*.json")) and kwokbench("status", check=True).stdout == before

@@ -151,7 +151,9 @@ def test_stock_client_limits_are_labelled_client_bound(tmp_path: Path, kwokctl: 
     lb = s["limited_by"]  # the run's verdict, and what it rests on: a backlog the client cap let grow
     assert lb["verdict"] == "scheduler-client", lb
     assert lb["evidence"]["backlog_max"] > 200 and lb["evidence"]["client_bound"]
-    assert 40 < s["binding_rate"]["p50"] < 60
+    # the client's 50 QPS caps the binding rate from above; how far below it the rate sits depends on the host
+    # (a loaded 2-core host bound 24/s at p50 with the verdict still scheduler-client): no lower bound
+    assert s["binding_rate"]["p50"] < 60
     assert not kwokctl.names() or all(not n.startswith("kb-") for n in kwokctl.names())  # torn down
 
 
