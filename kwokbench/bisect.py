@@ -48,7 +48,8 @@ if TYPE_CHECKING:
 BISECT, BISECT_FORMAT_VERSION = "bisect.json", 1
 MAX_PATH = 64
 """Tags a path may hold (a patch or pre-release number beyond this is not probed)."""
-PRE_KINDS = ("alpha", "beta", "rc")
+PRE_KINDS = {"alpha": 5, "beta": 3, "rc": 4}
+"""The pre-release numbers asked for (Kubernetes minors have had alpha.0–alpha.4, beta.0–beta.2, rc.0–rc.3)."""
 
 Step = Literal["changed", "same", "undecided"]
 Measure = Callable[[list[int], int], dict[int, list[float | None]]]
@@ -81,8 +82,8 @@ def parse_tags(text: str) -> tuple[list[str], bool]:
 
 def release_path(first: str, last: str, pre: bool, exists: Callable[[str], bool]) -> list[str]:
     """The tags from ``first`` to ``last`` a change passes through (see the module's docstring), asking
-    ``exists`` (the module proxy) for each candidate: patch numbers until the first missing one, pre-releases
-    of each kind until the first missing number."""
+    ``exists`` (the module proxy) for each candidate: patch numbers until the first missing one, every
+    pre-release number of :data:`PRE_KINDS`."""
     fk, lk = versions.tag_key(first), versions.tag_key(last)
     out = [first]
 
@@ -94,12 +95,10 @@ def release_path(first: str, last: str, pre: bool, exists: Callable[[str], bool]
             out.append(tag)
 
     def pres(minor: int) -> None:
-        for kind in PRE_KINDS:
-            for n in range(MAX_PATH):
+        for kind, most in PRE_KINDS.items():  # every number asked: the proxy may lack one and have the next
+            for n in range(most + 1):
                 tag = f"v1.{minor}.0-{kind}.{n}"
-                if versions.tag_key(tag) > lk or not exists(tag):
-                    break
-                if versions.tag_key(tag) > fk:
+                if fk < versions.tag_key(tag) <= lk and exists(tag):
                     out.append(tag)
 
     if fk[0] == lk[0]:

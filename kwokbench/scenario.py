@@ -187,8 +187,9 @@ class ClusterSpec(_Model):
         "Keep the components' default client QPS limits and apiserver priority & fairness. Off by default: "
         "with stock limits the scheduler's client caps it near 50 pods/s."))
     kubernetes_version: str = Field(versions.KUBERNETES, description=(
-        f"Kubernetes release of the control plane: a release tag from {versions.OLDEST_KUBERNETES} on (alpha, "
-        f"beta and rc tags too), built from Go modules on first use; default {versions.KUBERNETES}. A variant's "
+        f"Kubernetes release of the control plane: a release tag from {versions.OLDEST_KUBERNETES} on (an alpha, "
+        f"beta or rc tag when the module proxy serves all its modules), built from Go modules on first use; default "
+        f"{versions.KUBERNETES}. A variant's "
         "`kubernetes:` overrides it for that variant."))
     prometheus: bool = Field(False, description="Also run Prometheus through kwokctl --prometheus-port.")
     extra_args: list[str] = Field(default_factory=list, description=(

@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import urllib.error
 import urllib.request
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -162,7 +163,7 @@ def _build_etcd(c: Component, out: Path) -> list[list[str]]:
 def kubernetes_ldflags(version: str, build_date: str = "2026-01-01T00:00:00Z") -> str:
     """Version stamping as upstream ``hack/lib/version.sh`` does it (never a v0.x string: kwokctl
     would then treat the binaries as pre-1.13 and drop flags)."""
-    m = re.fullmatch(r"v(\d+)\.(\d+)\.(\d+)", version)
+    m = re.fullmatch(r"v(\d+)\.(\d+)\.(\d+)(?:-(?:alpha|beta|rc)\.\d+)?", version)  # v1.36.0-rc.0 too
     if not m:
         raise ToolchainError(f"not a Kubernetes release version: {version!r}")
     flags = ["-s", "-w"]
@@ -522,32 +523,117 @@ def run_logged(cmd: Sequence[str], cwd: Path, env: dict[str, str], logf: object,
 
 
 def on_proxy(tag: str) -> bool:
-    """Whether the Go module proxy serves k8s.io/kubernetes at ``tag`` (asked for the tag itself: the proxy's
-    version list here omits most tags it serves)."""
+    """Whether Go can build k8s.io/kubernetes at ``tag`` from the module proxy (:func:`proxy_problem`)."""
+    return proxy_problem(tag) is None
+
+
+def proxy_problem(tag: str) -> str | None:
+    """Why Go cannot fetch k8s.io/kubernetes at ``tag``, or None: the module proxy lacks it (asked for the tag
+    itself: the proxy's version list here omits most tags it serves), or the checksum database has no record of it,
+    without which Go refuses the download (seen for v1.36.0-beta.0 and v1.37.0-rc.0, which the proxy serves)."""
+    env = _go_env()
     try:
         res = subprocess.run(["go", "list", "-m", "-json", f"k8s.io/kubernetes@{tag}"], capture_output=True,
-                             text=True, timeout=120, env=_go_env(), cwd=tempfile.gettempdir(), check=False)
+                             text=True, timeout=120, env=env, cwd=tempfile.gettempdir(), check=False)
     except (subprocess.SubprocessError, OSError) as e:
         raise ToolchainError(f"could not ask the Go module proxy for Kubernetes {tag}: {e}") from e
-    if res.returncode == 0:
-        return True
-    if re.search(r"not available|unknown revision|invalid version|\b(403|404|410)\b", res.stderr):
-        return False
-    last = (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
-    raise ToolchainError(f"could not ask the Go module proxy for Kubernetes {tag}: {last}")
+    if res.returncode != 0:
+        if re.search(r"not available|unknown revision|invalid version|\b(403|404|410)\b", res.stderr):
+            return "is not on the Go module proxy"
+        last = (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
+        raise ToolchainError(f"could not ask the Go module proxy for Kubernetes {tag}: {last}")
+    sumdb = _sumdb_lookup(env, f"k8s.io/kubernetes@{tag}")
+    if sumdb is not None and not sumdb:
+        return "is on the Go module proxy, but the checksum database has no record of it, so Go will not fetch it"
+    refused = _staging_refused(env, tag)
+    if refused:
+        return (f"is on the Go module proxy, but {len(refused)} of the modules it is built from are not "
+                f"({', '.join(refused[:3])}{', …' if len(refused) > 3 else ''})")
+    return None
+
+
+def _proxy_url(env: dict[str, str]) -> str:
+    try:
+        raw = subprocess.run(["go", "env", "GOPROXY"], capture_output=True, text=True, timeout=30, env=env,
+                             check=False).stdout.strip()
+    except (subprocess.SubprocessError, OSError):
+        return ""
+    return next((p for p in re.split(r"[,|]", raw) if p.startswith("http")), "").rstrip("/")
+
+
+def _staging_refused(env: dict[str, str], tag: str) -> list[str]:
+    """The staging modules (``k8s.io/api``… at ``v0.N.P``) of k8s.io/kubernetes ``tag`` that the module proxy does
+    not serve: a build needs every one (this machine's proxy refuses some of the pre-release tags', e.g.
+    k8s.io/cri-client@v0.36.0-rc.0). Asked over HTTP, at once; [] when the proxy cannot be asked."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    proxy = _proxy_url(env)
+    if not proxy:
+        return []
+    try:
+        with urllib.request.urlopen(f"{proxy}/k8s.io/kubernetes/@v/{tag}.mod", timeout=60) as r:
+            mods = staging_replaces(r.read().decode())
+    except (OSError, ValueError):
+        return []
+    staging = "v0." + tag.removeprefix("v1.")
+
+    def refused(mod: str) -> bool:
+        try:
+            with urllib.request.urlopen(f"{proxy}/{mod}/@v/{staging}.info", timeout=30):
+                return False
+        except urllib.error.HTTPError as e:
+            return e.code in (403, 404, 410)
+        except (OSError, ValueError):
+            return False
+
+    mods = [m for m in mods if m not in NOT_IMPORTED]
+    with ThreadPoolExecutor(8) as pool:
+        return [f"{m}@{staging}" for m, bad in zip(mods, pool.map(refused, mods), strict=True) if bad]
+
+
+NOT_IMPORTED = frozenset({"k8s.io/sample-apiserver", "k8s.io/sample-cli-plugin", "k8s.io/sample-controller",
+                          "k8s.io/code-generator"})
+"""Staging modules no binary kwokbench builds imports (the proxy refuses k8s.io/sample-cli-plugin@v0.36.0, and
+v1.36.0 builds)."""
+
+
+def _sumdb_lookup(env: dict[str, str], module: str) -> bool | None:
+    """Whether the checksum database (through the module proxy, as the go command asks it) knows ``module@version``;
+    None when Go does not check it here (GOSUMDB=off, GONOSUMDB/GOPRIVATE/GONOSUMCHECK covering k8s.io, no proxy) or
+    the answer is neither yes nor no."""
+    def go_env(name: str) -> str:
+        try:
+            return subprocess.run(["go", "env", name], capture_output=True, text=True, timeout=30, env=env,
+                                  check=False).stdout.strip()
+        except (subprocess.SubprocessError, OSError):
+            return ""
+    db = go_env("GOSUMDB").split()[0] if go_env("GOSUMDB") else ""
+    skip = ",".join(go_env(n) for n in ("GONOSUMDB", "GOPRIVATE", "GONOSUMCHECK"))
+    proxy = _proxy_url(env)
+    if not db or db == "off" or "k8s.io" in skip or not proxy:
+        return None
+    try:
+        with urllib.request.urlopen(f"{proxy}/sumdb/{db}/lookup/{module}", timeout=30) as r:
+            return bool(r.status == 200)
+    except urllib.error.HTTPError as e:
+        return False if e.code in (404, 410) else None
+    except (OSError, ValueError):
+        return None
 
 
 def check_on_proxy(tag: str) -> None:
-    """Before a build: ToolchainError naming the nearest releases when the module proxy does not serve ``tag``
-    (the patch releases just below and above it, then the next minor's first)."""
-    if on_proxy(tag):
+    """Before a build: ToolchainError naming the nearest releases when Go cannot fetch ``tag`` (the patch releases
+    just below and above it, then the next minor's first)."""
+    problem = proxy_problem(tag)
+    if problem is None:
         return
-    minor, patch = versions.tag_key(tag)[:2]
-    below = next((t for t in (f"v1.{minor}.{p}" for p in range(patch - 1, -1, -1)) if on_proxy(t)), None)
-    above = next((t for t in [*(f"v1.{minor}.{p}" for p in range(patch + 1, patch + 3)), f"v1.{minor + 1}.0",
+    minor, patch, pre = versions.tag_key(tag)[:3]
+    first = patch if pre < 3 else patch + 1  # after v1.36.0-rc.0 comes v1.36.0
+    below = next((t for t in (f"v1.{minor}.{p}" for p in range(first - 1, -1, -1)) if on_proxy(t)), None)
+    above = next((t for t in [*(f"v1.{minor}.{p}" for p in range(first, first + 2)), f"v1.{minor + 1}.0",
                               f"v1.{minor + 1}.0-rc.0", f"v1.{minor + 1}.0-alpha.0"] if on_proxy(t)), None)
-    near = [t for t in (below, above) if t]
-    raise ToolchainError(f"Kubernetes {tag} is not on the Go module proxy"
+    near = [t for t in (below, above) if t and t != tag]
+    raise ToolchainError(f"Kubernetes {tag} {problem}"
                          + (f"; the nearest releases it has: {', '.join(near)}" if near else ""))
 
 

@@ -51,7 +51,8 @@ def test_not_ready_nodes_get_no_new_pods(tmp_path: Path) -> None:
     # a pod the apiserver created (its own clock, 1 s resolution) after the node-lifecycle controller had tainted
     # the NotReady nodes, or after the nodes were deleted, is never bound to them. Judged by creation, not by when
     # the watch saw the binding: on a loaded host the watch sees bindings seconds late, and the controller-manager
-    # taints seconds after the condition changed (both measured here under a CPU hog: 7.5 s and 5.7 s)
+    # taints after the condition changed (with two test files beside it here, bindings were seen up to 7.5 s after
+    # the 9 patches, which took 5.7 s)
     assert not_ready["tainted"] is not None, not_ready
     assert not_ready["tainted"] >= not_ready["ended"]
     p = run.pods

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from kwokbench.gate import comparability
 from kwokbench.store import find_runs, load_run
+from kwokbench.toolchain import Toolchain
 from tests.conftest import REPO, assert_one_line_error, kwokbench
 
 SMALL = ["--set", "cluster.node_groups.0.count=20", "--set", "workloads.0.count=200",
@@ -65,16 +66,22 @@ def test_native_gangs_are_placed_whole_or_not_at_all(tmp_path: Path) -> None:
     assert all(p.startswith("gangs-") for p in run.pods["name"])
 
 
-def test_bisect_an_a_a_over_one_release_reports_no_change(tmp_path: Path) -> None:
+def test_bisect_an_a_a_over_one_release_reports_no_change(toolchain: Toolchain, tmp_path: Path) -> None:
     """``kwokbench bisect`` over the same release twice (an A/A): the shared-GPU scenario's five pods, four of
     which fit the one shared GPU, on v1.36.4 as two variants, interleaved. The figure (pods left unscheduled, one
     in every run) is the same, so there is no change and no middle to measure; the runs are ordinary stored runs
-    of the two variants, and bisect.json keeps each release's build (cached) and the round's values."""
+    of the two variants, and bisect.json keeps each release's build (cached), the round's values and, with
+    --ceiling, the release's in-process ceiling (in a cache of its own: other tests' runs never see it)."""
+    cache = tmp_path / "cache"
+    for d in ("toolchain", "build"):
+        (toolchain.cache / d).mkdir(parents=True, exist_ok=True)
+        (cache / d).parent.mkdir(parents=True, exist_ok=True)
+        (cache / d).symlink_to(toolchain.cache / d)
     res = kwokbench("bisect", str(REPO / "scenarios/dra-shared.yaml"), "--kubernetes", "v1.36.4,v1.36.4",
-                    "--metric", "unscheduled", "--repeat", "1", "--set", "workloads.0.settle_seconds=4",
-                    "--out", str(tmp_path), check=True, timeout=900)
+                    "--metric", "unscheduled", "--repeat", "1", "--set", "workloads.0.settle_seconds=4", "--ceiling",
+                    "--out", str(tmp_path / "out"), env={"KWOKBENCH_CACHE": str(cache)}, check=True, timeout=1800)
     assert "unscheduled: no change from v1.36.4 to v1.36.4" in res.stdout, res.stdout
-    [path] = list(tmp_path.glob("dra-shared/bisect-*"))
+    [path] = list((tmp_path / "out").glob("dra-shared/bisect-*"))
     from kwokbench.bisect import load
 
     doc = load(path)
@@ -82,7 +89,10 @@ def test_bisect_an_a_a_over_one_release_reports_no_change(tmp_path: Path) -> Non
     assert doc["builds"] == {"v1.36.4": {"cached": True, "seconds": doc["builds"]["v1.36.4"]["seconds"]}}
     [rnd] = doc["rounds"]
     assert rnd["values"] == [[1.0], [1.0]] and rnd["steps"][0]["step"] == "same"
-    runs = {r.meta["variant"]["name"]: r for r in map(load_run, find_runs([tmp_path]))}
+    [ceiling] = doc["ceilings"].values()
+    assert list(doc["ceilings"]) == ["v1.36.4"] and ceiling["pods_per_second"] > 0
+    assert Path(ceiling["file"]).is_relative_to(cache) and "ceiling from" in res.stdout
+    runs = {r.meta["variant"]["name"]: r for r in map(load_run, find_runs([tmp_path / "out"]))}
     assert set(runs) == {"k-v1-36-4", "k-v1-36-4-b"}
     assert all(r.meta["cluster"]["served_version"] == "v1.36.4" and r.summary
                and r.summary["pods_scheduled"] == 4 for r in runs.values())

@@ -17,7 +17,7 @@ from kwokbench.report.bisect import rows
 # what the module proxy had on 2026-11-26 for these minors (a subset: enough to walk every rule)
 ON_PROXY = {
     "v1.35.0", "v1.35.1", "v1.35.2", "v1.35.3", "v1.35.4",
-    "v1.36.0-alpha.0", "v1.36.0-alpha.1", "v1.36.0-alpha.2", "v1.36.0-beta.0", "v1.36.0-rc.0", "v1.36.0-rc.1",
+    "v1.36.0-alpha.0", "v1.36.0-alpha.1", "v1.36.0-alpha.3", "v1.36.0-beta.0", "v1.36.0-rc.0", "v1.36.0-rc.1",
     "v1.36.0", "v1.36.1", "v1.36.2", "v1.36.3", "v1.36.4", "v1.36.5",
     "v1.37.0-alpha.0", "v1.37.0-alpha.1", "v1.37.0-beta.0", "v1.37.0-rc.0", "v1.37.0", "v1.37.1", "v1.37.2",
 }
@@ -39,10 +39,11 @@ def test_a_path_across_minors_leaves_the_older_minors_later_patches_aside() -> N
 
 def test_pre_releases_are_on_the_path_with_pre() -> None:
     assert release_path("v1.35.4", "v1.36.1", True, exists) == [
-        "v1.35.4", "v1.36.0-alpha.0", "v1.36.0-alpha.1", "v1.36.0-alpha.2", "v1.36.0-beta.0", "v1.36.0-rc.0",
+        "v1.35.4", "v1.36.0-alpha.0", "v1.36.0-alpha.1", "v1.36.0-alpha.3", "v1.36.0-beta.0", "v1.36.0-rc.0",
         "v1.36.0-rc.1", "v1.36.0", "v1.36.1"]
+    # (alpha.2 missing, alpha.3 there: every number is asked)
     assert release_path("v1.36.0-alpha.1", "v1.36.0-rc.0", True, exists) == [
-        "v1.36.0-alpha.1", "v1.36.0-alpha.2", "v1.36.0-beta.0", "v1.36.0-rc.0"]
+        "v1.36.0-alpha.1", "v1.36.0-alpha.3", "v1.36.0-beta.0", "v1.36.0-rc.0"]
 
 
 def test_a_last_tag_the_proxy_lacks_is_one_line() -> None:

@@ -83,6 +83,8 @@ def test_ldflags_stamp_both_version_packages() -> None:
         assert f"-X {pkg}.gitMinor=36" in ld
     with pytest.raises(ToolchainError):
         kubernetes_ldflags("v0.36.4-devel")
+    pre = kubernetes_ldflags("v1.36.0-rc.0")  # a pre-release tag is built and stamped as itself
+    assert "gitVersion=v1.36.0-rc.0" in pre and "gitMinor=36" in pre
 
 
 def test_cache_is_version_keyed(tmp_path: Path) -> None:
