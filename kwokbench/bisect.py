@@ -35,11 +35,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from kwokbench import __version__
-from kwokbench.errors import KwokbenchError, ScenarioError, StoreError
+from kwokbench.errors import ScenarioError, StoreError
 from kwokbench.gate import METRICS, Metric, parse_gate
 from kwokbench.progress import Reporter, Silent
 from kwokbench.stats import Comparison, compare, compare_worst
-from kwokbench.store import _atomic_write, digest, host_info, owner, read_versioned, settle_status
+from kwokbench.store import _atomic_write, digest, host_info, outcome, owner, read_versioned, settle_status
 from kwokbench.toolchain import versions
 
 if TYPE_CHECKING:
@@ -384,27 +384,27 @@ def run_bisect(scenario: Scenario, scenario_path: Path, opts: BisectOptions, rep
         save(bisect_dir, doc)
 
     try:
-        s = search(path, measure, metric, allowed, opts.repeat, opts.max_repeat, on_round)
-        doc["result"] = s.result
-        if opts.ceiling:
-            from kwokbench.ceiling import measure_ceiling
-
-            nodes = sum(g.count for g in scenario.cluster.node_groups)
-            pods = sum(w.count for w in scenario.workloads)
-            for tag in sorted({t for r in s.rounds for t in r["tags"]}, key=versions.tag_key):
-                where, c = measure_ceiling(nodes, pods, 1, 900.0, rep, kubernetes=tag)
-                doc["ceilings"][tag] = {"pods_per_second": c.get("pods_per_second"), "workload": c.get("workload"),
-                                        "file": str(where)}
-                save(bisect_dir, doc)
-        doc["status"] = "complete"
-    except KeyboardInterrupt:
-        doc["status"] = "interrupted"
-        raise
-    except KwokbenchError as e:
-        doc["status"], doc["error"] = "failed", str(e)
-        raise
+        with outcome(doc):
+            s = search(path, measure, metric, allowed, opts.repeat, opts.max_repeat, on_round)
+            doc["result"] = s.result
+            if opts.ceiling:
+                _ceilings(scenario, sorted({t for r in s.rounds for t in r["tags"]}, key=versions.tag_key), doc,
+                          bisect_dir, rep)
     finally:
         doc["sentence"] = sentence(doc)
         doc["ended_at"] = datetime.now(UTC).isoformat()
         save(bisect_dir, doc)
     return bisect_dir
+
+
+def _ceilings(scenario: Scenario, tags: list[str], doc: dict[str, Any], bisect_dir: Path, rep: Reporter) -> None:
+    """scheduler_perf's in-process ceiling of each release measured, at the scenario's size (saved after each)."""
+    from kwokbench.ceiling import measure_ceiling
+
+    nodes = sum(g.count for g in scenario.cluster.node_groups)
+    pods = sum(w.count for w in scenario.workloads)
+    for tag in tags:
+        where, c = measure_ceiling(nodes, pods, 1, 900.0, rep, kubernetes=tag)
+        doc["ceilings"][tag] = {"pods_per_second": c.get("pods_per_second"), "workload": c.get("workload"),
+                                "file": str(where)}
+        save(bisect_dir, doc)

@@ -493,6 +493,19 @@ def schema() -> None:
     typer.echo(json.dumps(json_schema(), indent=2))
 
 
+def _end_cleanly_on_signals() -> None:
+    """SIGTERM and SIGINT end a command as Ctrl-C does (KeyboardInterrupt: its clusters torn down, what it
+    measured kept). A shell starting kwokbench in the background sets SIGINT to "ignore", and then Python installs
+    no handler: this makes Ctrl-C / kill -INT always end the run cleanly."""
+    import signal
+
+    def on_term(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 @app.command("run", rich_help_panel=PANEL_RUN)
 @handled
 def run_cmd(
@@ -519,7 +532,6 @@ def run_cmd(
     location: Annotated[str | None, typer.Option(help=LOCATION_HELP)] = None,
 ) -> None:
     """Run a scenario: cluster up, submit at the target rate, record pod timelines, store, summarise."""
-    import signal
 
     from kwokbench import console
     from kwokbench.measure.profile import components
@@ -541,13 +553,7 @@ def run_cmd(
         def on_stored(r: Any) -> None:
             push_runs(shared, [r.path], location, rep)
 
-    def on_term(signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGTERM, on_term)
-    # a shell starting kwokbench in the background sets SIGINT to "ignore", and then Python installs no
-    # handler: make Ctrl-C / kill -INT always end the run cleanly
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    _end_cleanly_on_signals()
     opts = RunOptions(out=out, cluster=cluster, keep_cluster=keep_cluster, submit_workers=submit_workers,
                       variants=variant or [], scrape_interval=scrape_interval, repeat=repeat,
                       profile=components(profile or []), shard=part,
@@ -612,7 +618,6 @@ def sweep(
     ref: Annotated[str | None, typer.Option(help=REF_HELP)] = None,
 ) -> None:
     """Capacity planning: every cluster size × submit rate; the knee of each size within the SLO."""
-    import signal
 
     from kwokbench import console
     from kwokbench.job_manifest import sweep_args
@@ -635,13 +640,7 @@ def sweep(
     if image or parallelism or results_claim or namespace:
         raise ScenarioError("--image, --parallelism, --results-claim and --namespace go with --emit-job N")
 
-    def on_term(signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGTERM, on_term)
-    # a shell starting kwokbench in the background sets SIGINT to "ignore", and then Python installs no
-    # handler: make Ctrl-C / kill -INT always end the run cleanly
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    _end_cleanly_on_signals()
     path = run_sweep(sc, file, opts, console.RichReporter())
     doc = load(path)
     columns, rows = sweep_report.rows(doc)
@@ -677,7 +676,6 @@ def bisect(
     """Which release changed it: a scenario over Kubernetes releases, bisected until two adjacent releases
     differ by more than the metric's allowed change (the gate's test, runs interleaved), with each release's
     build time and, with --ceiling, its in-process ceiling."""
-    import signal
 
     from kwokbench import console
     from kwokbench.bisect import BisectOptions, load, run_bisect, sentence
@@ -690,11 +688,7 @@ def bisect(
                          variant=variant, ceiling=with_ceiling, out=out,
                          runs=RunOptions(scrape_interval=scrape_interval, commit=commit))
 
-    def on_term(signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGTERM, on_term)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    _end_cleanly_on_signals()
     path = run_bisect(sc, file, opts, console.RichReporter())
     doc = load(path)
     columns, rows = bisect_report.rows(doc)
@@ -777,7 +771,6 @@ def ceiling(
     """This host's ceiling: scheduler_perf (the same kube-scheduler with an in-process apiserver and etcd)
     on its workload nearest the size (SchedulingBasic, or a DRA test case); stored per host and Kubernetes
     version, and shown next to every run's throughput."""
-    import signal
 
     from kwokbench import console
     from kwokbench.ceiling import measure_ceiling, result_rows, unstable
@@ -799,11 +792,7 @@ def ceiling(
     elif set_:
         raise ScenarioError("--set goes with --scenario")
 
-    def on_term(signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGTERM, on_term)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    _end_cleanly_on_signals()
     assert nodes is not None
     path, doc = measure_ceiling(nodes, pods, runs, timeout, console.RichReporter(), test_case=test_case,
                                  kubernetes=release)

@@ -12,10 +12,12 @@ Every file is written to a temporary name and renamed, so a crash never leaves a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import secrets
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,7 +26,7 @@ from typing import Any
 import orjson
 
 from kwokbench import __version__
-from kwokbench.errors import StoreError
+from kwokbench.errors import KwokbenchError, StoreError
 
 FORMAT_VERSION = 1
 META, SUMMARY, PODS, REQUESTS = "meta.json", "summary.json", "pods.parquet", "requests.parquet"
@@ -105,6 +107,22 @@ def owner() -> dict[str, Any]:
     import psutil
 
     return {"hostname": platform.node(), "pid": os.getpid(), "started": psutil.Process().create_time()}
+
+
+@contextlib.contextmanager
+def outcome(doc: dict[str, Any]) -> Iterator[None]:
+    """The ``status`` of a document written while a long command runs (a sweep, a bisection): ``complete`` when
+    the block ends, ``interrupted`` on Ctrl-C or SIGTERM, ``failed`` with its ``error`` on a kwokbench error
+    (re-raised either way). The caller saves the document in its own ``finally``."""
+    try:
+        yield
+        doc["status"] = "complete"
+    except KeyboardInterrupt:
+        doc["status"] = "interrupted"
+        raise
+    except KwokbenchError as e:
+        doc["status"], doc["error"] = "failed", str(e)
+        raise
 
 
 def settle_status(doc: dict[str, Any]) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from kwokbench.scenario import QpsArrival, Scenario
 from kwokbench.shard import Shard, shard_cells
 from kwokbench.store import SWEEP as SWEEP
 from kwokbench.store import SWEEP_FORMAT_VERSION as SWEEP_FORMAT_VERSION
-from kwokbench.store import _atomic_write, digest, host_info, owner, read_versioned, settle_status
+from kwokbench.store import _atomic_write, digest, host_info, outcome, owner, read_versioned, settle_status
 
 
 @dataclass
@@ -207,7 +207,7 @@ def run_sweep(scenario: Scenario, scenario_path: Path, opts: SweepOptions, repor
     title = f"sweep {scenario.name}: {len(nodes)} sizes × {len(rates)} rates" + (
         f", shard {shard}: {total} of {len(grid)} points" if shard else "")
     try:
-        with rep.counter(title, total) as advance:
+        with outcome(doc), rep.counter(title, total) as advance:
             done = 0
             for n in sorted({n for n, _ in cells}):
                 sized = scaled(scenario, n)
@@ -249,13 +249,6 @@ def run_sweep(scenario: Scenario, scenario_path: Path, opts: SweepOptions, repor
                         with contextlib.suppress(KwokbenchError):
                             k.delete(cluster, rep)
                     watchdog.stop(guard)
-        doc["status"] = "complete"
-    except KeyboardInterrupt:
-        doc["status"] = "interrupted"
-        raise
-    except KwokbenchError as e:
-        doc["status"], doc["error"] = "failed", str(e)
-        raise
     finally:
         ks = knees(doc["points"])
         doc["knees"] = {str(n): v for n, v in ks.items()}

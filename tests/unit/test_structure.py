@@ -26,7 +26,7 @@ LAYERS = [
     ["components"],
     ["plan"],
     ["runner"],
-    ["sweep"],
+    ["sweep", "bisect"],
     ["report", "merge"],
     ["cli", "__main__", "docs_gen"],
 ]
