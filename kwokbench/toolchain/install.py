@@ -582,6 +582,7 @@ def _staging_refused(env: dict[str, str], tag: str) -> list[str]:
             with urllib.request.urlopen(f"{proxy}/{mod}/@v/{staging}.info", timeout=30):
                 return False
         except urllib.error.HTTPError as e:
+            e.close()
             return e.code in (403, 404, 410)
         except (OSError, ValueError):
             return False
@@ -616,6 +617,7 @@ def _sumdb_lookup(env: dict[str, str], module: str) -> bool | None:
         with urllib.request.urlopen(f"{proxy}/sumdb/{db}/lookup/{module}", timeout=30) as r:
             return bool(r.status == 200)
     except urllib.error.HTTPError as e:
+        e.close()
         return False if e.code in (404, 410) else None
     except (OSError, ValueError):
         return None

@@ -100,3 +100,41 @@ def test_releases_the_variants_compare_are_not_a_comparability_warning(tmp_path:
     c = _run(tmp_path, "c", "v1.37.2", None)
     d = _run(tmp_path, "d", "v1.36.4", None)
     assert any("toolchain.kubernetes" in w for w in comparability([c, d]))
+
+
+def test_a_release_whose_staging_modules_the_proxy_refuses_is_named(tmp_path: Path) -> None:
+    """What a build imports besides k8s.io/kubernetes itself: its staging modules at v0.N.P. A proxy (a local HTTP
+    server standing in for proxy.golang.org's answers, as this machine's gave them for v1.36.0-rc.0) that refuses
+    one the build imports is a problem; one no kwokbench binary imports (k8s.io/sample-cli-plugin) is not."""
+    import http.server
+    import threading
+
+    from kwokbench.toolchain.install import _go_env, _staging_refused
+
+    gomod = ("module k8s.io/kubernetes\n\nreplace (\n\tk8s.io/api => ./staging/src/k8s.io/api\n"
+             "\tk8s.io/cri-client => ./staging/src/k8s.io/cri-client\n"
+             "\tk8s.io/sample-cli-plugin => ./staging/src/k8s.io/sample-cli-plugin\n)\n")
+    served = {"/k8s.io/kubernetes/@v/v1.36.0-rc.0.mod": gomod, "/k8s.io/kubernetes/@v/v1.36.4.mod": gomod,
+              "/k8s.io/api/@v/v0.36.0-rc.0.info": "{}", "/k8s.io/api/@v/v0.36.4.info": "{}",
+              "/k8s.io/cri-client/@v/v0.36.4.info": "{}"}
+
+    class Proxy(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = served.get(self.path)
+            self.send_response(200 if body is not None else 403)
+            self.end_headers()
+            self.wfile.write((body or "not available").encode())
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        env = {**_go_env(), "GOPROXY": f"http://127.0.0.1:{server.server_address[1]}"}
+        assert _staging_refused(env, "v1.36.0-rc.0") == ["k8s.io/cri-client@v0.36.0-rc.0"]
+        assert _staging_refused(env, "v1.36.4") == []  # sample-cli-plugin refused, but nothing imports it
+        assert _staging_refused(env, "v1.37.0") == []  # no go.mod to read: nothing known to be missing
+    finally:
+        server.shutdown()
+        server.server_close()
