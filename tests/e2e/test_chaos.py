@@ -25,9 +25,14 @@ def test_scheduler_restart_loses_no_pod_and_reports_recovery(tmp_path: Path) -> 
     [event] = read_doc(run.path, CHAOS)["events"]
     assert event["action"] == "restart-scheduler" and event["new_pid"] != event["old_pid"]
     assert event["started"] - event["stopped"] >= 3 and event["ready"] is not None
-    # nothing was bound while the scheduler was down (beyond bindings already in flight)
+    # nothing was bound while the scheduler was down: a pod the apiserver created (its own clock, 1 s resolution)
+    # after the scheduler stopped is seen bound only after it started again. Judged by creation: on a loaded host
+    # the watch sees bindings made before the stop seconds late (19 pods seen inside the window under a one-core
+    # CPU hog with two test files running, every one created before the stop)
     p = run.pods
-    assert int(((p["scheduled"] > event["stopped"] + 0.5) & (p["scheduled"] < event["started"])).sum()) == 0
+    after_stop = p["creation_timestamp"] > event["stopped"] + 1
+    assert int((after_stop & (p["scheduled"] < event["started"])).sum()) == 0
+    assert int((after_stop & (p["creation_timestamp"] < event["started"])).sum()) > 0  # pods arrived while it was down
     chaos = run.summary["chaos"]
     assert chaos["pods_lost"] == 0
     assert run.summary["pods_scheduled"] == 1500  # the backlog was scheduled after the restart

@@ -65,6 +65,6 @@ def test_help_groups_the_commands_in_panels_in_the_order_of_the_data_flow() -> N
         elif line.startswith("│ ") and current != "Options" and line[2] != " ":  # not a wrapped help line
             panels[current].append(line[2:].split()[0])
     assert panels == {"Options": [], "Cluster": ["up", "status", "down", "capture"],
-                      "Run": ["validate", "schema", "run", "sweep", "merge", "ceiling"],
+                      "Run": ["validate", "schema", "run", "sweep", "bisect", "merge", "ceiling"],
                       "Analyse": ["analyse", "report", "gate"], "History": ["history", "detect"],
                       "Toolchain": ["tools"]}
