@@ -122,16 +122,18 @@ TAINT_WAIT = 30.0
 
 
 async def _tainted(api: Api, names: set[str], timeout: float = TAINT_WAIT) -> float | None:
-    """When every one of ``names`` carried the node-lifecycle controller's NoSchedule taint (polled; None when
-    not within ``timeout``): from then on the scheduler has a reason to avoid them. On a loaded host the
-    controller-manager takes seconds to react, and that is not the scheduler's delay."""
+    """When every one of ``names`` carried the node-lifecycle controller's NoSchedule taint (polled, each node by
+    its own GET until it has it: never a list of the whole cluster; None when not within ``timeout``): from then on
+    the scheduler has a reason to avoid them. On a loaded host the controller-manager takes seconds to react, and
+    that is not the scheduler's delay."""
+    pending = set(names)
     deadline = time.time() + timeout
     while time.time() < deadline:
-        nodes = await api.json("GET", "/api/v1/nodes")
-        tainted = {n["metadata"]["name"] for n in nodes.get("items") or []
-                   if any(t.get("key") in NOT_READY_TAINTS and t.get("effect") == "NoSchedule"
-                          for t in (n.get("spec") or {}).get("taints") or [])}
-        if names <= tainted:
+        got = await asyncio.gather(*(api.json("GET", f"/api/v1/nodes/{n}") for n in sorted(pending)))
+        pending -= {(n.get("metadata") or {}).get("name") for n in got
+                    if any(t.get("key") in NOT_READY_TAINTS and t.get("effect") == "NoSchedule"
+                           for t in (n.get("spec") or {}).get("taints") or [])}
+        if not pending:
             return time.time()
         await asyncio.sleep(0.5)
     return None

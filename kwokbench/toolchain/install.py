@@ -542,32 +542,43 @@ def proxy_problem(tag: str) -> str | None:
             return "is not on the Go module proxy"
         last = (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
         raise ToolchainError(f"could not ask the Go module proxy for Kubernetes {tag}: {last}")
-    sumdb = _sumdb_lookup(env, f"k8s.io/kubernetes@{tag}")
+    settings = _go_settings(env)
+    sumdb = _sumdb_lookup(settings, f"k8s.io/kubernetes@{tag}")
     if sumdb is not None and not sumdb:
         return "is on the Go module proxy, but the checksum database has no record of it, so Go will not fetch it"
-    refused = _staging_refused(env, tag)
+    refused = _staging_refused(settings, tag)
     if refused:
         return (f"is on the Go module proxy, but {len(refused)} of the modules it is built from are not "
                 f"({', '.join(refused[:3])}{', …' if len(refused) > 3 else ''})")
     return None
 
 
-def _proxy_url(env: dict[str, str]) -> str:
+GO_SETTINGS = ("GOPROXY", "GOSUMDB", "GONOSUMDB", "GOPRIVATE", "GONOSUMCHECK")
+
+
+def _go_settings(env: dict[str, str]) -> dict[str, str]:
+    """The go command's module settings (one ``go env -json``; {} when it cannot answer)."""
     try:
-        raw = subprocess.run(["go", "env", "GOPROXY"], capture_output=True, text=True, timeout=30, env=env,
-                             check=False).stdout.strip()
-    except (subprocess.SubprocessError, OSError):
-        return ""
+        out = subprocess.run(["go", "env", "-json", *GO_SETTINGS], capture_output=True, text=True, timeout=30,
+                             env=env, check=False).stdout
+        got = json.loads(out or "{}")
+    except (subprocess.SubprocessError, OSError, ValueError):
+        return {}
+    return {k: str(v) for k, v in got.items()} if isinstance(got, dict) else {}
+
+
+def _proxy_url(settings: dict[str, str]) -> str:
+    raw = settings.get("GOPROXY", "")
     return next((p for p in re.split(r"[,|]", raw) if p.startswith("http")), "").rstrip("/")
 
 
-def _staging_refused(env: dict[str, str], tag: str) -> list[str]:
+def _staging_refused(settings: dict[str, str], tag: str) -> list[str]:
     """The staging modules (``k8s.io/api``… at ``v0.N.P``) of k8s.io/kubernetes ``tag`` that the module proxy does
     not serve: a build needs every one (this machine's proxy refuses some of the pre-release tags', e.g.
     k8s.io/cri-client@v0.36.0-rc.0). Asked over HTTP, at once; [] when the proxy cannot be asked."""
     from concurrent.futures import ThreadPoolExecutor
 
-    proxy = _proxy_url(env)
+    proxy = _proxy_url(settings)
     if not proxy:
         return []
     try:
@@ -598,19 +609,13 @@ NOT_IMPORTED = frozenset({"k8s.io/sample-apiserver", "k8s.io/sample-cli-plugin",
 v1.36.0 builds)."""
 
 
-def _sumdb_lookup(env: dict[str, str], module: str) -> bool | None:
+def _sumdb_lookup(settings: dict[str, str], module: str) -> bool | None:
     """Whether the checksum database (through the module proxy, as the go command asks it) knows ``module@version``;
     None when Go does not check it here (GOSUMDB=off, GONOSUMDB/GOPRIVATE/GONOSUMCHECK covering k8s.io, no proxy) or
     the answer is neither yes nor no."""
-    def go_env(name: str) -> str:
-        try:
-            return subprocess.run(["go", "env", name], capture_output=True, text=True, timeout=30, env=env,
-                                  check=False).stdout.strip()
-        except (subprocess.SubprocessError, OSError):
-            return ""
-    db = go_env("GOSUMDB").split()[0] if go_env("GOSUMDB") else ""
-    skip = ",".join(go_env(n) for n in ("GONOSUMDB", "GOPRIVATE", "GONOSUMCHECK"))
-    proxy = _proxy_url(env)
+    db = (settings.get("GOSUMDB", "").split() or [""])[0]
+    skip = ",".join(settings.get(n, "") for n in ("GONOSUMDB", "GOPRIVATE", "GONOSUMCHECK"))
+    proxy = _proxy_url(settings)
     if not db or db == "off" or "k8s.io" in skip or not proxy:
         return None
     try:

@@ -109,7 +109,7 @@ def test_a_release_whose_staging_modules_the_proxy_refuses_is_named(tmp_path: Pa
     import http.server
     import threading
 
-    from kwokbench.toolchain.install import _go_env, _staging_refused
+    from kwokbench.toolchain.install import _staging_refused
 
     gomod = ("module k8s.io/kubernetes\n\nreplace (\n\tk8s.io/api => ./staging/src/k8s.io/api\n"
              "\tk8s.io/cri-client => ./staging/src/k8s.io/cri-client\n"
@@ -131,7 +131,7 @@ def test_a_release_whose_staging_modules_the_proxy_refuses_is_named(tmp_path: Pa
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        env = {**_go_env(), "GOPROXY": f"http://127.0.0.1:{server.server_address[1]}"}
+        env = {"GOPROXY": f"http://127.0.0.1:{server.server_address[1]}"}  # the go command's settings
         assert _staging_refused(env, "v1.36.0-rc.0") == ["k8s.io/cri-client@v0.36.0-rc.0"]
         assert _staging_refused(env, "v1.36.4") == []  # sample-cli-plugin refused, but nothing imports it
         assert _staging_refused(env, "v1.37.0") == []  # no go.mod to read: nothing known to be missing
