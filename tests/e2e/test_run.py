@@ -152,7 +152,8 @@ def test_stock_client_limits_are_labelled_client_bound(tmp_path: Path, kwokctl: 
     assert lb["verdict"] == "scheduler-client", lb
     assert lb["evidence"]["backlog_max"] > 200 and lb["evidence"]["client_bound"]
     # the client's 50 QPS caps the binding rate from above; how far below it the rate sits depends on the host
-    # (a loaded 2-core host bound 24/s at p50 with the verdict still scheduler-client): no lower bound
+    # (a loaded 2-core host's apiserver took 24 binding POSTs/s at p50, the verdict still scheduler-client): no
+    # lower bound
     assert s["binding_rate"]["p50"] < 60
     assert not kwokctl.names() or all(not n.startswith("kb-") for n in kwokctl.names())  # torn down
 
