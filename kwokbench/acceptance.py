@@ -139,7 +139,9 @@ def verdict(ph: dict[str, Any], server: str | None = None) -> str | None:
     requests, created = ph.get("requests") or 0, ph.get("created") or 0
     if requests and (requests - created) / requests > 1 - ACCEPTED_MIN:
         errors = ", ".join(f"{k}: {v}" for k, v in (ph.get("errors") or {}).items())
-        return f"creates failed: {head}; {requests - created} of {requests} requests failed ({errors})"
+        made = ph.get("made_unanswered") or 0
+        made_s = f"; {made} of them made their pod all the same (answer lost)" if made else ""
+        return f"creates failed: {head}; {requests - created} of {requests} requests failed ({errors}){made_s}"
     wait = ph.get("rates", {}).get("connection_wait_seconds", {})
     wire = ph.get("rates", {}).get("wire_seconds", {})
     late = ph.get("rates", {}).get("send_lateness_seconds", {})

@@ -102,9 +102,12 @@ def request_stats(requests: pd.DataFrame, phases: list[dict[str, Any]],
         r = requests[requests["phase"] == ph["name"]] if len(requests) else requests
         ok = int(r["status"].isin(OK).sum()) if len(r) else 0
         created = stamps = None
+        seen: int | None = None
         # the apiserver's own view, for phases whose objects are the pods themselves
         if pods is not None and len(pods) and "workload" in pods and ph.get("kind", "Pod") == "Pod":
-            mine = pods[(pods["workload"] == ph["name"]) & ~pods["from_list"]]
+            everyone = pods[pods["workload"] == ph["name"]]
+            seen = len(everyone)  # pods first seen in a list count too (a watch that reconnected relists)
+            mine = everyone[~everyone["from_list"]]
             created = mine["created"].to_numpy(dtype=np.float64)
             if "creation_timestamp" in mine:
                 stamps = mine["creation_timestamp"].to_numpy(dtype=np.float64)
@@ -137,6 +140,10 @@ def request_stats(requests: pd.DataFrame, phases: list[dict[str, Any]],
             "latency_seconds": percentile_stats(r["latency"].to_numpy(dtype=np.float64) if len(r) else np.zeros(0)),
             "errors": codes,
             "throttled_429": codes.get("429", 0),
+            # a create whose connection dropped after the apiserver took it made a pod the client counts as
+            # failed (an apiserver restart does this): the watch's count of the phase's pods says how many
+            "seen": seen,
+            "made_unanswered": None if seen is None else max(0, seen - ok),
         }
         entry["not_accepted"] = verdict(entry)
         out.append(entry)

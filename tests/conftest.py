@@ -41,6 +41,33 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         Path(path).write_text(json.dumps({"version": 1, "tests": _PHASES}, indent=1) + "\n")
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Under pytest-xdist, a test marked ``quiet_host`` runs with no other worker's test beside it: its claim is
+    about where this host's CPU went (CI saw the arrival-bound case judged host-bound, 48% of the 2 CPUs taken by
+    the other worker's cluster). Every other test holds a shared lock; a quiet one waits for the exclusive lock,
+    and the turnstile keeps shared tests from starting meanwhile. One process: no lock."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run:
+        yield
+        return
+    import fcntl
+
+    # the workers' temporary folders share this run's parent (pytest keeps the last three runs' and removes older)
+    base = item.config._tmp_path_factory.getbasetemp().parent / f"host-{run}"  # type: ignore[attr-defined]
+    quiet = item.get_closest_marker("quiet_host") is not None
+    with open(f"{base}.turnstile", "a") as gate, open(f"{base}.host", "a") as host:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        fcntl.flock(host, fcntl.LOCK_EX if quiet else fcntl.LOCK_SH)
+        if not quiet:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(host, fcntl.LOCK_UN)
+            fcntl.flock(gate, fcntl.LOCK_UN)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/e2e/" in str(item.fspath).replace(os.sep, "/"):

@@ -30,6 +30,7 @@ def _run(tmp: Path, *args: str) -> tuple[dict[str, Any], str]:
     return s, res.stdout
 
 
+@pytest.mark.quiet_host
 def test_arrival_bound(cluster: ClusterInfo, tmp_path: Path) -> None:
     """100 nodes, 500 pods at 50/s, which the scheduler binds as they come. (Quickstart's 100/s is already
     more than this 2-core host's apiserver takes on a slow day: it ran at 0.98 cores and bound 75/s.)"""

@@ -82,11 +82,15 @@ def test_apiserver_restart_is_survived_by_watch_and_scrapes(tmp_path: Path) -> N
     assert run.summary is not None
     [event] = read_doc(run.path, CHAOS)["events"]
     assert event["component"] == "kube-apiserver" and event["ready"] is not None
-    # creates sent while the apiserver was down fail and are counted (never retried); every accepted pod
-    # is scheduled and seen by the watch, which resumed after the restart
+    # creates sent while the apiserver was down fail and are counted (never retried); every pod the apiserver
+    # made is scheduled and seen by the watch, which resumed after the restart. A create whose connection dropped
+    # after the apiserver took it (CI: 13 of 1124) made a pod the client counts as failed: the summary says how many
     [submit] = run.summary["submit"]
-    assert submit["created"] < 4000 and sum(submit["errors"].values()) == 4000 - submit["created"]
-    assert run.summary["pods_scheduled"] == submit["created"]
+    failed = sum(submit["errors"].values())
+    assert submit["created"] < 4000 and failed == 4000 - submit["created"]
+    assert submit["seen"] == run.summary["pods_scheduled"] == submit["created"] + submit["made_unanswered"]
+    assert submit["made_unanswered"] <= submit["errors"].get("connection error", 0) + sum(
+        v for k, v in submit["errors"].items() if k.startswith("5"))
     assert run.summary["chaos"]["pods_lost"] == 0
     assert run.summary["watch_errors"], "the watch should have recorded its reconnect"
     [rec] = run.summary["chaos"]["events"]

@@ -6,6 +6,7 @@ belongs to some other process (here a ``sleep`` started by the test).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -224,3 +225,20 @@ def test_telling_line_is_a_go_panic_not_its_stack_trace(tmp_path: Path) -> None:
     log.write_text("I1125 started\nE1125 the last word\n\n")
     assert processes.telling_line(log) == "E1125 the last word"
     assert processes.telling_line(tmp_path / "absent.log") == "(no output)"
+
+
+def test_a_process_that_exits_leaving_components_running_does_not_warn(tmp_path: Path) -> None:
+    """`kwokbench up` (or a test worker) exits with its components running on: their ``Popen`` objects must not
+    print "subprocess … is still running" at exit (CI's log had one, under the tests' warnings-as-errors)."""
+    d = _cluster(tmp_path, "c")
+    code = ("import sys, warnings; from pathlib import Path; warnings.simplefilter('error');"
+            "from kwokbench.cluster import processes;"
+            f"p = processes.spawn(Path(sys.argv[1]), 'sleeper', ['{SLEEP}', '30'], sys.argv[1]); print(p.pid)")
+    res = subprocess.run([sys.executable, "-c", code, str(d)], capture_output=True, text=True, timeout=60)
+    pid = int(res.stdout)
+    try:
+        assert res.returncode == 0 and res.stderr == "", res.stderr
+        assert psutil.pid_exists(pid)  # it runs on: stopping it is `down`'s job, through its pid file
+    finally:
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(pid).kill()
