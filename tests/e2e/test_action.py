@@ -132,7 +132,13 @@ def test_a_slower_score_plugin_fails_the_pull_request(repo: dict[str, str], tmp_
     assert "❌ regression" in table["scheduler_cpu_per_pod [plugin]"], res.summary
     assert "regression" not in table["scheduler_cpu_per_pod [stock]"], res.summary
     errors = [a for a in res.annotations if a.startswith("::error")]
-    assert errors and all("[plugin]" in a for a in errors), res.annotations
+    assert any("scheduler_cpu_per_pod [plugin] regression" in a for a in errors), res.annotations
+    # the stock variant's CPU per pod is the A/A the claim rests on; its latency is the host's: with the other
+    # test worker's cluster beside it, the host's speed moved 186% within a group and latency_p90 [stock] was
+    # flagged +49% (p=0.026, 2 pairs) while the summary warned that the host moved (a clean-clone run of 55212cb here)
+    assert not [a for a in errors if "scheduler_cpu_per_pod [stock]" in a], res.annotations
+    if [a for a in errors if "[stock]" in a]:
+        assert "⚠️ stock: host speed moved" in res.summary, res.summary
     assert res.summary.startswith("## kwokbench gate: ❌ regression")
     # the base built and ran its own (fast) plugin: its CPU per pod is well below the head's
     out = _out(repo, tmp_path) / "runs"
