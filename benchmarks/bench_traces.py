@@ -12,6 +12,12 @@ whose CPU was full; then the simulator's rows; and the allocation-against-arrive
     python benchmarks/bench_traces.py                          # run every variant (3-6 min each here)
     python benchmarks/bench_traces.py --variant gpu-binpack    # one of them
     python benchmarks/bench_traces.py --runs DIR               # only print, from runs already stored in DIR
+    python benchmarks/bench_traces.py --policies               # the paper's six policies as plugins/gpushare
+
+With --policies it runs `scenarios/alibaba-gpu-2023-policies.yaml` instead (the 1213 GPU nodes, the six policies of
+plugins/gpushare, FGD again with kube-scheduler's random tie-break) and prints, from the GPU each pod was given,
+the paper's fragmentation measure at the end (% of the GPU capacity, against the trace's typical pods) beside the
+simulator's at 130%.
 """
 
 from __future__ import annotations
@@ -29,8 +35,10 @@ import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios/alibaba-gpu-2023.yaml"
+POLICIES_SCENARIO = REPO / "scenarios/alibaba-gpu-2023-policies.yaml"
 TRACES = Path(os.environ.get("KWOKBENCH_TRACES") or REPO.parent / "shared" / "traces")
 POLICIES = ("01-Random", "05-BestFit", "06-FGD")
+ALL_POLICIES = ("01-Random", "02-DotProd", "03-GpuClustering", "04-GpuPacking", "05-BestFit", "06-FGD")
 
 
 def at(curve: list[dict[str, float]], percent: float) -> float | None:
@@ -55,6 +63,29 @@ def where_cpu_pods_went(run: Path) -> dict[str, float]:
             "free_gpus": float(free_gpus.sum()), "free_gpus_cpu_full": float(free_gpus[cpu_full].sum())}
 
 
+def per_gpu_fragmentation(run: Path) -> float | None:
+    """The paper's fragmentation at the end of the run, from the GPU each pod was given (pods.parquet's gpu_index):
+    each GPU node's F_n(M) against the trace's typical pods, summed, as % of the GPU capacity. None without
+    recorded choices."""
+    from kwokbench.gpu_choices import held
+    from kwokbench.trace.alibaba import read_openb_pods
+    from kwokbench.trace.fgd import fragmentation, typical_pods
+
+    pods, nodes = pd.read_parquet(run / "pods.parquet"), pd.read_parquet(run / "nodes.parquet")
+    if "gpu_index" not in pods or not (pods["gpu_index"].fillna("") != "").any():
+        return None
+    workload = typical_pods(read_openb_pods(TRACES / "alibaba-gpu-2023" / "openb_pod_list_default.csv"))
+    ledger, _, _ = held(pods, nodes)
+    live = pods[(pods["node"].fillna("") != "") & ~pods["deleted"]]
+    cpu_used = live.groupby("node")["cpu_m"].sum()
+    total = 0.0
+    for name, cpu, gpus, model in zip(nodes["name"], nodes["cpu_m"], nodes["gpus"], nodes["gpu_model"], strict=True):
+        if gpus:
+            free = [1000.0 - ledger.get((name, i), 0.0) for i in range(int(gpus))]
+            total += fragmentation(float(cpu) - float(cpu_used.get(name, 0.0)), free, str(model or ""), workload)
+    return 100 * total / (1000 * float(nodes["gpus"].sum()))
+
+
 def rows(root: Path) -> list[dict[str, Any]]:
     out = []
     for d in sorted(root.rglob("summary.json")):
@@ -75,14 +106,20 @@ def rows(root: Path) -> list[dict[str, Any]]:
                     "accepted": (s.get("submit") or [{}])[0].get("accepted_qps"),
                     "seconds": (pd.Timestamp(ended) - pd.Timestamp(started)).total_seconds()
                     if started and ended else None,
+                    "gpu_frag": per_gpu_fragmentation(d.parent),
                     "curve": curve, **where_cpu_pods_went(d.parent)})
     return out
 
 
-def simulator() -> pd.DataFrame:
+def simulator(policies: tuple[str, ...] = POLICIES) -> pd.DataFrame:
+    """The simulator's means over its seeds on the default pod list: GPU allocation at 100% and 130% arrived, and
+    fragmentation (% of capacity) at 130%."""
     d = pd.read_csv(TRACES / "fgd-expected" / "analysis_allo_discrete.csv")
-    d = d[(d.workload == "openb_pod_list_default") & d.sc_policy.isin(POLICIES)]
-    return d.groupby("sc_policy")[["100", "130"]].mean()
+    d = d[(d.workload == "openb_pod_list_default") & d.sc_policy.isin(policies)]
+    out = d.groupby("sc_policy")[["100", "130"]].mean()
+    f = pd.read_csv(TRACES / "fgd-expected" / "analysis_frag_discrete.csv")
+    f = f[(f.workload == "openb_pod_list_default") & f.sc_policy.isin(policies)]
+    return out.join(f.groupby("sc_policy")[["130"]].mean().rename(columns={"130": "frag130"}))
 
 
 def main() -> None:
@@ -90,11 +127,14 @@ def main() -> None:
     ap.add_argument("--variant", action="append", default=[], help="only these variants (default: all)")
     ap.add_argument("--runs", type=Path, help="print from runs stored here instead of running")
     ap.add_argument("--out", type=Path, help="keep the runs here (default: a temporary folder)")
+    ap.add_argument("--policies", action="store_true", help="the paper's policies as plugins/gpushare "
+                                                            "(scenarios/alibaba-gpu-2023-policies.yaml)")
     args = ap.parse_args()
     root = args.runs
     if root is None:
         root = args.out or Path(tempfile.mkdtemp(prefix="bench-traces-"))
-        cmd = [sys.executable, "-m", "kwokbench", "run", str(SCENARIO), "--out", str(root),
+        cmd = [sys.executable, "-m", "kwokbench", "run", str(POLICIES_SCENARIO if args.policies else SCENARIO),
+               "--out", str(root),
                *[a for v in args.variant for a in ("--variant", v)]]
         res = subprocess.run(cmd, stdin=subprocess.DEVNULL, check=False)
         if res.returncode != 0:
@@ -112,10 +152,16 @@ def main() -> None:
         print(f"  {r['variant']:<18} CPU-only pods on CPU-only nodes {r['cpu_pods_on_cpu_nodes']:.0f}%; CPU used on "
               f"CPU-only nodes {r['cpu_used_cpu_nodes']:.1f}%, on GPU nodes {r['cpu_used_gpu_nodes']:.1f}%; free GPUs "
               f"{r['free_gpus']:.0f}, {r['free_gpus_cpu_full']:.0f} of them on nodes with < 10% CPU free")
+    if any(r["gpu_frag"] is not None for r in found):
+        print("\nper GPU, from the GPU each pod was given: the paper's fragmentation at the end (% of capacity):")
+        for r in found:
+            if r["gpu_frag"] is not None:
+                print(f"  {r['variant']:<18} {r['gpu_frag']:.2f}")
     if (TRACES / "fgd-expected").is_dir():
-        print("\nthe paper's simulator (mean of seeds 42-51, GPU allocation % at 100% / 130% arrived):")
-        for policy, v in simulator().iterrows():
-            print(f"  {policy:<12} {v['100']:.1f}  {v['130']:.1f}")
+        print("\nthe paper's simulator (mean of seeds 42-51: GPU allocation % at 100% / 130% arrived, "
+              "fragmentation % at 130%):")
+        for policy, v in simulator(ALL_POLICIES if args.policies else POLICIES).iterrows():
+            print(f"  {policy:<16} {v['100']:.1f}  {v['130']:.1f}  {v['frag130']:.2f}")
     print("\nGPU allocation (% of capacity) against arrived workload, every 10%:")
     for r in found:
         print(f"  {r['variant']:<18} " + " ".join(f"{p['arrived']:.0f}:{p['allocated']:.1f}"

@@ -19,6 +19,7 @@ from kwokbench.bottleneck import limited_by
 from kwokbench.ceiling import ceiling_section, cpu_shares
 from kwokbench.chaos import pods_lost, rate_from_pods, recovery, rescheduling
 from kwokbench.dra import claims_section
+from kwokbench.gpu_choices import gpu_choices
 from kwokbench.jobs import jobs
 from kwokbench.metrics.derive import create_rates, derive
 from kwokbench.metrics.scrape import PROCS, SCRAPES
@@ -94,6 +95,8 @@ def analyse(run_dir: Path, write: bool = True) -> dict[str, Any]:
         wl = pd.read_parquet(run_dir / KUEUE_WORKLOADS) if (run_dir / KUEUE_WORKLOADS).exists() else None
         summary["jobs"] = jobs(with_columns(pods, PLACEMENT_COLUMNS), requests, phases, str(meta.get("run_label", "")),
                                wl)
+    if nodes_file.exists() and (choices := gpu_choices(pods, pd.read_parquet(nodes_file))) is not None:
+        summary["gpu_choices"] = choices
     if (run_dir / CLAIMS).exists():
         summary["claims"] = claims_section(pd.read_parquet(run_dir / CLAIMS), with_columns(pods, PLACEMENT_COLUMNS))
     extender = read_doc(run_dir, EXTENDER)

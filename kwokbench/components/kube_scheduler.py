@@ -37,6 +37,9 @@ class KubeSchedulerBase(SchedulerSpec):
         "KubeSchedulerConfiguration file (relative to the scenario). Client QPS/burst are set unlimited "
         "unless cluster.qps_limits is true."))
     extra_args: list[str] = Field(default_factory=list, description="Extra kube-scheduler flags, key=value.")
+    plugin_args: dict[str, dict[str, Any]] = Field(default_factory=dict, description=(
+        "pluginConfig args by plugin name, merged over the configuration's (each key replaces the one there), "
+        "e.g. `{GPUShare: {policy: BestFit}}`: variants that differ in one argument share one configuration file."))
 
 
 class KubeSchedulerSpec(KubeSchedulerBase):
@@ -119,6 +122,8 @@ class KubeScheduler(Scheduler):
         """The variant's configuration, flags and binary in the options its kube-scheduler is started with."""
         copts.scheduler_config = resolve_config(self.setup.base, self.variant.config)
         copts.extra_args = [*copts.extra_args, *[f"kube-scheduler={a}" for a in self.variant.extra_args]]
+        if self.variant.plugin_args:
+            copts.scheduler_plugin_args = {**copts.scheduler_plugin_args, **self.variant.plugin_args}
         if self.binary is not None:
             copts.scheduler_binary = self.binary
 

@@ -26,7 +26,7 @@ from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.labels import RUN_LABEL, WORKLOAD_LABEL
 from kwokbench.load.child import Flag, send_to_parent, spawn_parent
 from kwokbench.quantity import quantity
-from kwokbench.trace.format import GPU_DEMAND_ANNOTATION
+from kwokbench.trace.format import GPU_DEMAND_ANNOTATION, GPU_INDEX_ANNOTATION
 
 STATES = ("created", "scheduled", "running", "finished")
 PROGRESS = (*STATES, "deleted")
@@ -53,6 +53,9 @@ class PodRecord:
     """Requested memory in MiB."""
     gpu_milli: float = 0.0
     """Requested kwokbench.io/gpu-milli (a replayed trace's GPU sharing: thousandths of a GPU)."""
+    gpu_index: str = ""
+    """The GPU(s) a GPU-aware scheduler gave it, as its Binding's annotation kwokbench.io/gpu-index says ("2",
+    "0-1"; plugins/gpushare writes it): empty when none did."""
     scheduler: str = ""
     """spec.schedulerName: which scheduler owns the pod (several may share a cluster)."""
     from_list: bool = False
@@ -130,6 +133,7 @@ class Timeline:
         spec, status = pod.get("spec") or {}, pod.get("status") or {}
         if spec.get("nodeName"):
             rec.node = spec["nodeName"]
+            rec.gpu_index = str((meta.get("annotations") or {}).get(GPU_INDEX_ANNOTATION) or rec.gpu_index)
             self._mark(rec, "scheduled", t)
         phase = status.get("phase", "")
         rec.phase = phase or rec.phase
@@ -165,6 +169,7 @@ class Timeline:
             "gpus": np.array([r.gpus for r in rows], dtype=np.float64),
             "mem_mi": np.array([r.mem_mi for r in rows], dtype=np.float64),
             "gpu_milli": np.array([r.gpu_milli for r in rows], dtype=np.float64),
+            "gpu_index": pd.Series([r.gpu_index for r in rows], dtype="string"),
             "scheduler": pd.Series([r.scheduler for r in rows], dtype="string"),
             "from_list": np.array([r.from_list for r in rows], dtype=bool),
             "deleted": np.array([r.deleted for r in rows], dtype=bool),

@@ -39,6 +39,9 @@ MILLI_PER_GPU = 1000
 GPU_DEMAND_ANNOTATION = "kwokbench.io/gpu-demand"
 """A DRA-form trace pod's GPUs and milli-GPUs (``"k,m"``, as its per-node requests would be): read by the
 analysis only (allocation against arrival, pod classes); the scheduler sees the pod's claim."""
+GPU_INDEX_ANNOTATION = "kwokbench.io/gpu-index"
+"""The GPU(s) of its node a GPU-aware scheduler gave a pod (``"2"``, ``"0-1"``), put on its Binding, which the
+apiserver copies onto the pod: plugins/gpushare writes it, the watch records it, the analysis checks it per GPU."""
 
 _NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"

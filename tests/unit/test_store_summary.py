@@ -76,6 +76,18 @@ def test_timeline_first_observation_wins_and_relist_is_idempotent() -> None:
     assert not p1.from_list and df[df.name == "p2"].iloc[0].from_list
     assert tl.counts.tolist() == [[1, 1, 1, 0, 0], [1, 1, 1, 0, 0]]
     assert len(df) == 2
+    assert df["gpu_index"].tolist() == ["", ""]
+
+
+def test_timeline_records_the_gpu_a_binding_named() -> None:
+    """plugins/gpushare's choice arrives as the pod's annotation with its node (the Binding's, copied)."""
+    tl = Timeline(["a"])
+    tl.handle("ADDED", _ev("p1"), 1.0)
+    bound = _ev("p1", "n1")
+    bound["metadata"]["annotations"] = {"kwokbench.io/gpu-index": "0-1"}  # type: ignore[index]
+    tl.handle("MODIFIED", bound, 2.0)
+    tl.handle("MODIFIED", _ev("p1", "n1", "Running"), 3.0)  # a later event without it changes nothing
+    assert tl.frame()["gpu_index"].tolist() == ["0-1"]
     tl.handle("DELETED", _ev("p1", "n1", "Running"), 30.0)
     tl.handle("DELETED", _ev("p1", "n1", "Running"), 31.0)  # seen twice (a relist): counted once, first time kept
     assert tl.counts[0].tolist() == [1, 1, 1, 0, 1] and tl.frame().set_index("name").loc["p1", "deleted_at"] == 30.0
