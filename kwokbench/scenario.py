@@ -284,6 +284,10 @@ class TraceSpec(_Model):
     rate: float | None = Field(None, gt=0, le=100_000, description=(
         "Create the pods in trace order at this fixed rate (the simulator's way) instead of at their arrival "
         "times."))
+    shuffle: bool = Field(False, description=(
+        "With `rate`: create the pods in an order shuffled with `seed` instead of trace order, as the FGD paper's "
+        "experiment does (its simulator's --shuffle-pod): the pod list (after `limit`) shuffled, then the pods "
+        "`inflate` resampled appended."))
     time_scale: float | None = Field(None, gt=0, description=(
         "Multiply the trace's arrival times and lifetimes by this (0.001: 149 days in 3.6 hours)."))
     duration_seconds: float | None = Field(None, gt=0, description=(
@@ -298,6 +302,8 @@ class TraceSpec(_Model):
         given = [k for k in ("rate", "time_scale", "duration_seconds") if getattr(self, k) is not None]
         if len(given) > 1:
             raise ValueError(f"trace: give one of rate, time_scale, duration_seconds (got {', '.join(given)})")
+        if self.shuffle and self.rate is None:
+            raise ValueError("trace.shuffle: give rate too (the pods' own arrival times have an order of their own)")
         return self
 
 
@@ -767,6 +773,8 @@ def _load_trace(w: WorkloadSpec, t: TraceSpec, base: Path, traced: list[TraceNod
     pods = trace_format.by_arrival(pods)
     if t.limit:
         pods = trace_inflate.limit(pods, t.limit)
+    if t.shuffle:
+        pods = trace_inflate.shuffle(pods, t.seed)
     if t.inflate:
         if not nodes:
             raise ScenarioError(f"workload {w.name}: trace.inflate needs the trace's nodes (trace.nodes, or a "

@@ -109,6 +109,13 @@ def scale_times(pods: Sequence[TracePod], time_scale: float | None = None,
             for p in pods]
 
 
+def shuffle(pods: Sequence[TracePod], seed: int) -> list[TracePod]:
+    """The pods in an order shuffled with ``seed`` (the FGD paper's experiment shuffles its pod list before
+    appending the resampled pods). Arrival times are left as they were: a shuffled list is replayed at a rate."""
+    order = np.random.default_rng(seed).permutation(len(pods))
+    return [pods[int(i)] for i in order]
+
+
 def limit(pods: Sequence[TracePod], count: int) -> list[TracePod]:
     """The first ``count`` pods in list (arrival) order: a short replay of a long trace's start."""
     if count < 1:

@@ -84,3 +84,22 @@ def test_limit_keeps_the_first_pods() -> None:
     assert limit(PODS, 10) == PODS
     with pytest.raises(ScenarioError, match=r"count must be >= 1, got 0"):
         limit(PODS, 0)
+
+
+def test_shuffle_is_a_seeded_permutation() -> None:
+    from kwokbench.trace.inflate import shuffle
+
+    many = [TracePod(name=f"p{i}", arrival_seconds=i, cpu_milli=1, memory_mib=1) for i in range(50)]
+    out = shuffle(many, 42)
+    assert out == shuffle(many, 42) and out != shuffle(many, 43) and out != many
+    assert sorted(p.name for p in out) == sorted(p.name for p in many)
+
+
+def test_a_shuffled_list_needs_a_rate() -> None:
+    from pydantic import ValidationError
+
+    from kwokbench.scenario import TraceSpec
+
+    with pytest.raises(ValidationError, match="trace.shuffle: give rate too"):
+        TraceSpec(file="x.csv", shuffle=True)
+    assert TraceSpec(file="x.csv", shuffle=True, rate=100).shuffle
