@@ -100,6 +100,6 @@ def test_a_shuffled_list_needs_a_rate() -> None:
 
     from kwokbench.scenario import TraceSpec
 
-    with pytest.raises(ValidationError, match="trace.shuffle: give rate too"):
+    with pytest.raises(ValidationError, match=r"trace\.shuffle: give rate too"):
         TraceSpec(file="x.csv", shuffle=True)
     assert TraceSpec(file="x.csv", shuffle=True, rate=100).shuffle
