@@ -257,6 +257,16 @@ def test_a_figure_quoted_beside_a_link_to_its_results_page_is_that_pages_figure(
     assert not stale, "\n".join(stale)
 
 
+@pytest.mark.parametrize("page", sorted((DOCS / "results").glob("*.md")), ids=lambda p: p.name)
+def test_every_section_with_measured_figures_says_when(page: Path) -> None:
+    """A measured figure is dated: each section of a results page that quotes one (a number with a decimal point)
+    names the date it was measured or written down, so a reader can tell an old figure from a new one."""
+    undated = [section.splitlines()[0] for section in re.split(r"\n(?=#{1,2} )", page.read_text())
+               if not section.startswith("## Measure it again") and _MEASURED.search(section)
+               and not re.search(r"\b20\d\d-\d\d-\d\d\b", section)]
+    assert not undated, f"{page.name}: sections with figures but no date: {undated}"
+
+
 # ---- every results page opens with the commands that measure it again, from a fresh clone -------------------------
 
 
