@@ -85,17 +85,17 @@ def analyse(run_dir: Path, write: bool = True) -> dict[str, Any]:
     if host:
         summary["host"] = {k: v for k, v in host.items() if k != "format_version"}
     nodes_file, failed = run_dir / NODES, read_doc(run_dir, FAILED_SCHEDULING)
-    if nodes_file.exists() and (alloc := allocation(with_columns(pods, ALLOCATION_COLUMNS),
-                                                      pd.read_parquet(nodes_file))) is not None:
+    nodes = pd.read_parquet(nodes_file) if nodes_file.exists() else None  # read once for the three sections
+    if nodes is not None and (alloc := allocation(with_columns(pods, ALLOCATION_COLUMNS), nodes)) is not None:
         summary["allocation"] = alloc
-    if nodes_file.exists() and failed is not None:
-        summary["placement"] = placement(with_columns(pods, PLACEMENT_COLUMNS), pd.read_parquet(nodes_file), phases,
+    if nodes is not None and failed is not None:
+        summary["placement"] = placement(with_columns(pods, PLACEMENT_COLUMNS), nodes, phases,
                                          failed["messages"], served_scheduler_names(meta))
     if any(p.get("kind") == "Job" for p in phases):
         wl = pd.read_parquet(run_dir / KUEUE_WORKLOADS) if (run_dir / KUEUE_WORKLOADS).exists() else None
         summary["jobs"] = jobs(with_columns(pods, PLACEMENT_COLUMNS), requests, phases, str(meta.get("run_label", "")),
                                wl)
-    if nodes_file.exists() and (choices := gpu_choices(pods, pd.read_parquet(nodes_file))) is not None:
+    if nodes is not None and (choices := gpu_choices(pods, nodes)) is not None:
         summary["gpu_choices"] = choices
     if (run_dir / CLAIMS).exists():
         summary["claims"] = claims_section(pd.read_parquet(run_dir / CLAIMS), with_columns(pods, PLACEMENT_COLUMNS))
