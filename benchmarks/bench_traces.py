@@ -13,11 +13,14 @@ whose CPU was full; then the simulator's rows; and the allocation-against-arrive
     python benchmarks/bench_traces.py --variant gpu-binpack    # one of them
     python benchmarks/bench_traces.py --runs DIR               # only print, from runs already stored in DIR
     python benchmarks/bench_traces.py --policies               # the paper's six policies as plugins/gpushare
+    python benchmarks/bench_traces.py --policies --seeds 42,43,44   # each seed's pod list, beside the simulator's
 
 With --policies it runs `scenarios/alibaba-gpu-2023-policies.yaml` instead (the 1213 GPU nodes, the six policies of
 plugins/gpushare, FGD again with kube-scheduler's random tie-break) and prints, from the GPU each pod was given,
 the paper's fragmentation measure at the end (% of the GPU capacity, against the trace's typical pods) beside the
-simulator's at 130%.
+simulator's at 130%. With --seeds it runs the scenario once per seed (its pod list the simulator's for that seed,
+`trace.shuffle: simulator`) and sets each policy and seed beside the simulator's same seed, then the mean over the
+seeds and the ranking.
 """
 
 from __future__ import annotations
@@ -90,11 +93,12 @@ def rows(root: Path) -> list[dict[str, Any]]:
     out = []
     for d in sorted(root.rglob("summary.json")):
         s, meta = json.loads(d.read_text()), json.loads((d.parent / "meta.json").read_text())
+        seed = next((int(p.name[5:]) for p in d.parents if p.name.startswith("seed-")), None)
         a = s.get("allocation") or {}
         curve = a.get("gpu_allocated_vs_arrived") or []
         started, ended = meta.get("started_at"), meta.get("ended_at")
         timed_out = any(p.get("timed_out") for p in meta.get("phases") or [])
-        out.append({"variant": meta["variant"]["name"] + (" (timed out)" if timed_out else ""),
+        out.append({"variant": meta["variant"]["name"] + (" (timed out)" if timed_out else ""), "seed": seed,
                     "bound": s.get("pods_scheduled"),
                     "pending": (a.get("pending") or {}).get("final"),
                     # inflation stops just below 1.3x: the last point is at 125%, allocation then no longer moves
@@ -109,6 +113,54 @@ def rows(root: Path) -> list[dict[str, Any]]:
                     "gpu_frag": per_gpu_fragmentation(d.parent),
                     "curve": curve, **where_cpu_pods_went(d.parent)})
     return out
+
+
+PLUGIN_POLICY = {"random": "01-Random", "dot-product": "02-DotProd", "gpu-clustering": "03-GpuClustering",
+                 "gpu-packing": "04-GpuPacking", "bestfit": "05-BestFit", "fgd": "06-FGD"}
+"""The policies scenario's variants by the simulator's policy names."""
+
+
+def simulator_per_seed() -> pd.DataFrame:
+    """The simulator's figures per policy and seed on the default pod list: allocation at 100% and 130% arrived,
+    fragmentation at 130% (% of capacity)."""
+    d = pd.read_csv(TRACES / "fgd-expected" / "analysis_allo_discrete.csv")
+    f = pd.read_csv(TRACES / "fgd-expected" / "analysis_frag_discrete.csv")
+    keep = ["sc_policy", "seed"]
+    d = d[d.workload == "openb_pod_list_default"][[*keep, "100", "130"]]
+    f = f[f.workload == "openb_pod_list_default"][[*keep, "130"]].rename(columns={"130": "frag130"})
+    return d.merge(f, on=keep).set_index(keep)
+
+
+def by_seed(found: list[dict[str, Any]]) -> None:
+    """Each policy and seed beside the simulator's same seed; then the means over these seeds and the ranking."""
+    sim = simulator_per_seed()
+    table = []
+    for r in found:
+        policy = PLUGIN_POLICY.get(r["variant"])
+        if policy is None or r["seed"] is None or (policy, r["seed"]) not in sim.index:
+            continue
+        v = sim.loc[(policy, r["seed"])]
+        table.append({"policy": policy, "seed": r["seed"], "at100": r["at100"], "sim100": v["100"],
+                      "at130": r["at130"], "sim130": v["130"], "frag": r["gpu_frag"], "sim_frag": v["frag130"]})
+    if not table:
+        return
+    t = pd.DataFrame(table).sort_values(["policy", "seed"])
+    print("\nper seed, beside the simulator's same seed (GPU allocation % at 100% / 130% arrived, fragmentation % "
+          "at the end / at 130%):")
+    for _, x in t.iterrows():
+        print(f"  {x['policy']:<16} {x['seed']:>3}  {x['at100'] or 0:5.1f} ({x['sim100']:.1f})  {x['at130'] or 0:5.1f} "
+              f"({x['sim130']:.1f}, {x['at130'] - x['sim130']:+.1f})  {x['frag'] or 0:5.2f} ({x['sim_frag']:.2f})")
+    m = t.groupby("policy")[["at100", "sim100", "at130", "sim130", "frag", "sim_frag"]].agg(["mean", "min", "max"])
+    print(f"\nmean over seeds {sorted(set(t['seed']))} (min-max), beside the simulator's on the same seeds:")
+    for policy, x in m.iterrows():
+        print(f"  {policy:<16} @130 {x[('at130', 'mean')]:.1f} ({x[('at130', 'min')]:.1f}-{x[('at130', 'max')]:.1f})"
+              f" sim {x[('sim130', 'mean')]:.1f}, {x[('at130', 'mean')] - x[('sim130', 'mean')]:+.1f};  @100 "
+              f"{x[('at100', 'mean')]:.1f} sim {x[('sim100', 'mean')]:.1f};  frag {x[('frag', 'mean')]:.2f} "
+              f"sim {x[('sim_frag', 'mean')]:.2f}")
+    ours = m[("at130", "mean")].sort_values(ascending=False).index.tolist()
+    theirs = m[("sim130", "mean")].sort_values(ascending=False).index.tolist()
+    print(f"\nranking at 130%, best first: here {', '.join(ours)}; simulator {', '.join(theirs)}"
+          f"{' (the same)' if ours == theirs else ''}")
 
 
 def simulator(policies: tuple[str, ...] = POLICIES) -> pd.DataFrame:
@@ -129,16 +181,21 @@ def main() -> None:
     ap.add_argument("--out", type=Path, help="keep the runs here (default: a temporary folder)")
     ap.add_argument("--policies", action="store_true", help="the paper's policies as plugins/gpushare "
                                                             "(scenarios/alibaba-gpu-2023-policies.yaml)")
+    ap.add_argument("--seeds", help="with --policies: run once per seed (comma-separated), the simulator's pod "
+                                    "list of each")
     args = ap.parse_args()
     root = args.runs
     if root is None:
         root = args.out or Path(tempfile.mkdtemp(prefix="bench-traces-"))
-        cmd = [sys.executable, "-m", "kwokbench", "run", str(POLICIES_SCENARIO if args.policies else SCENARIO),
-               "--out", str(root),
-               *[a for v in args.variant for a in ("--variant", v)]]
-        res = subprocess.run(cmd, stdin=subprocess.DEVNULL, check=False)
-        if res.returncode != 0:
-            raise SystemExit(f"{' '.join(cmd[3:])} failed ({res.returncode})")
+        seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else [None]
+        for seed in seeds:
+            where = root / f"seed-{seed}" if seed is not None else root
+            cmd = [sys.executable, "-m", "kwokbench", "run", str(POLICIES_SCENARIO if args.policies else SCENARIO),
+                   "--out", str(where), *[a for v in args.variant for a in ("--variant", v)],
+                   *(["--set", f"workloads.0.trace.seed={seed}"] if seed is not None else [])]
+            res = subprocess.run(cmd, stdin=subprocess.DEVNULL, check=False)
+            if res.returncode != 0:
+                raise SystemExit(f"{' '.join(cmd[3:])} failed ({res.returncode})")
     found = rows(root)
     print("variant            bound  pending  GPU alloc @100%  @130%  end    frag(mean)  offered/accepted  "
           "p99 by class (s)                         run")
@@ -162,6 +219,8 @@ def main() -> None:
               "fragmentation % at 130%):")
         for policy, v in simulator(ALL_POLICIES if args.policies else POLICIES).iterrows():
             print(f"  {policy:<16} {v['100']:.1f}  {v['130']:.1f}  {v['frag130']:.2f}")
+    if any(r["seed"] is not None for r in found) and (TRACES / "fgd-expected").is_dir():
+        by_seed(found)
     print("\nGPU allocation (% of capacity) against arrived workload, every 10%:")
     for r in found:
         print(f"  {r['variant']:<18} " + " ".join(f"{p['arrived']:.0f}:{p['allocated']:.1f}"

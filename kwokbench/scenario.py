@@ -284,10 +284,11 @@ class TraceSpec(_Model):
     rate: float | None = Field(None, gt=0, le=100_000, description=(
         "Create the pods in trace order at this fixed rate (the simulator's way) instead of at their arrival "
         "times."))
-    shuffle: bool = Field(False, description=(
+    shuffle: bool | Literal["simulator"] = Field(False, description=(
         "With `rate`: create the pods in an order shuffled with `seed` instead of trace order, as the FGD paper's "
         "experiment does (its simulator's --shuffle-pod): the pod list (after `limit`) shuffled, then the pods "
-        "`inflate` resampled appended."))
+        "`inflate` resampled appended. `simulator` (with `inflate`, GPU traces): the simulator's own pod list for "
+        "`seed`, draw for draw with Go's math/rand as it shuffles and resamples (built on first use)."))
     time_scale: float | None = Field(None, gt=0, description=(
         "Multiply the trace's arrival times and lifetimes by this (0.001: 149 days in 3.6 hours)."))
     duration_seconds: float | None = Field(None, gt=0, description=(
@@ -304,6 +305,9 @@ class TraceSpec(_Model):
             raise ValueError(f"trace: give one of rate, time_scale, duration_seconds (got {', '.join(given)})")
         if self.shuffle and self.rate is None:
             raise ValueError("trace.shuffle: give rate too (the pods' own arrival times have an order of their own)")
+        if self.shuffle == "simulator" and self.inflate is None:
+            raise ValueError("trace.shuffle: simulator: give inflate too (the simulator shuffles and resamples "
+                             "with one generator; its list for a seed is both)")
         return self
 
 
@@ -773,9 +777,17 @@ def _load_trace(w: WorkloadSpec, t: TraceSpec, base: Path, traced: list[TraceNod
     pods = trace_format.by_arrival(pods)
     if t.limit:
         pods = trace_inflate.limit(pods, t.limit)
-    if t.shuffle:
+    if t.shuffle is True:
         pods = trace_inflate.shuffle(pods, t.seed)
-    if t.inflate:
+    if t.shuffle == "simulator" and t.inflate:
+        if not nodes or trace_inflate.inflation_resource(pods) != "gpu":
+            raise ScenarioError(f"workload {w.name}: trace.shuffle: simulator needs GPU pods and the trace's nodes "
+                                "(trace.nodes, or a from_trace node group)")
+        from kwokbench.toolchain.gorand import GoRand
+
+        with GoRand(t.seed) as draws:
+            pods = trace_inflate.simulator_list(pods, t.inflate, trace_inflate.capacity(nodes, "gpu"), draws)
+    elif t.inflate:
         if not nodes:
             raise ScenarioError(f"workload {w.name}: trace.inflate needs the trace's nodes (trace.nodes, or a "
                                 "from_trace node group)")

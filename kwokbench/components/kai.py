@@ -110,6 +110,9 @@ CONFIG_KEYS = frozenset({"actions", "tiers", "queueDepthPerAction", "usageDBConf
 OWN_FLAGS = ("leader-elect", "scheduler-name", "listen-address", "plugin-server-port", "enable-profiler",
              "profiler-port", "qps", "burst", "scheduler-conf", "schedule-period", "namespace")
 """Scheduler flags kwokbench sets itself."""
+HELPER_OWN_FLAGS = ("kubeconfig", "leader-elect", "scheduler-name", "qps", "burst", "health-probe-bind-address",
+                    "metrics-bind-address", "metrics-listen-address", "enable-webhook", "enable-podgroup-webhook")
+"""Flags of the other processes kwokbench sets itself."""
 Quantity = str | int | float
 
 
@@ -206,6 +209,11 @@ class KaiConfig(BaseModel):
         "KAI deploys them; their writes count). The scheduler does not need them: false measures without."))
     scheduler_args: list[str] = Field(default_factory=list, description=(
         "More scheduler flags, e.g. --detailed-fit-errors=true (not those kwokbench sets)."))
+    process_args: dict[Literal["binder", "podgrouper", "queuecontroller", "podgroupcontroller"], list[str]] = Field(
+        default_factory=dict, description=(
+            "More flags for KAI's other processes, by process: e.g. {binder: [--max-concurrent-reconciles=100], "
+            "podgrouper: [-max-concurrent-reconciles=50]} as KAI's scale tests raise them (not the flags kwokbench "
+            "sets: kubeconfig, leader election, scheduler name, client limits, probe and metrics addresses)."))
 
     @model_validator(mode="after")
     def _consistent(self) -> KaiConfig:
@@ -238,6 +246,15 @@ class KaiConfig(BaseModel):
             if not a.startswith("--") or flag in OWN_FLAGS:
                 raise ValueError(f"kai.scheduler_args: {a!r}: " + (f"kwokbench sets --{flag} itself" if
                                                                     flag in OWN_FLAGS else "flags start with --"))
+        for role, args in self.process_args.items():
+            if role in ("queuecontroller", "podgroupcontroller") and not self.status_controllers:
+                raise ValueError(f"kai.process_args.{role}: the {role} does not run with status_controllers: false")
+            for a in args:
+                flag = a.lstrip("-").split("=", 1)[0]
+                if not a.startswith("-") or flag in HELPER_OWN_FLAGS:
+                    raise ValueError(f"kai.process_args.{role}: {a!r}: " + (
+                        f"kwokbench sets -{flag} itself" if flag in HELPER_OWN_FLAGS
+                        else "not a flag (give each as --name=value)"))
         return self
 
     def leaves(self) -> list[str]:
@@ -702,6 +719,8 @@ class Kai(Scheduler):
                         f"-burst={lim[1]}", f"-health-probe-bind-address=127.0.0.1:{ports['pg_health']}"],
                        local.format(ports["pg_health"]) + "/healthz",
                        local.format(PODGROUPCONTROLLER_METRICS_PORT) + "/metrics")]
+        for h in helpers:
+            h.argv += self.spec.process_args.get(h.role, [])  # type: ignore[call-overload]
         return argv, helpers, ports
 
     def prepare(self, rep: Reporter) -> None:
@@ -834,6 +853,7 @@ class Kai(Scheduler):
                         "schedule_period": self.spec.schedule_period,
                         "status_controllers": self.spec.status_controllers,
                         "scheduler_args": self.spec.scheduler_args,
+                        "process_args": dict(self.spec.process_args),
                         "queues": [{"name": q["metadata"]["name"], **q["spec"]} for q in queue_objects(self.spec)]}}
 
     def stop(self) -> None:

@@ -175,6 +175,14 @@ class VolcanoConfig(BaseModel):
         "More vc-scheduler flags, e.g. [--percentage-nodes-to-find=50, -v=3]."))
     controller_manager_args: list[str] = Field(default_factory=list, description=(
         "More vc-controller-manager flags, e.g. [--worker-threads-for-podgroup=10]."))
+    agent_scheduler: bool = Field(False, description=(
+        "Schedule the variant's pods with Volcano's agent-scheduler (vc-agent-scheduler, one pod at a time with "
+        "kube-scheduler's queue; no sessions, PodGroups or queues) instead of vc-scheduler, as Volcano's own "
+        "benchmark sends bare pods (benchmark/ in volcano-sh/volcano). It runs alone: vc-scheduler and "
+        "vc-controller-manager have no pod to act on. Bare pods only (a gang needs vc-scheduler); it serves no "
+        "/metrics in v1.15.1, so its figures are the apiserver's and its CPU."))
+    agent_scheduler_args: list[str] = Field(default_factory=list, description=(
+        "More vc-agent-scheduler flags, e.g. [--scheduler-worker-count=2, --node-worker-threads=20]."))
 
     @model_validator(mode="after")
     def _one_source(self) -> VolcanoConfig:
@@ -185,9 +193,23 @@ class VolcanoConfig(BaseModel):
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"volcano.queues: {', '.join(dup)} given twice")
-        for a in [*self.scheduler_args, *self.controller_manager_args]:
+        for a in [*self.scheduler_args, *self.controller_manager_args, *self.agent_scheduler_args]:
             if not a.startswith("-"):
                 raise ValueError(f"volcano: {a!r} is not a flag (give each as --name=value)")
+        if self.agent_scheduler_args and not self.agent_scheduler:
+            raise ValueError("volcano.agent_scheduler_args: set agent_scheduler: true too")
+        for a in self.agent_scheduler_args:
+            flag = a.lstrip("-").split("=", 1)[0]
+            if flag in AGENT_OWN_FLAGS:
+                raise ValueError(f"volcano.agent_scheduler_args: {a!r}: kwokbench sets --{flag} itself")
+        if self.agent_scheduler:
+            vc_only = sorted(f for f in ("queues", "scheduler_args", "controller_manager_args", "actions", "tiers",
+                                       "configurations", "conf_file", "schedule_period_seconds")
+                           if f in self.model_fields_set)
+            if vc_only:
+                raise ValueError(f"volcano: {', '.join(vc_only)}: settings of vc-scheduler or its controllers, which "
+                                 "do not run with agent_scheduler: true (the agent-scheduler has no sessions or "
+                                 "queues; its flags go in agent_scheduler_args)")
         return self
 
 
@@ -282,6 +304,13 @@ SOURCES = (PinnedSource(MODULE, "volcano-v1.15.1.tar.gz",
 """The ``git archive`` of tag v1.15.1 without ``docs/`` (upstream serves no archive byte-identical to it)."""
 BINARY = "vc-scheduler"
 CONTROLLER_MANAGER = "vc-controller-manager"
+AGENT = "vc-agent-scheduler"
+AGENT_CONF = "actions: \"allocate\"\ntiers:\n- plugins:\n  - name: predicates\n  - name: nodeorder\n"
+"""The agent-scheduler's configuration as its Helm chart deploys it (its built-in default,
+``pkg/agentscheduler/util.go``: the only action and plugins it registers)."""
+AGENT_OWN_FLAGS = ("kubeconfig", "leader-elect", "scheduler-name", "scheduler-conf", "enable-healthz",
+                   "healthz-address", "kube-api-qps", "kube-api-burst")
+"""vc-agent-scheduler flags kwokbench sets itself."""
 CRD_DIRS = ("config/crd/volcano/bases", "config/crd/jobflow/bases")
 
 
@@ -296,7 +325,8 @@ def build_commands(by: dict[str, Path], out: Path) -> list[list[str]]:
     flags = ["-trimpath", "-ldflags", ldflags()]
     return [["go", "mod", "download"],
             ["go", "build", *flags, "-o", str(out), "./cmd/scheduler"],
-            ["go", "build", *flags, "-o", str(out.parent / CONTROLLER_MANAGER), "./cmd/controller-manager"]]
+            ["go", "build", *flags, "-o", str(out.parent / CONTROLLER_MANAGER), "./cmd/controller-manager"],
+            ["go", "build", *flags, "-o", str(out.parent / AGENT), "./cmd/agent-scheduler"]]
 
 
 def copy_crds(by: dict[str, Path], dest: Path) -> None:
@@ -501,6 +531,11 @@ class Volcano(Scheduler):
             if self.setup.concurrent and w.gang:
                 raise ScenarioError(f"workload {w.name}: Volcano's gangs (its own PodGroups) do not run with "
                                     "concurrent_schedulers; run the variants one after the other")
+            if self.spec.agent_scheduler and w.gang:
+                raise ScenarioError(f"workload {w.name}: scheduler {self.name}'s agent-scheduler places pods one at "
+                                    "a time, not gangs; gangs need vc-scheduler (agent_scheduler: false)")
+            if self.spec.agent_scheduler:
+                continue  # no queues: the agent-scheduler ignores them
             q = (w.block("volcano") or VolcanoWorkloadSpec()).queue
             if q not in self.queues():
                 raise ScenarioError(f"workload {w.name}: volcano.queue {q} is not a queue of scheduler {self.name} "
@@ -513,6 +548,8 @@ class Volcano(Scheduler):
         pass  # kwokctl's kube-scheduler is off (replaces_kube_scheduler); nothing else of the cluster changes
 
     def pod_settings(self, w: WorkloadSpec, requests: dict[str, str], kind: str) -> PodSettings:
+        if self.spec.agent_scheduler:
+            return PodSettings(scheduler_name=self.variant.effective_scheduler_name)
         queue = (w.block("volcano") or VolcanoWorkloadSpec()).queue
         out = PodSettings(scheduler_name=self.variant.effective_scheduler_name,
                           annotations={QUEUE_ANNOTATION: queue})
@@ -531,6 +568,8 @@ class Volcano(Scheduler):
         if self.binary is None:
             self.build(rep)
         assert self.binary is not None
+        if self.spec.agent_scheduler:
+            return self._start_agent(info, rep)
         crds = sorted((self.binary.parent / "crds").glob("*.yaml"))
         manager = self.binary.parent / CONTROLLER_MANAGER
         if not crds or not manager.is_file():
@@ -583,8 +622,45 @@ class Volcano(Scheduler):
         self._record.update(setup_seconds=spawned - t0, ready_seconds=ready - spawned)
         return self._record
 
-    def _wait_ready(self, procs: dict[str, Any], logs: dict[str, Path], health: dict[str, str], metrics: str,
+    def _start_agent(self, info: ClusterInfo, rep: Reporter) -> dict[str, Any]:
+        """vc-agent-scheduler alone, serving the variant's schedulerName; ready once its /healthz answers."""
+        assert self.binary is not None
+        agent = self.binary.parent / AGENT
+        if not agent.is_file():  # a build from before kwokbench built the agent-scheduler
+            self.binary = RECIPE.build(None, rep, force=True)
+            agent = self.binary.parent / AGENT
+        workdir = info.dir / "schedulers" / self.name
+        workdir.mkdir(parents=True, exist_ok=True)
+        conf = workdir / "agent-scheduler.conf"
+        conf.write_text(AGENT_CONF)
+        (health_port,) = free_ports(1)
+        sq, sb = self.limits["scheduler"]
+        argv = [str(agent), f"--kubeconfig={info.kubeconfig}", "--leader-elect=false",
+                f"--scheduler-name={self.variant.effective_scheduler_name}", f"--scheduler-conf={conf}",
+                "--enable-healthz=true", f"--healthz-address=127.0.0.1:{health_port}",
+                f"--kube-api-qps={sq}", f"--kube-api-burst={sb}", *self.spec.agent_scheduler_args]
+        log = info.dir / "logs" / f"{self._component}.log"
+        self._info = info
+        spawned = time.time()
+        with rep.status(f"starting Volcano {VOLCANO}'s agent-scheduler ({self.name})"):
+            try:
+                proc = processes.spawn(info.dir, self._component, argv, workdir,
+                                       env={**os.environ, "DEBUG_SOCKET_DIR": str(workdir)})
+            except OSError as e:
+                raise ClusterError(f"scheduler {self.name}: cannot start {agent}: {e.strerror or e}") from e
+            self._started.append(self._component)
+            self._record = {"kind": self.kind, "variant": self.name, "component": self._component,
+                            "scheduler_name": self.variant.effective_scheduler_name, "pid": proc.pid,
+                            "argv": argv, "version": self.version(), "log": str(log), "conf": str(conf),
+                            "agent_scheduler": True, "client_qps": sq, "client_burst": sb}
+            ready = self._wait_ready({self._component: proc}, {self._component: log},
+                                     {self._component: f"http://127.0.0.1:{health_port}/healthz"}, None, spawned)
+        self._record.update(setup_seconds=0.0, ready_seconds=ready - spawned)
+        return self._record
+
+    def _wait_ready(self, procs: dict[str, Any], logs: dict[str, Path], health: dict[str, str], metrics: str | None,
                     t0: float) -> float:
+        """Until every health check answers and (``metrics`` given) vc-scheduler ran a session."""
         deadline = t0 + self.variant.ready_timeout_seconds
         sched_log = logs[self._component]
         while time.time() < deadline:
@@ -594,34 +670,42 @@ class Volcano(Scheduler):
                     self.stop()
                     why = fatal_line(logs[comp]) or processes.telling_line(logs[comp])
                     err = ScenarioError if re.search(r"conf|flag|argument", why, flags=re.I) else ClusterError
-                    raise err(f"scheduler {self.name}: {_binary_of(comp)} exited with code {code} after "
+                    binary = _binary_of(comp, self.spec.agent_scheduler)
+                    raise err(f"scheduler {self.name}: {binary} exited with code {code} after "
                               f"{time.time() - t0:.1f}s: {why} (log: {logs[comp]})")
             refused = refused_configuration(sched_log)
             if refused:
                 self.stop()
                 raise ScenarioError(f"scheduler {self.name}: vc-scheduler refused its configuration: {refused} "
                                     f"(log: {sched_log})")
-            if all(_healthy(u) for u in health.values()) and _sessions(metrics) >= 1:
+            if all(_healthy(u) for u in health.values()) and (metrics is None or _sessions(metrics) >= 1):
                 return time.time()
             time.sleep(0.25)
         self.stop()
-        healthy = ", ".join(f"{_binary_of(c)} {_healthy(u)}" for c, u in health.items())
+        agent = self.spec.agent_scheduler
+        sessions = _sessions(metrics) if metrics else "none (the agent-scheduler has none)"
+        healthy = ", ".join(f"{_binary_of(c, agent)} {_healthy(u)}" for c, u in health.items())
         raise ClusterError(f"scheduler {self.name}: Volcano was not ready within "
                            f"{self.variant.ready_timeout_seconds:g}s (healthy: {healthy}; "
-                           f"sessions run: {_sessions(metrics)}); last log line: {processes.telling_line(sched_log)} "
+                           f"sessions run: {sessions}); last log line: {processes.telling_line(sched_log)} "
                            f"(log: {sched_log})")
 
     def version(self) -> str:
         return RECIPE.version_line()
 
     def endpoints(self) -> list[Endpoint]:
-        if self._record is None:
-            return []
+        if self._record is None or "metrics_url" not in self._record:
+            return []  # the agent-scheduler serves no /metrics
         return [Endpoint(self._component, self._record["metrics_url"], None, pprof=self._record["pprof_url"])]
 
     def fairness(self) -> dict[str, Any]:
         (sq, sb), (cq, cb) = self.limits["scheduler"], self.limits["controller_manager"]
         skew = versions.skew(VOLCANO_KUBERNETES, self.setup.scenario.kubernetes_for(self.variant))
+        if self.spec.agent_scheduler:
+            return {"scheduler_client_qps": float(sq), "scheduler_client_burst": sb,
+                    "volcano": {"version": VOLCANO, "kubernetes": VOLCANO_KUBERNETES, "skew_to_control_plane": skew,
+                                "agent_scheduler": {"conf": AGENT_CONF, "args": self.spec.agent_scheduler_args},
+                                "admission_webhooks": False}}
         return {"scheduler_client_qps": float(sq), "scheduler_client_burst": sb,
                 "volcano": {"version": VOLCANO, "kubernetes": VOLCANO_KUBERNETES, "skew_to_control_plane": skew,
                             "scheduler_conf": scheduler_conf(self.spec, self.setup.base),
@@ -639,8 +723,8 @@ class Volcano(Scheduler):
             self._info = None
 
 
-def _binary_of(component: str) -> str:
-    return CONTROLLER_MANAGER if component == Volcano.CONTROLLER_COMPONENT else BINARY
+def _binary_of(component: str, agent: bool = False) -> str:
+    return CONTROLLER_MANAGER if component == Volcano.CONTROLLER_COMPONENT else AGENT if agent else BINARY
 
 
 def _sessions(url: str) -> int:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, Protocol
 
 import numpy as np
 
@@ -114,6 +114,45 @@ def shuffle(pods: Sequence[TracePod], seed: int) -> list[TracePod]:
     appending the resampled pods). Arrival times are left as they were: a shuffled list is replayed at a rate."""
     order = np.random.default_rng(seed).permutation(len(pods))
     return [pods[int(i)] for i in order]
+
+
+class GoDraws(Protocol):
+    """Go's ``math/rand`` after ``rand.Seed(seed)`` (:class:`kwokbench.toolchain.gorand.GoRand`)."""
+
+    def next_int(self) -> int: ...
+    def intn(self, n: int) -> int: ...
+    def shuffle(self, n: int) -> list[int]: ...
+
+
+def per_gpu_milli(p: TracePod) -> int:
+    """The simulator's per-GPU request: 1000 for a pod of whole GPUs, its share for a shared one, 0 for none."""
+    return MILLI_PER_GPU if p.gpu else p.gpu_milli
+
+
+def simulator_list(pods: Sequence[TracePod], factor: float, capacity: float, draws: GoDraws) -> list[TracePod]:
+    """The FGD paper's simulator's pod list for the seed ``draws`` was seeded with, draw for draw (its
+    ``--shuffle-pod`` and ``tune``; hkust-adsl/kubernetes-scheduler-simulator, restated): the pods sorted by name;
+    one ``rand.Int()`` spent; ``rand.Shuffle`` of the sorted list; then, below ``factor`` x ``capacity`` GPUs,
+    ``rand.Intn`` over the sorted list draws a pod to append, until the first draw whose *per-GPU* request would
+    pass the target (that draw is dropped; a multi-GPU copy may so pass it), or, above the target, removes pods
+    drawn at random from the list until it is not. Copies are named ``<original>-r<k>``."""
+    by_name = sorted(pods, key=lambda p: p.name)
+    draws.next_int()  # the simulator spends one value as a log line's argument before it shuffles
+    out = [by_name[i] for i in draws.shuffle(len(by_name))]
+    target = factor * capacity * 1000
+    total = sum(request_milli(p, "gpu") for p in out)
+    if total < target:
+        k = 0
+        while True:
+            p = by_name[draws.intn(len(by_name))]
+            if total + per_gpu_milli(p) > target:
+                return out
+            total += request_milli(p, "gpu")
+            out.append(dataclasses.replace(p, name=f"{p.name}-r{k}"))
+            k += 1
+    while total > target:
+        total -= request_milli(out.pop(draws.intn(len(out))), "gpu")
+    return out
 
 
 def limit(pods: Sequence[TracePod], count: int) -> list[TracePod]:

@@ -13,6 +13,7 @@ from typing import Any
 import psutil
 import pytest
 
+from kwokbench.store import load_run
 from tests.conftest import REPO, assert_one_line_error, kwokbench
 from tests.e2e.sources import ENV, SOURCES, install, only_run, processes
 
@@ -77,6 +78,25 @@ def _check_measured(meta: dict[str, Any], pods: Any, s: dict[str, Any] | None) -
     assert all((procs.get(f"kai-{r}") or {}).get("cpu_seconds") for r in ("binder", "podgrouper")), procs
     prof = s["profiles"]["kube-scheduler"]  # pprof from its profiler port
     assert prof.get("file") and prof["top"], prof
+
+
+def test_kai_tuned_as_its_scale_test_beside_kai_shipped(built: None, kb_home: Path, tmp_path: Path) -> None:
+    """KAI as shipped and as its scale test tunes it (the binder's concurrency, consolidation off), each on a fresh
+    cluster (~60 s): both bind every pod, and each process got the flags its variant names."""
+    kwokbench("run", str(REPO / "scenarios/kai.yaml"), "--variant", "kai", "--variant", "kai-tuned", "--out",
+              str(tmp_path), "--set", "workloads.0.count=100", env=ENV, check=True)
+    runs = {r.meta["variant"]["name"]: r for r in (load_run(d) for d in (tmp_path / "kai").iterdir() if d.is_dir())}
+    assert set(runs) == {"kai", "kai-tuned"}
+    for name, run in runs.items():
+        assert run.summary is not None and run.meta["status"] == "complete", name
+        assert run.summary["pods_scheduled"] == 100, name
+        [sched] = run.meta["schedulers"]
+        tuned = name == "kai-tuned"
+        assert ("--max-consolidation-preemptees=0" in sched["argv"]) is tuned
+        assert ("--max-concurrent-reconciles=100" in sched["helpers"]["binder"]["argv"]) is tuned
+        assert not any("max-concurrent" in a for a in sched["helpers"]["podgrouper"]["argv"])
+    assert runs["kai-tuned"].meta["fairness"]["kai"]["process_args"] == {
+        "binder": ["--max-concurrent-reconciles=100"]}
 
 
 def test_a_queue_is_held_to_its_limit_and_gangs_are_placed_whole(built: None, kb_home: Path,

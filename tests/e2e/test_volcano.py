@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(not (SOURCES / ARCHIVE).is_file(),
 
 
 def _volcano_processes() -> list[psutil.Process]:
-    return processes(lambda exe: exe.endswith(("/vc-scheduler", "/vc-controller-manager")))
+    return processes(lambda exe: exe.endswith(("/vc-scheduler", "/vc-controller-manager", "/vc-agent-scheduler")))
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +80,24 @@ def test_volcano_binds_every_pod_is_measured_and_down_stops_it(built: None, tmp_
         assert {p.name() for p in live} >= {"vc-scheduler", "vc-controller-manager"}
     finally:
         kwokbench("down", cluster, check=True)
+    assert not _volcano_processes()
+
+
+def test_the_agent_scheduler_binds_bare_pods_alone(built: None, tmp_path: Path) -> None:
+    """Volcano's agent-scheduler as its own benchmark runs bare pods (~25 s): it alone, no sessions or PodGroups,
+    one binding per pod; measured by the apiserver and its CPU (it serves no /metrics)."""
+    kwokbench("run", str(REPO / "scenarios/volcano.yaml"), "--variant", "volcano-agent", "--out", str(tmp_path),
+              "--set", "workloads.0.count=300", env=ENV, check=True)
+    run = only_run(tmp_path / "volcano")
+    [sched] = run.meta["schedulers"]
+    assert Path(sched["argv"][0]).name == "vc-agent-scheduler" and "--scheduler-name=volcano" in sched["argv"]
+    s = run.summary
+    assert s is not None and "controller_manager" not in sched and "volcano" not in s  # it alone; no /metrics
+    assert run.meta["fairness"]["volcano"]["agent_scheduler"]["conf"].startswith('actions: "allocate"')
+    assert s["pods_scheduled"] == 300 and set(run.pods["scheduler"]) == {"volcano"}
+    writes = s["apiserver"]["writes"]["per_pod"]
+    assert writes["pods/binding"] == 1.0 and "podgroups" not in writes, writes  # no PodGroup per pod
+    assert s["processes"]["kube-scheduler"]["cpu_seconds"] > 0  # its CPU, as the run's scheduler
     assert not _volcano_processes()
 
 

@@ -89,6 +89,13 @@ def test_queue_objects_are_in_kais_units_parents_first() -> None:
     ("[{name: k, binary: kai, kai: {schedule_period: soon}}]", "kai.schedule_period"),
     ("[{name: k, binary: kai, kai: {scheduler_args: [--qps=5]}}]", "kwokbench sets --qps itself"),
     ("[{name: k, binary: kai, kai: {scheduler_args: [-v=4]}}]", "flags start with --"),
+    ("[{name: k, binary: kai, kai: {process_args: {binder: [--qps=5]}}}]",
+     "kai.process_args.binder: '--qps=5': kwokbench sets -qps itself"),
+    ("[{name: k, binary: kai, kai: {process_args: {podgrouper: [max-concurrent-reconciles=5]}}}]",
+     "not a flag"),
+    ("[{name: k, binary: kai, kai: {process_args: {scheduler: [--v=4]}}}]", "kai.process_args.scheduler"),
+    ("[{name: k, binary: kai, kai: {status_controllers: false, process_args: {queuecontroller: [-v=4]}}}]",
+     "the queuecontroller does not run with status_controllers: false"),
 ])
 def test_bad_kai_variants_are_one_line(schedulers: str, message: str) -> None:
     with pytest.raises(ScenarioError, match=message) as e:
@@ -186,6 +193,13 @@ def test_command_lines_of_its_processes(tmp_path: Path) -> None:
     assert "-enable-webhook=false" in queues.argv and queues.ready_url == queues.metrics_url
     assert pgc.metrics_url == "http://127.0.0.1:8080/metrics"  # where it always serves them
     assert len(set(ports.values())) == len(ports)
+    tuned = _kai(_scenario("[{name: k, binary: kai, kai: {process_args: {binder: [--max-concurrent-reconciles=100], "
+                           "podgrouper: [-max-concurrent-reconciles=50]}}}]"))
+    tuned.binary = k.binary
+    b, g, *_ = tuned._plan(info, None)[1]
+    assert b.argv[-1] == "--max-concurrent-reconciles=100" and g.argv[-1] == "-max-concurrent-reconciles=50"
+    assert tuned.fairness()["kai"]["process_args"] == {"binder": ["--max-concurrent-reconciles=100"],
+                                                        "podgrouper": ["-max-concurrent-reconciles=50"]}
     off = _kai(_scenario("[{name: k, binary: kai, kai: {status_controllers: false}}]"))
     off.binary = k.binary
     assert [h.role for h in off._plan(info, None)[1]] == ["binder", "podgrouper"]

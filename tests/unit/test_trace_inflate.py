@@ -103,3 +103,53 @@ def test_a_shuffled_list_needs_a_rate() -> None:
     with pytest.raises(ValidationError, match=r"trace\.shuffle: give rate too"):
         TraceSpec(file="x.csv", shuffle=True)
     assert TraceSpec(file="x.csv", shuffle=True, rate=100).shuffle
+
+
+class _Draws:
+    """Go's draws as a script: the values the simulator's generator would give (pure logic under test)."""
+
+    def __init__(self, order: list[int], intn: list[int]) -> None:
+        self.order, self.values, self.calls = order, list(intn), []  # type: list[int], list[int], list[str]
+
+    def next_int(self) -> int:
+        self.calls.append("I")
+        return 7
+
+    def shuffle(self, n: int) -> list[int]:
+        self.calls.append(f"S {n}")
+        return self.order
+
+    def intn(self, n: int) -> int:
+        self.calls.append(f"N {n}")
+        return self.values.pop(0)
+
+
+def _gpu_pod(name: str, gpu: int = 0, milli: int = 0) -> TracePod:
+    return TracePod(name=name, arrival_seconds=0, cpu_milli=1000, memory_mib=1, gpu=gpu, gpu_milli=milli)
+
+
+def test_the_simulators_list_sorts_spends_shuffles_and_stops_on_the_per_gpu_share() -> None:
+    from kwokbench.trace.inflate import simulator_list
+
+    # names out of order: the simulator sorts them first (c < d < e); capacity 2 GPUs x 1.3 = 2600 milli
+    pods = [_gpu_pod("e", milli=500), _gpu_pod("c", gpu=1), _gpu_pod("d")]
+    # draw d (CPU-only, never stops it), then c (1000 -> 2500), then c again: 2500 + 1000 passes 2600, so it ends
+    d = _Draws(order=[2, 0, 1], intn=[1, 0, 0])
+    out = simulator_list(pods, 1.3, 2, d)
+    assert [p.name for p in out] == ["e", "c", "d", "d-r0", "c-r1"]
+    assert d.calls == ["I", "S 3", "N 3", "N 3", "N 3"]
+    # the quirk: a two-GPU copy is checked by its per-GPU 1000 against the target (3 GPUs x 1.3 = 3900): from 2500,
+    # 2500 + 1000 fits, so it is taken and the list ends at 4500, above the target; the next draw stops it
+    two = [_gpu_pod("a", milli=500), _gpu_pod("z", gpu=2)]
+    out = simulator_list(two, 1.3, 3, _Draws(order=[0, 1], intn=[1, 0]))
+    assert [p.name for p in out] == ["a", "z", "z-r0"]
+
+
+def test_the_simulators_list_prunes_above_the_target() -> None:
+    from kwokbench.trace.inflate import simulator_list
+
+    pods = [_gpu_pod(n, gpu=1) for n in "abcd"]  # 4000 milli against 1 GPU x 1.3 = 1300
+    d = _Draws(order=[3, 2, 1, 0], intn=[0, 0, 1])
+    out = simulator_list(pods, 1.3, 1, d)
+    assert [p.name for p in out] == ["b"]  # d, c, b, a: d and c go, then a (index 1 of b, a)
+    assert d.calls == ["I", "S 4", "N 4", "N 3", "N 2"]

@@ -113,6 +113,13 @@ def test_queues_become_queue_objects() -> None:
      r"tiers\.0\.plugins\.0\.name: Field required"),
     ("[{name: v, binary: volcano, volcano: {scheduler_args: [v=3]}}]", "'v=3' is not a flag"),
     ("[{name: v, binary: volcano, volcano: {schedule_period_seconds: 0}}]", "greater than 0"),
+    ("[{name: v, binary: volcano, volcano: {agent_scheduler_args: [--scheduler-worker-count=2]}}]",
+     "agent_scheduler_args: set agent_scheduler: true too"),
+    ("[{name: v, binary: volcano, volcano: {agent_scheduler: true, agent_scheduler_args: [--kube-api-qps=5]}}]",
+     "kwokbench sets --kube-api-qps itself"),
+    ("[{name: v, binary: volcano, volcano: {agent_scheduler: true, queues: [{name: a}], "
+     "schedule_period_seconds: 0.1}}]",
+     "volcano: queues, schedule_period_seconds: settings of vc-scheduler or its controllers"),
 ])
 def test_bad_volcano_variants_are_one_line(schedulers: str, message: str) -> None:
     with pytest.raises(ScenarioError, match=message) as e:
@@ -174,6 +181,24 @@ def test_gangs_are_refused_with_concurrent_schedulers(tmp_path: Path) -> None:
                         "workloads: [{name: g, count: 16, gang: {size: 8}}]\n")
     with pytest.raises(ScenarioError, match=r"Volcano's gangs .* do not run with concurrent_schedulers"):
         check_scenario(sc, tmp_path)
+
+
+def test_the_agent_scheduler_takes_bare_pods_only(tmp_path: Path) -> None:
+    sc = _scenario("[{name: v, binary: volcano, volcano: {agent_scheduler: true, "
+                   "agent_scheduler_args: [--scheduler-worker-count=2]}}]",
+                   "[{name: p, count: 4, volcano: {queue: a}}]")
+    check_scenario(sc, tmp_path)  # the phase's queue is not the agent's business
+    [f] = manifest_factories(sc, tmp_path, "lbl", variant=sc.schedulers[0])
+    pod = json.loads(f.body(0))
+    assert pod["spec"]["schedulerName"] == "volcano" and "annotations" not in pod["metadata"]
+    v = _kind(sc, tmp_path).fairness()["volcano"]
+    assert v["agent_scheduler"] == {"conf": vc.AGENT_CONF, "args": ["--scheduler-worker-count=2"]}
+    assert yaml.safe_load(vc.AGENT_CONF) == {"actions": "allocate",
+                                             "tiers": [{"plugins": [{"name": "predicates"}, {"name": "nodeorder"}]}]}
+    gangs = _scenario("[{name: v, binary: volcano, volcano: {agent_scheduler: true}}]",
+                      "[{name: g, count: 16, gang: {size: 8}}]")
+    with pytest.raises(ScenarioError, match="agent-scheduler places pods one at a time, not gangs"):
+        check_scenario(gangs, tmp_path)
 
 
 def test_fairness_records_version_skew_conf_and_queues(tmp_path: Path) -> None:
@@ -272,4 +297,5 @@ def test_build_commands_and_crds(tmp_path: Path) -> None:
     cmds = vc.build_commands({vc.MODULE: src}, tmp_path / "out" / "vc-scheduler")
     assert cmds[1][-1] == "./cmd/scheduler" and cmds[2][-1] == "./cmd/controller-manager"
     assert cmds[2][-2] == str(tmp_path / "out" / "vc-controller-manager")
+    assert cmds[3][-2:] == [str(tmp_path / "out" / "vc-agent-scheduler"), "./cmd/agent-scheduler"]
     assert "volcano.sh/volcano/pkg/version.Version=v1.15.1" in cmds[1][4]

@@ -1,0 +1,105 @@
+"""The batch schedulers compared, as shipped and as their projects tune them (issue 41):
+`scenarios/batch-schedulers.yaml` (kube-scheduler; YuniKorn, Volcano and KAI each `-shipped` and `-tuned`;
+Volcano's agent-scheduler) through the real CLI, one fresh cluster per variant, then one row per variant.
+
+Printed per variant: pods bound, throughput (pods bound per second over the pending window) and, where a
+`kwokbench ceiling` for this host and size is stored, its share of that in-process ceiling; created → bound
+p50/p99; the scheduler's CPU per pod and its helpers' (every other process of the kind: binder, pod-grouper,
+controllers); the apiserver's writes per pod (nodes' leases and statuses left out: kwok's heartbeats) and its
+CPU; what limited the run (its verdict); the run's length. Then each tuned variant against its shipped one.
+
+    python benchmarks/bench_batch.py                      # 1000 nodes, every variant (~4 min here)
+    python benchmarks/bench_batch.py --nodes 5000         # the 5000-node point (~12 min)
+    python benchmarks/bench_batch.py --variant kai-shipped --variant kai-tuned
+    python benchmarks/bench_batch.py --runs DIR           # only print, from runs stored in DIR
+
+Measure the ceiling first (`kwokbench ceiling --scenario scenarios/batch-schedulers.yaml [--set
+cluster.node_groups.0.count=5000]`) for the x ceiling column.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+SCENARIO = REPO / "scenarios/batch-schedulers.yaml"
+CONTROL_PLANE = {"etcd", "kube-apiserver", "kube-controller-manager", "kwok-controller", "kube-scheduler"}
+HEARTBEATS = {"leases", "nodes/status"}
+
+
+def row(run: Path) -> dict[str, Any]:
+    s, meta = json.loads((run / "summary.json").read_text()), json.loads((run / "meta.json").read_text())
+    bound = s.get("pods_scheduled") or 0
+    procs = s.get("processes") or {}
+    cpu = {c: (p.get("cpu_seconds_window") or p.get("cpu_seconds") or 0.0) for c, p in procs.items()}
+    helpers = {c: v for c, v in cpu.items() if c not in CONTROL_PLANE and c != "kwokbench"}
+    writes = ((s.get("apiserver") or {}).get("writes") or {}).get("per_pod") or {}
+    lat = (s.get("latency") or {}).get("created_to_scheduled") or {}
+    ceiling = s.get("ceiling") or {}
+    started, ended = meta.get("started_at"), meta.get("ended_at")
+    return {"variant": meta["variant"]["name"], "bound": bound, "expected": s.get("pods_expected"),
+            "throughput": (s.get("throughput") or {}).get("average"), "ceiling": ceiling.get("ratio"),
+            "p50": lat.get("p50"), "p99": lat.get("p99"),
+            "sched_ms": 1000 * cpu.get("kube-scheduler", 0.0) / bound if bound else None,
+            "helpers_ms": 1000 * sum(helpers.values()) / bound if bound and helpers else None,
+            "helpers": sorted(helpers),
+            "writes": sum(v for k, v in writes.items() if k not in HEARTBEATS),
+            "apiserver_cpu": cpu.get("kube-apiserver"),
+            "limited_by": (s.get("limited_by") or {}).get("verdict"),
+            "seconds": _seconds(started, ended)}
+
+
+def _seconds(a: str | None, b: str | None) -> float | None:
+    from datetime import datetime
+
+    return (datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds() if a and b else None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nodes", type=int, default=1000)
+    ap.add_argument("--variant", action="append", default=[], help="only these variants (default: all)")
+    ap.add_argument("--runs", type=Path, help="print from runs stored here instead of running")
+    ap.add_argument("--out", type=Path, help="keep the runs here (default: a temporary folder)")
+    args = ap.parse_args()
+    root = args.runs
+    if root is None:
+        root = args.out or Path(tempfile.mkdtemp(prefix="bench-batch-"))
+        cmd = [sys.executable, "-m", "kwokbench", "run", str(SCENARIO), "--out", str(root),
+               "--set", f"cluster.node_groups.0.count={args.nodes}",
+               *[a for v in args.variant for a in ("--variant", v)]]
+        res = subprocess.run(cmd, stdin=subprocess.DEVNULL, check=False)
+        if res.returncode not in (0, 1):  # 1: a gate or a phase said so; the runs are stored
+            raise SystemExit(f"{' '.join(cmd[3:])} failed ({res.returncode})")
+    rows = [row(p.parent) for p in sorted(root.rglob("summary.json"))]
+    print(f"{'variant':<18} {'bound':>9}  {'pods/s':>7} {'x ceil':>6}  {'p50 / p99 (s)':>13}  {'sched ms/pod':>12}  "
+          f"{'helpers ms/pod':>14}  {'writes/pod':>10}  {'apiserver s':>11}  {'limited by':<10} {'run':>5}")
+    for r in rows:
+        ceil = f"{r['ceiling']:.2f}" if r["ceiling"] else "-"
+        helpers = f"{r['helpers_ms']:.2f}" if r["helpers_ms"] is not None else "-"
+        print(f"{r['variant']:<18} {r['bound']:>4}/{r['expected'] or 0:<4}  {r['throughput'] or 0:7.1f} {ceil:>6}  "
+              f"{r['p50'] or 0:6.2f} / {r['p99'] or 0:5.2f}  {r['sched_ms'] or 0:12.2f}  {helpers:>14}  "
+              f"{r['writes']:10.2f}  {r['apiserver_cpu'] or 0:11.1f}  {r['limited_by'] or '-':<10} "
+              f"{r['seconds'] or 0:4.0f}s")
+    by = {r["variant"]: r for r in rows}
+    print("\ntuned against shipped (throughput, p99, scheduler CPU per pod, helpers' CPU per pod):")
+    for name in sorted(by):
+        if name.endswith("-tuned") or name == "volcano-agent":
+            base = by.get(name.rsplit("-", 1)[0] + "-shipped")
+            t = by[name]
+            if base and base["throughput"] and t["throughput"]:
+                helpers = (f", helpers {t['helpers_ms'] / base['helpers_ms']:.2f}x"
+                           if t["helpers_ms"] and base["helpers_ms"] else "")
+                print(f"  {name:<16} {t['throughput'] / base['throughput']:.2f}x throughput, p99 "
+                      f"{(t['p99'] or 0) / (base['p99'] or 1):.2f}x, scheduler CPU/pod "
+                      f"{(t['sched_ms'] or 0) / (base['sched_ms'] or 1):.2f}x{helpers}")
+
+
+if __name__ == "__main__":
+    main()
