@@ -6,7 +6,9 @@ Printed per variant: pods bound, throughput (pods bound per second over the pend
 `kwokbench ceiling` for this host and size is stored, its share of that in-process ceiling; created → bound
 p50/p99; the scheduler's CPU per pod and its helpers' (every other process of the kind: binder, pod-grouper,
 controllers); the apiserver's writes per pod (nodes' leases and statuses left out: kwok's heartbeats) and its
-CPU; what limited the run (its verdict); the run's length. Then each tuned variant against its shipped one.
+CPU; what limited the run (its verdict); the run's length. With several runs of a variant (`--repeat`), each
+figure is their median and the throughput's range is printed beside it. Then each tuned variant against its
+shipped one (medians), and whether their throughput ranges overlap.
 
     python benchmarks/bench_batch.py                      # 1000 nodes, every variant (~4 min here)
     python benchmarks/bench_batch.py --nodes 5000         # the 5000-node point (~12 min)
@@ -67,38 +69,61 @@ def main() -> None:
     ap.add_argument("--variant", action="append", default=[], help="only these variants (default: all)")
     ap.add_argument("--runs", type=Path, help="print from runs stored here instead of running")
     ap.add_argument("--out", type=Path, help="keep the runs here (default: a temporary folder)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per variant, interleaved")
     args = ap.parse_args()
     root = args.runs
     if root is None:
         root = args.out or Path(tempfile.mkdtemp(prefix="bench-batch-"))
         cmd = [sys.executable, "-m", "kwokbench", "run", str(SCENARIO), "--out", str(root),
-               "--set", f"cluster.node_groups.0.count={args.nodes}",
+               "--set", f"cluster.node_groups.0.count={args.nodes}", "--repeat", str(args.repeat),
                *[a for v in args.variant for a in ("--variant", v)]]
         res = subprocess.run(cmd, stdin=subprocess.DEVNULL, check=False)
         if res.returncode not in (0, 1):  # 1: a gate or a phase said so; the runs are stored
             raise SystemExit(f"{' '.join(cmd[3:])} failed ({res.returncode})")
-    rows = [row(p.parent) for p in sorted(root.rglob("summary.json"))]
-    print(f"{'variant':<18} {'bound':>9}  {'pods/s':>7} {'x ceil':>6}  {'p50 / p99 (s)':>13}  {'sched ms/pod':>12}  "
-          f"{'helpers ms/pod':>14}  {'writes/pod':>10}  {'apiserver s':>11}  {'limited by':<10} {'run':>5}")
-    for r in rows:
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for p in sorted(root.rglob("summary.json")):
+        r = row(p.parent)
+        runs.setdefault(r["variant"], []).append(r)
+    order = ["kube-scheduler", "yunikorn-shipped", "yunikorn-tuned", "volcano-shipped", "volcano-tuned",
+             "volcano-agent", "kai-shipped", "kai-tuned"]
+    by = {v: median_row(rs) for v, rs in sorted(runs.items(), key=lambda kv: [*order, kv[0]].index(kv[0]))}
+    print(f"{'variant':<18} {'runs':>4} {'bound':>9}  {'pods/s (range)':>21} {'x ceil':>6}  {'p50 / p99 (s)':>13}  "
+          f"{'sched ms/pod':>12}  {'helpers ms/pod':>14}  {'writes/pod':>10}  {'apiserver s':>11}  {'limited by':<10} "
+          f"{'run':>5}")
+    for name, r in by.items():
         ceil = f"{r['ceiling']:.2f}" if r["ceiling"] else "-"
         helpers = f"{r['helpers_ms']:.2f}" if r["helpers_ms"] is not None else "-"
-        print(f"{r['variant']:<18} {r['bound']:>4}/{r['expected'] or 0:<4}  {r['throughput'] or 0:7.1f} {ceil:>6}  "
+        rng = f"{r['throughput']:7.1f} ({r['lo']:.1f}-{r['hi']:.1f})"
+        print(f"{name:<18} {r['runs']:>4} {r['bound']:>4}/{r['expected'] or 0:<4}  {rng:>21} {ceil:>6}  "
               f"{r['p50'] or 0:6.2f} / {r['p99'] or 0:5.2f}  {r['sched_ms'] or 0:12.2f}  {helpers:>14}  "
               f"{r['writes']:10.2f}  {r['apiserver_cpu'] or 0:11.1f}  {r['limited_by'] or '-':<10} "
               f"{r['seconds'] or 0:4.0f}s")
-    by = {r["variant"]: r for r in rows}
-    print("\ntuned against shipped (throughput, p99, scheduler CPU per pod, helpers' CPU per pod):")
-    for name in sorted(by):
-        if name.endswith("-tuned") or name == "volcano-agent":
-            base = by.get(name.rsplit("-", 1)[0] + "-shipped")
-            t = by[name]
-            if base and base["throughput"] and t["throughput"]:
-                helpers = (f", helpers {t['helpers_ms'] / base['helpers_ms']:.2f}x"
-                           if t["helpers_ms"] and base["helpers_ms"] else "")
-                print(f"  {name:<16} {t['throughput'] / base['throughput']:.2f}x throughput, p99 "
-                      f"{(t['p99'] or 0) / (base['p99'] or 1):.2f}x, scheduler CPU/pod "
-                      f"{(t['sched_ms'] or 0) / (base['sched_ms'] or 1):.2f}x{helpers}")
+    print("\ntuned against shipped, medians (throughput, p99, scheduler CPU per pod, helpers' CPU per pod):")
+    for name, t in by.items():
+        base = by.get(name.rsplit("-", 1)[0] + "-shipped")
+        if (name.endswith("-tuned") or name == "volcano-agent") and base and base["throughput"] and t["throughput"]:
+            helpers = (f", helpers {t['helpers_ms'] / base['helpers_ms']:.2f}x"
+                       if t["helpers_ms"] and base["helpers_ms"] else "")
+            apart = ("; throughput ranges apart" if t["lo"] > base["hi"] or t["hi"] < base["lo"]
+                     else "; throughput ranges overlap")
+            print(f"  {name:<16} {t['throughput'] / base['throughput']:.2f}x throughput, p99 "
+                  f"{(t['p99'] or 0) / (base['p99'] or 1):.2f}x, scheduler CPU/pod "
+                  f"{(t['sched_ms'] or 0) / (base['sched_ms'] or 1):.2f}x{helpers}{apart if t['runs'] > 1 else ''}")
+
+
+def median_row(rs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One variant's runs: the median of each figure, the throughput's range, the verdict most runs had."""
+    import statistics
+
+    out: dict[str, Any] = {"runs": len(rs), "expected": rs[0]["expected"],
+                           "limited_by": statistics.mode(r["limited_by"] for r in rs)}
+    for k in ("bound", "throughput", "ceiling", "p50", "p99", "sched_ms", "helpers_ms", "writes", "apiserver_cpu",
+              "seconds"):
+        xs = [r[k] for r in rs if r[k] is not None]
+        out[k] = statistics.median(xs) if xs else None
+    tp = [r["throughput"] or 0.0 for r in rs]
+    out["lo"], out["hi"] = min(tp), max(tp)
+    return out
 
 
 if __name__ == "__main__":

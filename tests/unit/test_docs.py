@@ -267,6 +267,17 @@ def test_every_section_with_measured_figures_says_when(page: Path) -> None:
     assert not undated, f"{page.name}: sections with figures but no date: {undated}"
 
 
+@pytest.mark.parametrize("page", sorted((DOCS / "results").glob("*.md")), ids=lambda p: p.name)
+def test_every_section_with_a_scheduling_rate_sets_it_against_a_ceiling(page: Path) -> None:
+    """A rate of pods scheduled means little on its own on a shared 2-core host: each section of a results page
+    that quotes one (pods/s) says what it is against this host's in-process ceiling (a ratio, or the ceiling it
+    was measured beside)."""
+    bare = [section.splitlines()[0] for section in re.split(r"\n(?=#{1,2} )", page.read_text())
+            if not section.startswith("## Measure it again") and re.search(r"\d pods/s", section)
+            and not re.search(r"ceiling", section, flags=re.I)]
+    assert not bare, f"{page.name}: sections with pods/s but no ceiling: {bare}"
+
+
 # ---- every results page opens with the commands that measure it again, from a fresh clone -------------------------
 
 
