@@ -31,6 +31,7 @@ KEEP: dict[str, dict[str, Any]] = {
     },
     "kube-scheduler": {
         "scheduler_schedule_attempts_total": None,
+        "scheduler_podgroup_schedule_attempts_total": None,  # native gangs (GenericWorkload, 1.37 on)
         "scheduler_scheduling_attempt_duration_seconds": None,
         "scheduler_scheduling_algorithm_duration_seconds": None,
         "scheduler_pod_scheduling_sli_duration_seconds": None,
@@ -306,6 +307,8 @@ def derive(run_dir: Path, pods: pd.DataFrame,
     out["scheduler"] = {
         "schedule_attempts": counter_increase(series, "kube-scheduler", "scheduler_schedule_attempts_total",
                                               by="result"),
+        "podgroup_schedule_attempts": counter_increase(series, "kube-scheduler",
+                                                       "scheduler_podgroup_schedule_attempts_total", by="result"),
         "scheduling_attempt_duration_seconds": histogram_quantiles(
             series, "kube-scheduler", "scheduler_scheduling_attempt_duration_seconds", result="scheduled"),
         "scheduling_algorithm_duration_seconds": histogram_quantiles(

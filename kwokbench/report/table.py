@@ -49,6 +49,10 @@ def summary_rows(s: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     written = writes.brief((s.get("apiserver") or {}).get("writes"))
     if written:
         rows.append(["apiserver writes per pod (first pod created → end)", written])
+    groups = (s.get("scheduler") or {}).get("podgroup_schedule_attempts") or {}
+    if groups:
+        rows.append(["pod-group scheduling cycles (kube-scheduler's own gangs), by result",
+                     ", ".join(f"{k} {v:.0f}" for k, v in sorted(groups.items()))])
     algo = (s.get("scheduler") or {}).get("scheduling_algorithm_duration_seconds") or {}
     if algo.get("count"):
         rows.append(["scheduling algorithm duration mean / p99 (scheduler)",

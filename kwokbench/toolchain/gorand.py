@@ -1,7 +1,7 @@
 """Draws from Go's ``math/rand``, draw for draw: a program that seeded it (the FGD paper's simulator shuffles and
 resamples its pod list with it) replays exactly only with its own generator, whose state tables are Go's.
 
-``gorand/main.go`` (standard library only) is built on first use into the cache, keyed by its source's hash, and
+``gorand_go/main.go`` (standard library only) is built on first use into the cache, keyed by its source's hash, and
 answers one request per line; :class:`GoRand` is its Python face. Building needs the ``go`` that builds the
 toolchain; a failure is a ToolchainError, one line.
 """
@@ -16,7 +16,7 @@ from types import TracebackType
 
 from kwokbench.errors import ToolchainError
 
-SOURCE = Path(__file__).with_name("gorand") / "main.go"
+SOURCE = Path(__file__).with_name("gorand_go") / "main.go"
 
 
 def binary() -> Path:
