@@ -46,8 +46,9 @@ from kwokbench.store import (
 from kwokbench.summary import POD_COLUMNS, summarize, with_columns
 
 PLACEMENT_COLUMNS: dict[str, type] = {**POD_COLUMNS, "namespace": str, "name": str, "workload": str, "node": str,
-                                      "cpu_m": float, "gpus": float, "deleted": bool, "scheduler": str}
-ALLOCATION_COLUMNS: dict[str, type] = {**PLACEMENT_COLUMNS, "mem_mi": float, "gpu_milli": float, "deleted_at": float}
+                                      "cpu_m": float, "gpus": float, "deleted": bool, "scheduler": str,
+                                      "deleted_at": float}
+ALLOCATION_COLUMNS: dict[str, type] = {**PLACEMENT_COLUMNS, "mem_mi": float, "gpu_milli": float}
 METRICS_NOT_FROM_CLIENTS = ("kube-scheduler", "kube-controller-manager", "etcd")
 """Components whose /metrics an attached cluster does not expose to a client."""
 

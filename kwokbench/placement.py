@@ -96,8 +96,47 @@ def gangs(pods: pd.DataFrame, phases: list[dict[str, Any]]) -> list[dict[str, An
         out.append({"phase": ph["name"], "gangs": total, "size": size, "min_member": need,
                     "complete": int((bound >= need).sum()), "partial": partial, "unplaced": int((bound == 0).sum()),
                     "pods_in_partial_gangs": int(bound[(bound > 0) & (bound < need)].sum()),
-                    "time_to_place": _time_to_place(p, idx if len(p) else np.zeros(0, dtype=int), need, total)})
+                    "time_to_place": _time_to_place(p, idx if len(p) else np.zeros(0, dtype=int), need, total),
+                    "held_by_partial": _held_by_partial(p, idx if len(p) else np.zeros(0, dtype=int), need, total)})
     return out
+
+
+def _held_by_partial(p: pd.DataFrame, gang: np.ndarray, need: int, total: int) -> dict[str, Any] | None:
+    """Over time, the pods (and their CPU) bound in gangs that have some members bound but fewer than ``need``:
+    capacity held by gangs that cannot run yet, or never will. Replayed from each pod's bind and (when a pod left)
+    deletion time; ``series`` has a point per change, seconds from the phase's first pod created; ``peak_*`` its
+    most, ``end_*`` when the last event had happened. ``gang``: each pod's gang index, as :func:`gangs` computed it."""
+    if not len(p) or "scheduled" not in p:
+        return None
+    cpu = p["cpu_m"].to_numpy(dtype=float) if "cpu_m" in p else np.zeros(len(p))
+    gone = p["deleted_at"].to_numpy(dtype=float) if "deleted_at" in p else np.full(len(p), np.nan)
+    events = []
+    for g, t, c, d in zip(gang, p["scheduled"].to_numpy(dtype=float), cpu, gone, strict=True):
+        if 0 <= g < total and np.isfinite(t):
+            events.append((t, int(g), 1, c))
+            if np.isfinite(d) and d >= t:
+                events.append((d, int(g), -1, c))
+    if not events:
+        return None
+    events.sort(key=lambda e: (e[0], -e[2]))
+    t0 = float(p["created"].min()) if "created" in p and p["created"].notna().any() else events[0][0]
+    bound, cpu_in = np.zeros(total, dtype=np.int64), np.zeros(total)
+    held_pods = held_cpu = 0.0
+    ts, pods_s, cpu_s = [0.0], [0], [0.0]
+    for t, g, step, c in events:
+        was = 0 < bound[g] < need
+        if was:
+            held_pods, held_cpu = held_pods - bound[g], held_cpu - cpu_in[g]
+        bound[g] += step
+        cpu_in[g] += step * c
+        if 0 < bound[g] < need:
+            held_pods, held_cpu = held_pods + bound[g], held_cpu + cpu_in[g]
+        ts.append(round(t - t0, 3))
+        pods_s.append(int(held_pods))
+        cpu_s.append(round(held_cpu, 1))
+    peak = int(np.argmax(pods_s))
+    return {"peak_pods": pods_s[peak], "peak_cpu_m": cpu_s[peak], "peak_at": ts[peak],
+            "end_pods": pods_s[-1], "end_cpu_m": cpu_s[-1], "series": {"t": ts, "pods": pods_s, "cpu_m": cpu_s}}
 
 
 def _time_to_place(p: pd.DataFrame, gang: np.ndarray, need: int, total: int) -> dict[str, Any] | None:

@@ -311,6 +311,10 @@ AGENT_CONF = "actions: \"allocate\"\ntiers:\n- plugins:\n  - name: predicates\n 
 AGENT_OWN_FLAGS = ("kubeconfig", "leader-elect", "scheduler-name", "scheduler-conf", "enable-healthz",
                    "healthz-address", "kube-api-qps", "kube-api-burst")
 """vc-agent-scheduler flags kwokbench sets itself."""
+AGENT_SOCKET = "klog-klog.sock"
+"""The log-level socket vc-agent-scheduler opens in ``$DEBUG_SOCKET_DIR`` at the end of its start
+(``pkg/agentscheduler/util.go``: after its informers synced and its workers started). Its /healthz answers from
+before its informers start, so this file is when it is ready."""
 CRD_DIRS = ("config/crd/volcano/bases", "config/crd/jobflow/bases")
 
 
@@ -623,7 +627,8 @@ class Volcano(Scheduler):
         return self._record
 
     def _start_agent(self, info: ClusterInfo, rep: Reporter) -> dict[str, Any]:
-        """vc-agent-scheduler alone, serving the variant's schedulerName; ready once its /healthz answers."""
+        """vc-agent-scheduler alone, serving the variant's schedulerName; ready once its /healthz answers and it
+        has opened its log-level socket (:data:`AGENT_SOCKET`)."""
         assert self.binary is not None
         agent = self.binary.parent / AGENT
         if not agent.is_file():  # a build from before kwokbench built the agent-scheduler
@@ -633,6 +638,8 @@ class Volcano(Scheduler):
         workdir.mkdir(parents=True, exist_ok=True)
         conf = workdir / "agent-scheduler.conf"
         conf.write_text(AGENT_CONF)
+        started = workdir / AGENT_SOCKET  # opened once its informers synced and its workers run
+        started.unlink(missing_ok=True)
         (health_port,) = free_ports(1)
         sq, sb = self.limits["scheduler"]
         argv = [str(agent), f"--kubeconfig={info.kubeconfig}", "--leader-elect=false",
@@ -654,13 +661,15 @@ class Volcano(Scheduler):
                             "argv": argv, "version": self.version(), "log": str(log), "conf": str(conf),
                             "agent_scheduler": True, "client_qps": sq, "client_burst": sb}
             ready = self._wait_ready({self._component: proc}, {self._component: log},
-                                     {self._component: f"http://127.0.0.1:{health_port}/healthz"}, None, spawned)
+                                     {self._component: f"http://127.0.0.1:{health_port}/healthz"}, None, spawned,
+                                     started)
         self._record.update(setup_seconds=0.0, ready_seconds=ready - spawned)
         return self._record
 
     def _wait_ready(self, procs: dict[str, Any], logs: dict[str, Path], health: dict[str, str], metrics: str | None,
-                    t0: float) -> float:
-        """Until every health check answers and (``metrics`` given) vc-scheduler ran a session."""
+                    t0: float, started: Path | None = None) -> float:
+        """Until every health check answers and (``metrics`` given) vc-scheduler ran a session, or (``started``
+        given) that file exists."""
         deadline = t0 + self.variant.ready_timeout_seconds
         sched_log = logs[self._component]
         while time.time() < deadline:
@@ -678,7 +687,8 @@ class Volcano(Scheduler):
                 self.stop()
                 raise ScenarioError(f"scheduler {self.name}: vc-scheduler refused its configuration: {refused} "
                                     f"(log: {sched_log})")
-            if all(_healthy(u) for u in health.values()) and (metrics is None or _sessions(metrics) >= 1):
+            if all(_healthy(u) for u in health.values()) and (metrics is None or _sessions(metrics) >= 1) \
+                    and (started is None or started.exists()):
                 return time.time()
             time.sleep(0.25)
         self.stop()

@@ -279,6 +279,11 @@ def placement_rows(pl: dict[str, Any]) -> list[list[str]]:
                 rows.append([f"gangs {g['phase']}: placed whole per second (first member created → last placed)",
                              f"{t['per_second']:.2f} gangs/s; {g['pods_in_partial_gangs']} pods held by partial "
                              "gangs at the end"])
+        h = g.get("held_by_partial")
+        if h and h["peak_pods"]:
+            rows.append([f"gangs {g['phase']}: pods held by partly placed gangs, peak (CPU) / at the end",
+                         f"{h['peak_pods']} ({h['peak_cpu_m'] / 1000:g} CPUs) at {h['peak_at']:.1f} s / "
+                         f"{h['end_pods']} ({h['end_cpu_m'] / 1000:g} CPUs)"])
     rv = pl.get("rule_violations")
     if rv:
         rows.append(["pods placed against the gpufilter rule", f"{rv['violations']} of {rv['pods_checked']}"])

@@ -82,7 +82,7 @@ def _check_measured(meta: dict[str, Any], pods: Any, s: dict[str, Any] | None) -
 
 def test_kai_tuned_as_its_scale_test_beside_kai_shipped(built: None, kb_home: Path, tmp_path: Path) -> None:
     """KAI as shipped and as its scale test tunes it (the binder's concurrency, consolidation off), each on a fresh
-    cluster (~60 s): both bind every pod, and each process got the flags its variant names."""
+    cluster (33 s here): both bind every pod, and each process got the flags its variant names."""
     kwokbench("run", str(REPO / "scenarios/kai.yaml"), "--variant", "kai", "--variant", "kai-tuned", "--out",
               str(tmp_path), "--set", "workloads.0.count=100", env=ENV, check=True)
     runs = {r.meta["variant"]["name"]: r for r in (load_run(d) for d in (tmp_path / "kai").iterdir() if d.is_dir())}

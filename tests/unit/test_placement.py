@@ -69,6 +69,7 @@ def test_gang_completeness() -> None:
     [g] = placement(pods, NODES, [{"name": "gangs", "count": 9, "gang": {"size": 3, "min_member": 3}}], {})["gangs"]
     # one gang whole, placed 1 s after the phase's first member was created: 1 gang per second
     assert g.pop("time_to_place") == {"gangs": 1, "p50": 1.0, "p90": 1.0, "max": 1.0, "per_second": 1.0}
+    assert g.pop("held_by_partial")["end_pods"] == 1
     assert g == {"phase": "gangs", "gangs": 3, "size": 3, "min_member": 3, "complete": 1, "partial": 1,
                  "unplaced": 1, "pods_in_partial_gangs": 1}
     # minMember 1: any placed member completes its gang
@@ -91,6 +92,19 @@ def test_gang_time_to_place_counts_from_the_last_member_to_the_min_member_th_bou
     # two whole gangs, the first member created at 0 and the last of them placed at 11.5 (gang 1's 2nd bound)
     assert g["time_to_place"] == {"gangs": 2, "p50": 1.5, "p90": pytest.approx(2.7), "max": 3.0,
                                   "per_second": pytest.approx(2 / 11.5)}
+
+
+def test_pods_held_by_partly_placed_gangs_over_time() -> None:
+    # gangs of 3 (all 3 needed), one CPU each: gang 0 bound at 1, 2, 3 (whole at 3); gang 1 at 4 and 5, its third
+    # never, and the member bound at 4 deleted at 6
+    rows = [{**pod(f"g-ab-{i}", "g", "n" if s == s else ""), "created": 0.0, "scheduled": s, "cpu_m": 1000.0,
+             "deleted_at": d}
+            for i, (s, d) in enumerate([(1, None), (2, None), (3, None), (4, 6), (5, None), (float("nan"), None)])]
+    [g] = placement(pd.DataFrame(rows), NODES, [{"name": "g", "count": 6, "gang": {"size": 3}}], {})["gangs"]
+    h = g["held_by_partial"]
+    assert h["series"] == {"t": [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "pods": [0, 1, 2, 0, 1, 2, 1],
+                           "cpu_m": [0.0, 1000.0, 2000.0, 0.0, 1000.0, 2000.0, 1000.0]}
+    assert (h["peak_pods"], h["peak_cpu_m"], h["peak_at"], h["end_pods"], h["end_cpu_m"]) == (2, 2000.0, 2.0, 1, 1000.0)
 
 
 def test_failed_scheduling_reasons() -> None:
