@@ -67,6 +67,8 @@ def test_native_gangs_are_placed_whole_or_not_at_all(tmp_path: Path) -> None:
     [g] = run.summary["placement"]["gangs"]
     assert (g["gangs"], g["complete"], g["partial"], g["unplaced"], g["pods_in_partial_gangs"]) == (12, 9, 0, 3, 0), g
     assert run.summary["pods_scheduled"] == 45 and g["time_to_place"]["per_second"] > 0
+    # members are bound one write at a time: a gang passes through partly bound states, none is left in one
+    assert g["held_by_partial"]["end_pods"] == 0 and g["held_by_partial"]["series"]["pods"], g["held_by_partial"]
     # its own account in pod-group cycles: the 9 placed ones scheduled (the last scrape may precede the last), the
     # other 3 tried and found unschedulable
     cycles = run.summary["scheduler"]["podgroup_schedule_attempts"]
