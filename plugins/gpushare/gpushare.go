@@ -323,12 +323,19 @@ type chosen struct{ node string }
 
 func (c *chosen) Clone() fwk.StateData { return c }
 
-// Rank is a node's place in the order fixed by the seed (FNV-1a of the seed and its name): the simulator's
-// tie-break takes the first of the nodes with the best score in such an order.
+// Rank is a node's place in the order fixed by the seed: the simulator's tie-break takes the first of the nodes
+// with the best score in an order that is a uniformly random permutation (rand.Perm). FNV-1a of the seed and the
+// name, then splitmix64's finaliser: FNV-1a alone is no such order for names that differ in their last
+// characters (kb-openb-0-41, kb-openb-0-42, ...): their hashes differ by a multiple of the last byte's XOR, so
+// the order followed the names' structure, and FGD, whose coarse score ties often, allocated 90.9% of the trace's
+// GPUs in that order against 95.5% in a random one (the same pod list, offline).
 func Rank(seed int64, node string) uint64 {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(strconv.FormatInt(seed, 10) + "/" + node))
-	return h.Sum64()
+	z := h.Sum64()
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
 }
 
 // PreScore picks the node itself where the choice among equals is not kube-scheduler's: Random draws one of
