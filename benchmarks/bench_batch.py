@@ -50,7 +50,6 @@ def row(run: Path) -> dict[str, Any]:
             "p50": lat.get("p50"), "p99": lat.get("p99"),
             "sched_ms": 1000 * cpu.get("kube-scheduler", 0.0) / bound if bound else None,
             "helpers_ms": 1000 * sum(helpers.values()) / bound if bound and helpers else None,
-            "helpers": sorted(helpers),
             "writes": sum(v for k, v in writes.items() if k not in HEARTBEATS),
             "apiserver_cpu": cpu.get("kube-apiserver"),
             "limited_by": (s.get("limited_by") or {}).get("verdict"),

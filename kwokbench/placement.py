@@ -93,12 +93,17 @@ def gangs(pods: pd.DataFrame, phases: list[dict[str, Any]]) -> list[dict[str, An
             ok = (p["node"].fillna("") != "").to_numpy() & (idx >= 0) & (idx < total)
             np.add.at(bound, idx[ok], 1)
         partial = int(((bound > 0) & (bound < need)).sum())
+        gang = idx if len(p) else np.zeros(0, dtype=int)
         out.append({"phase": ph["name"], "gangs": total, "size": size, "min_member": need,
                     "complete": int((bound >= need).sum()), "partial": partial, "unplaced": int((bound == 0).sum()),
                     "pods_in_partial_gangs": int(bound[(bound > 0) & (bound < need)].sum()),
-                    "time_to_place": _time_to_place(p, idx if len(p) else np.zeros(0, dtype=int), need, total),
-                    "held_by_partial": _held_by_partial(p, idx if len(p) else np.zeros(0, dtype=int), need, total)})
+                    "time_to_place": _time_to_place(p, gang, need, total),
+                    "held_by_partial": _held_by_partial(p, gang, need, total)})
     return out
+
+
+SERIES_POINTS = 500
+"""Most points of a gang phase's ``held_by_partial.series`` in the summary."""
 
 
 def _held_by_partial(p: pd.DataFrame, gang: np.ndarray, need: int, total: int) -> dict[str, Any] | None:
@@ -135,6 +140,10 @@ def _held_by_partial(p: pd.DataFrame, gang: np.ndarray, need: int, total: int) -
         pods_s.append(int(held_pods))
         cpu_s.append(round(held_cpu, 1))
     peak = int(np.argmax(pods_s))
+    if len(ts) > SERIES_POINTS:  # a point per bind: thinned for summary.json, the peak and the last kept
+        keep = sorted({*np.linspace(0, len(ts) - 1, SERIES_POINTS).astype(int).tolist(), peak})
+        ts, pods_s, cpu_s = [ts[i] for i in keep], [pods_s[i] for i in keep], [cpu_s[i] for i in keep]
+        peak = keep.index(peak)
     return {"peak_pods": pods_s[peak], "peak_cpu_m": cpu_s[peak], "peak_at": ts[peak],
             "end_pods": pods_s[-1], "end_cpu_m": cpu_s[-1], "series": {"t": ts, "pods": pods_s, "cpu_m": cpu_s}}
 

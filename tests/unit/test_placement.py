@@ -137,3 +137,13 @@ def test_extender_filter_and_prioritize_follow_the_plugin_rule() -> None:
     assert extender.priorities({"Pod": gpu_pod, "Nodes": nodes}) == [
         {"Host": "small", "Score": 0}, {"Host": "cpu", "Score": 0}, {"Host": "gpu", "Score": 10}]
     assert extender.priorities({"Pod": cpu_pod, "Nodes": nodes})[2] == {"Host": "gpu", "Score": 0}
+
+
+def test_held_by_partial_series_is_thinned_keeping_peak_and_end() -> None:
+    # 800 gangs of 2, one member each bound at t = i: 800 changes, held pods rising to 800
+    rows = [{**pod(f"g-ab-{2 * i}", "g", "n"), "created": 0.0, "scheduled": float(i + 1), "cpu_m": 1000.0}
+            for i in range(800)] + [pod(f"g-ab-{2 * i + 1}", "g", "") for i in range(800)]
+    [g] = placement(pd.DataFrame(rows), NODES, [{"name": "g", "count": 1600, "gang": {"size": 2}}], {})["gangs"]
+    h = g["held_by_partial"]
+    assert len(h["series"]["t"]) <= 501 and h["series"]["t"][-1] == 800.0 and h["series"]["pods"][-1] == 800
+    assert (h["peak_pods"], h["end_pods"]) == (800, 800) and max(h["series"]["pods"]) == 800
