@@ -50,6 +50,7 @@ import json
 import os
 import re
 import shutil
+import tempfile
 import time
 import urllib.request
 from collections.abc import Mapping
@@ -315,6 +316,20 @@ AGENT_SOCKET = "klog-klog.sock"
 """The log-level socket vc-agent-scheduler opens in ``$DEBUG_SOCKET_DIR`` at the end of its start
 (``pkg/agentscheduler/util.go``: after its informers synced and its workers started). Its /healthz answers from
 before its informers start, so this file is when it is ready."""
+SUN_PATH_MAX = 107
+"""The longest path a unix socket can be bound at (``sun_path`` is 108 bytes with its NUL)."""
+
+
+def socket_dir() -> Path:
+    """A fresh directory for Volcano's klog-level socket (``$DEBUG_SOCKET_DIR``). Not the run's own directory:
+    under pytest or a deep home the socket's path passes :data:`SUN_PATH_MAX` (CI's was 112 bytes), its bind
+    fails and Volcano drops the error (``ListenAndServeKlogLogLevel`` just returns), so the agent-scheduler never
+    looked ready and was stopped at its timeout; not Volcano's default ``/tmp/klog-socks`` either, which every
+    Volcano on the host shares."""
+    base = tempfile.gettempdir()
+    if len(base) + len("/kb-vc-12345678/") + len(AGENT_SOCKET) > SUN_PATH_MAX:
+        base = "/tmp"
+    return Path(tempfile.mkdtemp(prefix="kb-vc-", dir=base))
 CRD_DIRS = ("config/crd/volcano/bases", "config/crd/jobflow/bases")
 
 
@@ -520,6 +535,7 @@ class Volcano(Scheduler):
         self.limits = client_limits(setup.scenario.cluster.qps_limits, self.variant.client_qps,
                                     self.variant.client_burst)
         self._started: list[str] = []
+        self._sockets: Path | None = None
 
     def queues(self) -> list[str]:
         """The queues a workload may name: Volcano's default and the variant's."""
@@ -589,7 +605,8 @@ class Volcano(Scheduler):
             asyncio.run(apply_crds(info.credentials(), crds))
             asyncio.run(_create_queues(info, queue_objects(self.spec), self.name))
         metrics_port, health_port, cm_health_port = free_ports(3)
-        env = {**os.environ, "DEBUG_SOCKET_DIR": str(workdir)}  # its klog-level socket: not /tmp, shared by all
+        self._sockets = socket_dir()
+        env = {**os.environ, "DEBUG_SOCKET_DIR": str(self._sockets)}
         (cq, cb), (sq, sb) = self.limits["controller_manager"], self.limits["scheduler"]
         cm_argv = [str(manager), f"--kubeconfig={info.kubeconfig}", "--leader-elect=false",
                    f"--controllers={CONTROLLERS}", "--enable-healthz=true",
@@ -638,8 +655,8 @@ class Volcano(Scheduler):
         workdir.mkdir(parents=True, exist_ok=True)
         conf = workdir / "agent-scheduler.conf"
         conf.write_text(AGENT_CONF)
-        started = workdir / AGENT_SOCKET  # opened once its informers synced and its workers run
-        started.unlink(missing_ok=True)
+        self._sockets = socket_dir()
+        started = self._sockets / AGENT_SOCKET  # opened once its informers synced and its workers run
         (health_port,) = free_ports(1)
         sq, sb = self.limits["scheduler"]
         argv = [str(agent), f"--kubeconfig={info.kubeconfig}", "--leader-elect=false",
@@ -652,7 +669,7 @@ class Volcano(Scheduler):
         with rep.status(f"starting Volcano {VOLCANO}'s agent-scheduler ({self.name})"):
             try:
                 proc = processes.spawn(info.dir, self._component, argv, workdir,
-                                       env={**os.environ, "DEBUG_SOCKET_DIR": str(workdir)})
+                                       env={**os.environ, "DEBUG_SOCKET_DIR": str(self._sockets)})
             except OSError as e:
                 raise ClusterError(f"scheduler {self.name}: cannot start {agent}: {e.strerror or e}") from e
             self._started.append(self._component)
@@ -731,6 +748,9 @@ class Volcano(Scheduler):
                 own.stop(self._info, comp)
             self._started = []
             self._info = None
+        if self._sockets is not None:
+            shutil.rmtree(self._sockets, ignore_errors=True)
+            self._sockets = None
 
 
 def _binary_of(component: str, agent: bool = False) -> str:

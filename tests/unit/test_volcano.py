@@ -299,3 +299,18 @@ def test_build_commands_and_crds(tmp_path: Path) -> None:
     assert cmds[2][-2] == str(tmp_path / "out" / "vc-controller-manager")
     assert cmds[3][-2:] == [str(tmp_path / "out" / "vc-agent-scheduler"), "./cmd/agent-scheduler"]
     assert "volcano.sh/volcano/pkg/version.Version=v1.15.1" in cmds[1][4]
+
+
+def test_the_klog_socket_fits_a_unix_socket_path_wherever_the_run_lives(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """CI's run directory put the agent-scheduler's socket at 112 bytes: its bind failed silently and the
+    scheduler never looked ready. The socket directory is short whatever TMPDIR is."""
+    import tempfile
+
+    deep = tmp_path / ("d" * 90)
+    deep.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    for _ in range(2):
+        d = vc.socket_dir()
+        assert d.is_dir() and len(str(d / vc.AGENT_SOCKET)) <= vc.SUN_PATH_MAX
+        d.rmdir()
