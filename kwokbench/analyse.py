@@ -99,7 +99,8 @@ def analyse(run_dir: Path, write: bool = True) -> dict[str, Any]:
     if nodes is not None and (choices := gpu_choices(pods, nodes)) is not None:
         summary["gpu_choices"] = choices
     if (run_dir / CLAIMS).exists():
-        summary["claims"] = claims_section(pd.read_parquet(run_dir / CLAIMS), with_columns(pods, PLACEMENT_COLUMNS))
+        summary["claims"] = claims_section(pd.read_parquet(run_dir / CLAIMS), with_columns(pods, PLACEMENT_COLUMNS),
+                                           ((meta.get("scenario") or {}).get("cluster") or {}).get("node_groups"))
     extender = read_doc(run_dir, EXTENDER)
     if extender:
         summary["extender"] = {k: v for k, v in extender.items() if k not in ("format_version", "migrated_from")}

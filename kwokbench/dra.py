@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from kwokbench.cluster.devices import counter_sets_of, devices_of
+from kwokbench.quantity import quantity
 from kwokbench.summary import percentile_stats
 
 
@@ -40,8 +42,6 @@ def overlapping(claims: pd.DataFrame) -> dict[str, int]:
 def peak_consumed(claims: pd.DataFrame, capacity: str = "milli") -> dict[str, float]:
     """Shared devices: device → the most of ``capacity`` the claims holding it at once consumed (from each
     claim's allocation to its release), from the allocations' own ``consumedCapacity``."""
-    from kwokbench.quantity import quantity
-
     if "consumed" not in claims:
         return {}
     events: dict[str, list[tuple[float, float]]] = {}
@@ -64,7 +64,72 @@ def peak_consumed(claims: pd.DataFrame, capacity: str = "milli") -> dict[str, fl
     return out
 
 
-def claims_section(claims: pd.DataFrame, pods: pd.DataFrame | None = None) -> dict[str, Any]:
+def _pool_group(pool: str) -> str:
+    """The node group of a node-local pool (a node named kb-<group>-<i>)."""
+    return pool.removeprefix("kb-").rsplit("-", 1)[0]
+
+
+def counters_section(claims: pd.DataFrame, node_groups: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Partitionable devices: what the claims holding a node's devices at once drew from each counter set (a
+    device whole draws all of it, a partition its share), from the scenario's device specs (the layout the slices
+    were rendered from) and the claims' allocations and releases. ``overcommitted`` names every counter set whose
+    claims together drew more than it has at some moment: the allocator must never let that happen. None when no
+    node group has partitionable devices."""
+    layout: dict[tuple[str, str, str], tuple[str, dict[str, float]]] = {}
+    capacity: dict[tuple[str, str, str], dict[str, float]] = {}
+    for g in node_groups:
+        for spec in g.get("devices") or []:
+            for cset in counter_sets_of(spec):
+                capacity[(g["name"], spec["driver"], cset["name"])] = {k: quantity(v["value"])
+                                                                       for k, v in cset["counters"].items()}
+            for device in devices_of(spec) if spec.get("partitions") else ():
+                for use in device.get("consumesCounters") or []:
+                    layout[(g["name"], spec["driver"], device["name"])] = (
+                        use["counterSet"], {k: quantity(v["value"]) for k, v in use["counters"].items()})
+    if not layout:
+        return None
+    events: dict[tuple[str, str, str, str], list[tuple[float, dict[str, float], int]]] = {}
+    for row in claims[claims["allocated"].notna()].itertuples(index=False):
+        gone = row.released if pd.notna(row.released) else row.deleted
+        end = float(gone) if pd.notna(gone) else float("inf")
+        for d in str(row.devices).split():
+            driver, pool, dev = [*d.split("/", 2), "", ""][:3]
+            group = _pool_group(pool)
+            if (group, driver, dev) in layout:
+                cs, use = layout[(group, driver, dev)]
+                key = (group, driver, pool, cs)
+                events.setdefault(key, []).extend([(float(row.allocated), use, 1), (end, use, -1)])
+    over: dict[str, dict[str, float]] = {}
+    peak_share = 0.0
+    for (group, driver, pool, cs), ev in events.items():
+        cap = capacity[(group, driver, cs)]
+        held = dict.fromkeys(cap, 0.0)
+        most = dict.fromkeys(cap, 0.0)
+        for _, use, sign in sorted(ev, key=lambda e: (e[0], e[2])):  # a release before an allocation at one time
+            for k, q in use.items():
+                held[k] = held.get(k, 0.0) + sign * q
+                most[k] = max(most.get(k, 0.0), held[k])
+        for k, peak in most.items():
+            if cap.get(k):
+                peak_share = max(peak_share, peak / cap[k])
+        beyond = {k: v for k, v in most.items() if v > cap.get(k, 0.0) * (1 + 1e-9)}
+        if beyond:
+            over[f"{driver}/{pool}/{cs}"] = beyond
+    return {"counter_sets_drawn": len(events), "peak_share": peak_share, "overcommitted": over}
+
+
+def by_request(claims: pd.DataFrame) -> dict[str, int]:
+    """Allocated claims by the request (``<request>/<alternative>`` for a first-available list) their devices
+    went to; empty for runs recorded before the requests were (or claims with one plain request each)."""
+    if "requests" not in claims:
+        return {}
+    got = claims[claims["allocated"].notna()]["requests"].fillna("").astype(str)
+    counts = got.map(lambda s: " ".join(sorted(set(s.split())))).value_counts()
+    return {str(k): int(v) for k, v in counts.items() if "/" in str(k)}
+
+
+def claims_section(claims: pd.DataFrame, pods: pd.DataFrame | None = None,
+                   node_groups: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The summary's ``claims`` section. A pod's claim is one (pod, claim name); kube-controller-manager may make
     more than one object for it (it did under load here: 11 of 1200, never allocated, deleted with the pod):
     those are counted as ``extra_claims``, not as claims left unallocated."""
@@ -84,6 +149,10 @@ def claims_section(claims: pd.DataFrame, pods: pd.DataFrame | None = None) -> di
         "devices_given_twice": overlapping(claims),
         "shared_peak_milli": max(peak_consumed(claims).values(), default=None),
         "seen_to_allocated": percentile_stats(wait)}
+    if chosen := by_request(claims):
+        out["first_available"] = chosen
+    if node_groups and (counters := counters_section(claims, node_groups)) is not None:
+        out["counters"] = counters
     if pods is not None and len(pods) and "name" in pods:
         # a pod bound although its claim was never allocated: a scheduler that ignores DRA (a kubelet would not
         # start such a pod; kwok does)
@@ -120,6 +189,15 @@ def claims_rows(section: dict[str, Any] | None) -> list[list[str]]:
         rows.append(["DRA: PODS BOUND WITH A CLAIM NEVER ALLOCATED",
                      f"{section['bound_unallocated']} (the scheduler ignored their claims: a kubelet would not start "
                      "them)"])
+    if section.get("first_available"):
+        rows.append(["DRA claims by the alternative allocated (first available)",
+                     ", ".join(f"{k} {v}" for k, v in sorted(section["first_available"].items()))])
+    counters = section.get("counters")
+    if counters:
+        over = counters.get("overcommitted") or {}
+        rows.append(["DRA partitionable devices: counter sets drawn on; most of one drawn at once",
+                     f"{counters['counter_sets_drawn']}; {counters['peak_share']:.0%}; "
+                     + (f"{len(over)} COUNTER SETS OVERCOMMITTED" if over else "none overcommitted")])
     st = section.get("pod_stages")
     if st:
         rows.append(["DRA pod stages p50 / p99: created → claim allocated → bound → Running",

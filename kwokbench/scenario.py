@@ -72,6 +72,25 @@ QUALIFIED_NAME = (r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9
 Quantity = Annotated[str | int, Field(description="A Kubernetes quantity (e.g. 1000, 80Gi, 500m).")]
 
 
+class PartitionSpec(_Model):
+    """A partition profile of a partitionable device (as a GPU's MIG profile): ``count`` partitions of it offered
+    on every device, each drawing ``consumes`` from the device's counters (DRA partitionable devices)."""
+
+    name: str = Field(pattern=DNS_LABEL, max_length=20, description=(
+        "The profile's name, e.g. 1g-10gb: partitions are named <device>-<profile>-<j> and carry it as their "
+        "`profile` attribute."))
+    count: int = Field(ge=1, le=63, description="Partitions of this profile each device offers.")
+    consumes: dict[Annotated[str, Field(pattern=DNS_LABEL, max_length=63)], Quantity] = Field(description=(
+        "What one partition takes of its device's counters, e.g. {memory: 10Gi, slices: 1}."))
+    capacity: dict[Annotated[str, Field(pattern=QUALIFIED_NAME)], Quantity] = Field(
+        default_factory=dict, description="Capacities of each partition (e.g. memory: 10Gi), as a device's.")
+
+
+PARTITIONS_FROM = "v1.36.0"
+"""DRAPartitionableDevices is beta and on from Kubernetes 1.36 (alpha and off in 1.35: the apiserver would drop
+the counters and every partition would be free at once)."""
+
+
 class DeviceSpec(_Model):
     """Devices of every node of a group, as a DRA driver would publish them: one ResourceSlice per node and
     driver (the node's own pool), no driver process and no kubelet."""
@@ -95,16 +114,69 @@ class DeviceSpec(_Model):
         "allowMultipleAllocations: several claims share a device, each consuming its capacity requests "
         "(DRA consumable capacity, beta and on in Kubernetes 1.36); a claim asking no capacity takes it whole."))
 
+    counters: dict[Annotated[str, Field(pattern=DNS_LABEL, max_length=63)], Quantity] = Field(
+        default_factory=dict, description=(
+            "Partitionable devices: each device's counter set (e.g. {memory: 80Gi, slices: 7}), published in a "
+            "ResourceSlice of its own; the device whole consumes all of it, each of its partitions what it "
+            "`consumes`, so a device is given whole or as partitions that fit its counters (Kubernetes 1.36 on)."))
+    partitions: list[PartitionSpec] = Field(default_factory=list, description=(
+        "Partitionable devices: the partition profiles every device also offers (needs counters). Each device "
+        "then carries a `profile` attribute: `whole` for the device itself, the profile's name for a partition."))
+
     @property
     def class_name(self) -> str:
         return self.device_class or self.driver
 
+    @property
+    def per_node(self) -> int:
+        """Devices a node publishes of this spec: each device, and its partitions."""
+        return self.count * (1 + sum(p.count for p in self.partitions))
+
     @model_validator(mode="after")
     def _shared_needs_capacity(self) -> DeviceSpec:
+        where = f"devices of driver {self.driver}"
         if self.shared and not self.capacity:
-            raise ValueError(f"devices of driver {self.driver}: shared devices need a capacity to share "
-                             "(e.g. capacity: {milli: 1000})")
+            raise ValueError(f"{where}: shared devices need a capacity to share (e.g. capacity: {{milli: 1000}})")
+        if self.partitions and not self.counters:
+            raise ValueError(f"{where}: partitions draw on the device's counters: give counters too "
+                             "(e.g. counters: {memory: 80Gi})")
+        if self.partitions and self.shared:
+            raise ValueError(f"{where}: a device is shared (consumable capacity) or partitioned, not both")
+        for key, v in self.counters.items():
+            if not is_quantity(v):
+                raise ValueError(f"{where}: counters.{key}: {v!r} is not a Kubernetes quantity")
+        names = [p.name for p in self.partitions]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{where}: partition names must differ ({', '.join(names)})")
+        for p in self.partitions:
+            longest = f"{self.name}-{self.count - 1}-{p.name}-{p.count - 1}"
+            if len(longest) > 63:
+                raise ValueError(f"{where}: partition {p.name}: device names such as {longest} pass 63 characters; "
+                                 "shorten the device's or the partition's name")
+            for key, v in p.consumes.items():
+                if key not in self.counters:
+                    raise ValueError(f"{where}: partition {p.name} consumes {key}, which is none of the device's "
+                                     f"counters ({', '.join(self.counters)})")
+                if not is_quantity(v):
+                    raise ValueError(f"{where}: partition {p.name}: consumes.{key}: {v!r} is not a Kubernetes "
+                                     "quantity")
+                if quantity(v) > quantity(self.counters[key]):
+                    raise ValueError(f"{where}: partition {p.name} consumes {v} of {key}, more than a device has "
+                                     f"({self.counters[key]})")
         return self
+
+
+class SubRequestSpec(_Model):
+    """One alternative of a claim's first-available list: a class, a count, selectors and capacity."""
+
+    name: str = Field(pattern=DNS_LABEL, max_length=63, description=(
+        "The alternative's name: an allocation made by it names <claim>/<this> (the summary counts them)."))
+    device_class: str = Field(pattern=DNS_SUBDOMAIN, max_length=253, description=(
+        "The DeviceClass to allocate from: one a node group's devices offer."))
+    count: int = Field(1, ge=1, le=128, description="Devices this alternative asks for (ExactCount).")
+    selectors: list[str] = Field(default_factory=list, description="CEL expressions every device must satisfy.")
+    capacity: dict[Annotated[str, Field(pattern=QUALIFIED_NAME)], Quantity] = Field(
+        default_factory=dict, description="Capacity requested of each device (capacity.requests).")
 
 
 class ClaimSpec(_Model):
@@ -113,8 +185,11 @@ class ClaimSpec(_Model):
 
     name: str = Field("gpu", pattern=DNS_LABEL, max_length=63, description=(
         "The claim's name in the pod (spec.resourceClaims[].name) and its one request's name."))
-    device_class: str = Field(pattern=DNS_SUBDOMAIN, max_length=253, description=(
-        "The DeviceClass to allocate from: one a node group's devices offer."))
+    device_class: str | None = Field(None, pattern=DNS_SUBDOMAIN, max_length=253, description=(
+        "The DeviceClass to allocate from: one a node group's devices offer (or give first_available)."))
+    first_available: list[SubRequestSpec] = Field(default_factory=list, max_length=8, description=(
+        "Alternatives in order of preference instead of device_class (DRA prioritized list, firstAvailable): "
+        "the scheduler allocates the first one a node can satisfy, e.g. a whole GPU, else two partitions."))
     count: int = Field(1, ge=1, le=128, description="Devices the claim asks for (allocationMode ExactCount).")
     selectors: list[str] = Field(default_factory=list, description=(
         "CEL expressions every allocated device must satisfy, e.g. device.attributes[\"gpu.example.com\"].model "
@@ -126,6 +201,26 @@ class ClaimSpec(_Model):
         "Pods per claim: 1 gives every pod its own claim through a ResourceClaimTemplate (deleted with the pod); "
         "N > 1 creates one ResourceClaim per N consecutive pods, which they share (scheduler_perf's "
         "SchedulingWithResourceClaim)."))
+
+    @model_validator(mode="after")
+    def _one_request_form(self) -> ClaimSpec:
+        if (self.device_class is None) == (not self.first_available):
+            raise ValueError(f"claim {self.name}: give device_class or first_available (one of them)")
+        if self.first_available and (self.selectors or self.capacity or self.count != 1):
+            raise ValueError(f"claim {self.name}: with first_available, count, selectors and capacity go in each "
+                             "alternative")
+        names = [a.name for a in self.first_available]
+        if len(set(names)) != len(names):
+            raise ValueError(f"claim {self.name}: first_available names must differ ({', '.join(names)})")
+        return self
+
+    def alternatives(self) -> list[tuple[str, SubRequestSpec]]:
+        """(where, request) of each way the claim can be met: its own exact request, or each alternative."""
+        if self.first_available:
+            return [(f"first_available.{k}", a) for k, a in enumerate(self.first_available)]
+        assert self.device_class is not None
+        return [("", SubRequestSpec(name=self.name, device_class=self.device_class, count=self.count,
+                                    selectors=self.selectors, capacity=self.capacity))]
 
 
 class NodeGroupSpec(_Model):
@@ -486,32 +581,47 @@ class Scenario(_Model):
             names = [c.name for c in w.claims]
             if len(set(names)) != len(names):
                 raise ValueError(f"workloads.{i}.claims: claim names must differ ({', '.join(names)})")
-            for j, c in enumerate(w.claims):
-                where = f"workloads.{i}.claims.{j}"
-                devices = offered.get(c.device_class)
-                if not devices:
-                    have = ", ".join(sorted(offered)) or "none: give a node group devices"
-                    raise ValueError(f"{where}.device_class: no node group's devices offer class {c.device_class} "
-                                     f"(offered: {have})")
-                for key, want in c.capacity.items():
-                    if not is_quantity(want):
-                        raise ValueError(f"{where}.capacity.{key}: {want!r} is not a Kubernetes quantity")
-                    most = max((quantity(d.capacity[key]) for d in devices if key in d.capacity), default=None)
-                    if most is None:
-                        raise ValueError(f"{where}.capacity.{key}: no device of class {c.device_class} has a "
-                                         f"{key} capacity")
-                    if quantity(want) > most:
-                        raise ValueError(f"{where}.capacity.{key}: {want} is more than any device of class "
-                                         f"{c.device_class} has ({most:g})")
-                if c.count > max(d.count for d in devices):
-                    raise ValueError(f"{where}.count: {c.count} devices, but no node has more than "
-                                     f"{max(d.count for d in devices)} of class {c.device_class}")
+            for j, claim in enumerate(w.claims):
+                for alt, c in claim.alternatives():
+                    where = ".".join(filter(None, (f"workloads.{i}.claims.{j}", alt)))
+                    devices = offered.get(c.device_class)
+                    if not devices:
+                        have = ", ".join(sorted(offered)) or "none: give a node group devices"
+                        raise ValueError(f"{where}.device_class: no node group's devices offer class "
+                                         f"{c.device_class} (offered: {have})")
+                    for key, want in c.capacity.items():
+                        if not is_quantity(want):
+                            raise ValueError(f"{where}.capacity.{key}: {want!r} is not a Kubernetes quantity")
+                        most = max((quantity(cap[key]) for d in devices
+                                    for cap in (d.capacity, *(p.capacity for p in d.partitions)) if key in cap),
+                                   default=None)
+                        if most is None:
+                            raise ValueError(f"{where}.capacity.{key}: no device of class {c.device_class} has a "
+                                             f"{key} capacity")
+                        if quantity(want) > most:
+                            raise ValueError(f"{where}.capacity.{key}: {want} is more than any device of class "
+                                             f"{c.device_class} has ({most:g})")
+                    if c.count > max(d.per_node for d in devices):
+                        raise ValueError(f"{where}.count: {c.count} devices, but no node has more than "
+                                         f"{max(d.per_node for d in devices)} of class {c.device_class}")
         for g in self.cluster.node_groups:
+            named: dict[str, set[str]] = {}
             for j, d in enumerate(g.devices):
                 for key, v in d.capacity.items():
                     if not is_quantity(v):
                         raise ValueError(f"node group {g.name}: devices.{j}.capacity.{key}: {v!r} is not a "
                                          "Kubernetes quantity")
+                if d.name in named.setdefault(d.driver, set()):
+                    raise ValueError(f"node group {g.name}: devices.{j}: two device entries of driver {d.driver} "
+                                     f"are named {d.name}: name one otherwise (their devices would collide)")
+                named[d.driver].add(d.name)
+                if d.partitions:
+                    for variant in self.schedulers:
+                        release = self.kubernetes_for(variant)
+                        if versions.tag_key(release) < versions.tag_key(PARTITIONS_FROM):
+                            raise ValueError(f"node group {g.name}: devices.{j}.partitions need Kubernetes "
+                                             f"{PARTITIONS_FROM} or later (DRAPartitionableDevices is off before "
+                                             f"1.36); variant {variant.name} runs {release}")
         return self
 
     @model_validator(mode="after")

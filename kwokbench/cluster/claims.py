@@ -20,7 +20,7 @@ from kwokbench.cluster.devices import API
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.errors import ApiError, ScenarioError
 from kwokbench.labels import RUN_LABEL, WORKLOAD_LABEL
-from kwokbench.scenario import ClaimSpec, WorkloadSpec
+from kwokbench.scenario import ClaimSpec, SubRequestSpec, WorkloadSpec
 from kwokbench.templates import PodClaim
 from kwokbench.trace.kube import DRA_GPU_DRIVER, dra_claim_shape, dra_template_name
 
@@ -35,14 +35,24 @@ def pod_claims(w: WorkloadSpec, prefix: str) -> tuple[PodClaim, ...]:
                  for c in w.claims)
 
 
+def _request(r: SubRequestSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {"deviceClassName": r.device_class, "allocationMode": "ExactCount", "count": r.count}
+    if r.selectors:
+        out["selectors"] = [{"cel": {"expression": e}} for e in r.selectors]
+    if r.capacity:
+        out["capacity"] = {"requests": {k: str(v) for k, v in r.capacity.items()}}
+    return out
+
+
 def claim_spec(c: ClaimSpec) -> dict[str, Any]:
-    """A ResourceClaimSpec with the claim's one request."""
-    exactly: dict[str, Any] = {"deviceClassName": c.device_class, "allocationMode": "ExactCount", "count": c.count}
-    if c.selectors:
-        exactly["selectors"] = [{"cel": {"expression": e}} for e in c.selectors]
-    if c.capacity:
-        exactly["capacity"] = {"requests": {k: str(v) for k, v in c.capacity.items()}}
-    return {"devices": {"requests": [{"name": c.name, "exactly": exactly}]}}
+    """A ResourceClaimSpec with the claim's one request: exactly its class, or its first-available list."""
+    if c.first_available:
+        request: dict[str, Any] = {"name": c.name, "firstAvailable": [{"name": a.name, **_request(a)}
+                                                                      for a in c.first_available]}
+    else:
+        [(_, exact)] = c.alternatives()
+        request = {"name": c.name, "exactly": _request(exact)}
+    return {"devices": {"requests": [request]}}
 
 
 def trace_claim(shape: tuple[int, int, tuple[str, ...]]) -> ClaimSpec:

@@ -43,35 +43,86 @@ def device_classes(devices: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]
     return [device_class(name, driver) for name, driver in sorted(seen.items())]
 
 
+MAX_DEVICES = 128
+"""Devices a ResourceSlice may hold, and (:data:`MAX_DEVICES_WITH_COUNTERS`) when any of them consumes counters."""
+MAX_DEVICES_WITH_COUNTERS = 64
+MAX_COUNTER_SETS = 8
+"""Counter sets a ResourceSlice may hold; a slice holds devices or counter sets, never both (1.35 on)."""
+
+
+def _quantities(q: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    return {k: {"value": str(v)} for k, v in q.items()}
+
+
+def counter_set_name(spec: Mapping[str, Any], k: int) -> str:
+    """Device ``k``'s counter set: what the device whole and each of its partitions draw on."""
+    return f"{spec.get('name') or 'gpu'}-{k}"
+
+
 def devices_of(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The ``devices`` of one spec in a slice: ``<name>-<k>`` with its attributes, ``index`` k and capacity."""
+    """The ``devices`` of one spec in a slice: ``<name>-<k>`` with its attributes, ``index`` k and capacity; a
+    partitionable spec's device also as ``<name>-<k>-<profile>-<j>``, each partition drawing on the device's
+    counter set (:func:`counter_sets_of`) and the device whole on all of it, with a ``profile`` attribute."""
     out = []
+    partitions = spec.get("partitions") or []
+    name = spec.get("name") or "gpu"
+    attrs = {a: attribute(v) for a, v in (spec.get("attributes") or {}).items()}
     for k in range(int(spec["count"])):
-        dev: dict[str, Any] = {"name": f"{spec.get('name') or 'gpu'}-{k}",
-                               "attributes": {**{a: attribute(v) for a, v in (spec.get("attributes") or {}).items()},
-                                              "index": {"int": k}}}
+        dev: dict[str, Any] = {"name": f"{name}-{k}", "attributes": {**attrs, "index": {"int": k}}}
         if spec.get("capacity"):
-            dev["capacity"] = {c: {"value": str(v)} for c, v in spec["capacity"].items()}
+            dev["capacity"] = _quantities(spec["capacity"])
         if spec.get("shared"):
             dev["allowMultipleAllocations"] = True
+        if partitions:
+            dev["attributes"]["profile"] = {"string": "whole"}
+            dev["consumesCounters"] = [{"counterSet": counter_set_name(spec, k),
+                                        "counters": _quantities(spec["counters"])}]
         out.append(dev)
+        for p in partitions:
+            for j in range(int(p["count"])):
+                part: dict[str, Any] = {"name": f"{name}-{k}-{p['name']}-{j}",
+                                        "attributes": {**attrs, "index": {"int": k}, "profile": {"string": p["name"]}},
+                                        "consumesCounters": [{"counterSet": counter_set_name(spec, k),
+                                                              "counters": _quantities(p["consumes"])}]}
+                if p.get("capacity"):
+                    part["capacity"] = _quantities(p["capacity"])
+                out.append(part)
     return out
 
 
+def counter_sets_of(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A partitionable spec's counter sets, one per device (none for a spec without partitions)."""
+    if not spec.get("partitions"):
+        return []
+    return [{"name": counter_set_name(spec, k), "counters": _quantities(spec["counters"])}
+            for k in range(int(spec["count"]))]
+
+
+def _chunks(items: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
 def slice_bodies(node: str, group: str, devices: Sequence[Mapping[str, Any]]) -> Iterator[tuple[str, bytes]]:
-    """(name, JSON body) of node ``node``'s ResourceSlices: one per driver, its devices in spec order."""
-    by_driver: dict[str, list[dict[str, Any]]] = {}
+    """(name, JSON body) of node ``node``'s ResourceSlices: per driver, one pool of the node's name whose slices
+    hold its devices in spec order (``<node>-<driver>``, then ``-1``, ``-2`` … past a slice's limit) and, for
+    partitionable devices, their counter sets (``<node>-<driver>-counters``, …)."""
+    by_driver: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
     for spec in devices:
-        by_driver.setdefault(spec["driver"], []).extend(devices_of(spec))
-    for driver, devs in by_driver.items():
-        name = f"{node}-{driver}"
-        yield name, orjson.dumps({
-            "apiVersion": API, "kind": "ResourceSlice",
-            "metadata": {"name": name, "labels": {NODE_GROUP_LABEL: group}},
-            "spec": {"driver": driver, "nodeName": node, "pool": {"name": node, "generation": 1,
-                                                                  "resourceSliceCount": 1},
-                     "devices": devs}})
+        devs, sets = by_driver.setdefault(spec["driver"], ([], []))
+        devs.extend(devices_of(spec))
+        sets.extend(counter_sets_of(spec))
+    for driver, (devs, sets) in by_driver.items():
+        per_slice = MAX_DEVICES_WITH_COUNTERS if sets else MAX_DEVICES
+        parts: list[tuple[str, dict[str, Any]]] = [
+            (f"{node}-{driver}" + (f"-{i}" if i else ""), {"devices": chunk})
+            for i, chunk in enumerate(_chunks(devs, per_slice))]
+        parts += [(f"{node}-{driver}-counters" + (f"-{i}" if i else ""), {"sharedCounters": chunk})
+                  for i, chunk in enumerate(_chunks(sets, MAX_COUNTER_SETS))]
+        for name, content in parts:
+            yield name, orjson.dumps({
+                "apiVersion": API, "kind": "ResourceSlice",
+                "metadata": {"name": name, "labels": {NODE_GROUP_LABEL: group}},
+                "spec": {"driver": driver, "nodeName": node, "pool": {"name": node, "generation": 1,
+                                                                      "resourceSliceCount": len(parts)},
+                         **content}})
 
-
-def slices_per_node(devices: Sequence[Mapping[str, Any]]) -> int:
-    return len({d["driver"] for d in devices})

@@ -16,7 +16,7 @@ from kwokbench.store import CLAIMS
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 """On a claim kube-controller-manager made from a template: the claim's name in its pod."""
 COLUMNS = ["namespace", "name", "workload", "pod", "pod_claim", "seen", "allocated", "reserved", "released", "deleted",
-           "devices", "shareable", "consumed", "api_created"]
+           "devices", "shareable", "consumed", "requests", "api_created"]
 
 
 class ClaimTimeline(ObjectWatch):
@@ -46,6 +46,8 @@ class ClaimTimeline(ObjectWatch):
             row["shareable"] = any(r.get("shareID") for r in results)
             # what it takes of each device's capacity, "capacity=quantity" in the order of ``devices`` ("-": the
             # device whole)
+            # the request each device went to: <claim request>/<alternative> when first_available chose one
+            row["requests"] = " ".join(str(r.get("request", "")) for r in results)
             row["consumed"] = " ".join(",".join(f"{k}={v}" for k, v in sorted(used.items())) or "-"
                                        for r in results for used in [r.get("consumedCapacity") or {}])
         if status.get("reservedFor") and row.get("reserved") is None:

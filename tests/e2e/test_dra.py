@@ -1,10 +1,11 @@
 """DRA on a real control plane: devices published as ResourceSlices of fake nodes, claims allocated by
 kube-scheduler's DynamicResources plugin, pods moved to Running by kwok; no driver and no kubelet.
 
-One cluster (tests/e2e/data/dra/cluster.yaml: 100 nodes with 8 GPUs, one node with a shared GPU) is brought up
-with `kwokbench up --scenario` and shared by the runs: the churn-then-fill run (set against scheduler_perf's DRA
-case, measured in-process first with `kwokbench ceiling --test-case`), the shared GPU, and an invalid CEL
-selector on it. A refused claim on a fresh cluster checks that nothing is left running.
+One cluster (tests/e2e/data/dra/cluster.yaml: 100 nodes with 8 GPUs, one node with a shared GPU, one with a
+partitionable GPU) is brought up with `kwokbench up --scenario` and shared by the runs: the churn-then-fill run
+(set against scheduler_perf's DRA case, measured in-process first with `kwokbench ceiling --test-case`), the
+shared GPU, the partitions with a first-available claim, and an invalid CEL selector on it. A refused claim on
+a fresh cluster checks that nothing is left running.
 
 Time: 137 s here on 2026-11-26 (scheduler_perf's DRA case 73 s, building its test binary with warm Go caches
 included; bring-up 7 s; churn and fill, 1200 pods, 31 s; shared GPU 15 s; the invalid selector 5 s; the refused
@@ -37,7 +38,8 @@ CLUSTER = "dra"
 @pytest.fixture(scope="module")
 def dra_cluster(kwokctl: Kwokctl, request: pytest.FixtureRequest) -> Iterator[str]:
     res = kwokbench("up", "--name", CLUSTER, "--scenario", str(DATA / "cluster.yaml"), check=True)
-    assert "101 Ready nodes" in res.stdout and "101 ResourceSlices with the nodes" in res.stdout, res.stdout
+    # the partitionable GPU's node publishes two slices: its devices, and their counter set
+    assert "102 Ready nodes" in res.stdout and "103 ResourceSlices with the nodes" in res.stdout, res.stdout
     yield CLUSTER
     if not request.config.getoption("--keep-cluster"):
         kwokctl.delete(CLUSTER)
@@ -85,7 +87,7 @@ def _objects(kwokctl: Kwokctl, path: str, selector: str = "") -> list[dict[str, 
 def test_freed_devices_are_reused_and_every_gpu_is_given_once(dra_cluster: str, kwokctl: Kwokctl,
                                                                dra_ceiling: dict[str, str], tmp_path: Path) -> None:
     slices = _objects(kwokctl, "/apis/resource.k8s.io/v1/resourceslices")
-    assert len(slices) == 101 and sum(len(s["spec"]["devices"]) for s in slices) == 801
+    assert len(slices) == 103 and sum(len(s["spec"].get("devices") or []) for s in slices) == 801 + 7
     summary, claims, _ = _run(tmp_path, env=dra_ceiling)
     assert summary["pods_scheduled"] == summary["pods_expected"] == 1200, summary["pods_scheduled"]
     c = summary["claims"]
@@ -141,6 +143,37 @@ def test_four_pods_share_a_gpu_and_the_fifth_waits(dra_cluster: str, kwokctl: Kw
     assert (counts["pods"], counts["resourceclaimtemplates"]) == (5, 1) and "resourceclaims" in counts, counts
     left = _objects(kwokctl, "/apis/resource.k8s.io/v1/resourceclaims", selector)
     assert not [o for o in left if not o["metadata"].get("deletionTimestamp")], left
+
+
+def test_partitions_fit_their_counters_and_a_claim_takes_its_first_available_alternative(
+        dra_cluster: str, tmp_path: Path) -> None:
+    """Two pods take a 1g partition each (20Gi of the GPU's 40Gi); then three pods ask for the GPU whole, else a
+    2g partition, else a 1g: the whole GPU is out (its counters are partly drawn), the first gets a 2g (40Gi
+    drawn), and the other two find nothing left. Read from the claims' own allocations."""
+    def profile(name: str) -> list[str]:
+        return [f'device.attributes["mig.kwokbench.io"].profile == "{name}"']
+
+    phases = [{"name": "small", "count": 2, "params": {"cpu": "100m"}, "arrival": {"type": "qps", "qps": 10},
+               "wait_for": "running", "timeout_seconds": 60,
+               "claims": [{"device_class": "mig.kwokbench.io", "selectors": profile("1g")}]},
+              {"name": "fallback", "count": 3, "params": {"cpu": "100m"}, "arrival": {"type": "qps", "qps": 10},
+               "settle_seconds": 8, "timeout_seconds": 60,
+               "claims": [{"name": "gpu", "first_available": [
+                   {"name": p, "device_class": "mig.kwokbench.io", "selectors": profile(p)}
+                   for p in ("whole", "2g", "1g")]}]}]
+    summary, claims, _ = _run(tmp_path, "--set", f"workloads={json.dumps(phases)}")
+    assert summary["pods_scheduled"] == 3, summary["pods_scheduled"]
+    c = summary["claims"]
+    assert c["allocated"] == 3 and c["never_allocated"] == 2, c
+    assert c["first_available"] == {"gpu/2g": 1}, c
+    assert c["counters"] == {"counter_sets_drawn": 1, "peak_share": 1.0, "overcommitted": {}}, c["counters"]
+    got = claims[claims["allocated"].notna()]
+    small = sorted(got[got["workload"] == "small"]["devices"])
+    assert len(small) == 2 and all(d.startswith("mig.kwokbench.io/kb-mig-0/gpu-0-1g-") for d in small), small
+    [fallback] = got[got["workload"] == "fallback"]["devices"]
+    assert fallback.startswith("mig.kwokbench.io/kb-mig-0/gpu-0-2g-"), fallback
+    reasons = summary["placement"]["pending"]["reasons"]
+    assert sum(reasons.values()) == 2 and all("cannot allocate all claims" in r for r in reasons), reasons
 
 
 def test_an_invalid_cel_selector_is_the_apiservers_one_line(dra_cluster: str, tmp_path: Path) -> None:

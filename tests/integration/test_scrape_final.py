@@ -34,7 +34,7 @@ def server() -> Iterator[tuple[str, Metrics]]:
     state = Metrics()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        def do_GET(self) -> None:
             begun = time.time()
             state.in_flight.set()
             time.sleep(SLOW)

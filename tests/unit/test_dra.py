@@ -14,7 +14,7 @@ import pytest
 from kwokbench.cluster import devices
 from kwokbench.cluster.claims import allocated_devices, claim_objects, pod_claims
 from kwokbench.cluster.nodes import NodeGroup, node_bodies, with_slices
-from kwokbench.dra import claims_section, overlapping
+from kwokbench.dra import claims_rows, claims_section, counters_section, overlapping
 from kwokbench.errors import ScenarioError
 from kwokbench.plan import manifest_factories, node_groups
 from kwokbench.scenario import load_scenario, parse_scenario
@@ -251,3 +251,108 @@ def test_a_trace_in_its_dra_form() -> None:
     assert pod_resources(pod)["gpu_milli"] == 250 and pod_resources(pod)["gpus"] == 0
     assert dra_pod_params(whole)["annotations"] == {"kwokbench.io/gpu-demand": "2,2000"}
     assert "claims" not in dra_pod_params(TracePod(name="c", arrival_seconds=0, cpu_milli=1, memory_mib=1))
+
+
+MIG = {"driver": "mig.example.com", "count": 2, "name": "gpu", "attributes": {"model": "A100"}, "capacity": {},
+       "shared": False, "device_class": None, "counters": {"memory": "40Gi"},
+       "partitions": [{"name": "1g", "count": 4, "consumes": {"memory": "10Gi"}, "capacity": {}},
+                      {"name": "2g", "count": 2, "consumes": {"memory": "20Gi"}, "capacity": {"memory": "20Gi"}}]}
+
+
+def test_partitionable_devices_draw_on_a_counter_set_published_in_a_slice_of_its_own() -> None:
+    [(dname, dev), (cname, cnt)] = [(n, orjson.loads(b)) for n, b in devices.slice_bodies("kb-mig-0", "mig", [MIG])]
+    assert (dname, cname) == ("kb-mig-0-mig.example.com", "kb-mig-0-mig.example.com-counters")
+    for s in (dev, cnt):  # one pool of two slices, the node's
+        assert s["spec"]["pool"] == {"name": "kb-mig-0", "generation": 1, "resourceSliceCount": 2}
+        assert s["spec"]["nodeName"] == "kb-mig-0"
+    assert "sharedCounters" not in dev["spec"] and "devices" not in cnt["spec"]  # one or the other (1.35 on)
+    assert cnt["spec"]["sharedCounters"] == [{"name": "gpu-0", "counters": {"memory": {"value": "40Gi"}}},
+                                             {"name": "gpu-1", "counters": {"memory": {"value": "40Gi"}}}]
+    devs = {d["name"]: d for d in dev["spec"]["devices"]}
+    assert len(devs) == 2 * (1 + 4 + 2)
+    # the device whole draws all of its counter set; each partition its share, of its own device's set
+    assert devs["gpu-1"]["consumesCounters"] == [{"counterSet": "gpu-1", "counters": {"memory": {"value": "40Gi"}}}]
+    assert devs["gpu-1"]["attributes"] == {"model": {"string": "A100"}, "index": {"int": 1},
+                                           "profile": {"string": "whole"}}
+    assert devs["gpu-1-2g-1"] == {"name": "gpu-1-2g-1", "capacity": {"memory": {"value": "20Gi"}},
+                                  "attributes": {"model": {"string": "A100"}, "index": {"int": 1},
+                                                 "profile": {"string": "2g"}},
+                                  "consumesCounters": [{"counterSet": "gpu-1",
+                                                        "counters": {"memory": {"value": "20Gi"}}}]}
+    assert devices.device_classes([MIG]) == [devices.device_class("mig.example.com", "mig.example.com")]
+
+
+def test_a_slice_holds_at_most_64_devices_with_counters_and_8_counter_sets() -> None:
+    spec = {**MIG, "count": 10, "partitions": [{**MIG["partitions"][0], "count": 7}]}  # 80 devices, 10 sets
+    bodies = [(n, orjson.loads(b)) for n, b in devices.slice_bodies("n", "g", [spec])]
+    assert [n for n, _ in bodies] == ["n-mig.example.com", "n-mig.example.com-1", "n-mig.example.com-counters",
+                                      "n-mig.example.com-counters-1"]
+    assert [len(b["spec"].get("devices") or b["spec"]["sharedCounters"]) for _, b in bodies] == [64, 16, 8, 2]
+    assert {b["spec"]["pool"]["resourceSliceCount"] for _, b in bodies} == {4}
+    names = [d["name"] for _, b in bodies for d in b["spec"].get("devices") or []]
+    assert len(set(names)) == 80
+
+
+PARTS = ("cluster.node_groups.0.devices=[{driver: gpu.kwokbench.io, count: 8, counters: {memory: 80Gi}, "
+         "partitions: [{name: 1g, count: 7, consumes: {memory: 10Gi}}]}]")
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("cluster.node_groups.0.devices=[{driver: x.io, count: 1, partitions: [{name: a, count: 2, consumes: {m: 1}}]}]",
+     "partitions draw on the device's counters: give counters too"),
+    (PARTS.replace("consumes: {memory", "consumes: {slices"), "consumes slices, which is none of the device's"),
+    (PARTS.replace("10Gi", "90Gi"), "consumes 90Gi of memory, more than a device has (80Gi)"),
+    (PARTS.replace("count: 8,", "count: 8, shared: true, capacity: {milli: 1000},"), "shared (consumable capacity) "
+     "or partitioned, not both"),
+    (PARTS.replace("name: 1g", "name: a-much-longer-profile-name"), "String should have at most 20 characters"),
+    (PARTS + "\0cluster.kubernetes_version=v1.35.4", "partitions need Kubernetes v1.36.0 or later"),
+    ("workloads.0.claims=[{name: g}]", "claim g: give device_class or first_available"),
+    ("workloads.0.claims=[{name: g, device_class: gpu.kwokbench.io, first_available: [{name: a, device_class: "
+     "gpu.kwokbench.io}]}]", "claim g: give device_class or first_available"),
+    ("workloads.0.claims=[{name: g, count: 2, first_available: [{name: a, device_class: gpu.kwokbench.io}]}]",
+     "with first_available, count, selectors and capacity go in each alternative"),
+    ("workloads.0.claims=[{name: g, first_available: [{name: a, device_class: gpu.kwokbench.io}, {name: b, "
+     "device_class: nope.io}]}]", "workloads.0.claims.0.first_available.1.device_class: no node group's devices "
+                                  "offer class nope.io"),
+    ("workloads.0.claims=[{name: g, first_available: [{name: a, device_class: gpu.kwokbench.io, count: 9}]}]",
+     "first_available.0.count: 9 devices, but no node has more than 8"),
+])
+def test_partitions_and_alternatives_that_cannot_work_are_refused_before_any_cluster(override: str,
+                                                                                     message: str) -> None:
+    with pytest.raises(ScenarioError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        load_scenario(DRA, override.split("\0"))
+
+
+def test_a_partitioned_node_offers_its_partitions_to_a_claims_count() -> None:
+    sc = load_scenario(DRA, [PARTS, "workloads.0.claims.0.count=60"])  # 8 whole + 56 partitions per node
+    assert sc.cluster.node_groups[0].devices[0].per_node == 64
+
+
+def test_a_first_available_claim_lists_its_alternatives_in_order() -> None:
+    sc = load_scenario(DRA, ["workloads.0.claims=[{name: gpu, first_available: [{name: whole, device_class: "
+                             "gpu.kwokbench.io}, {name: two, device_class: gpu.kwokbench.io, count: 2, "
+                             "selectors: ['device.attributes[\"gpu.kwokbench.io\"].model == \"H100\"']}]}]"])
+    [(_, tmpl)] = claim_objects(sc.workloads[0], "train-r1", "r1")
+    assert tmpl["spec"]["spec"]["devices"]["requests"] == [{"name": "gpu", "firstAvailable": [
+        {"name": "whole", "deviceClassName": "gpu.kwokbench.io", "allocationMode": "ExactCount", "count": 1},
+        {"name": "two", "deviceClassName": "gpu.kwokbench.io", "allocationMode": "ExactCount", "count": 2,
+         "selectors": [{"cel": {"expression": 'device.attributes["gpu.kwokbench.io"].model == "H100"'}}]}]}]
+
+
+def test_counter_sets_drawn_beyond_what_they_have_are_found() -> None:
+    groups = [{"name": "mig", "devices": [MIG]}]
+    d = "mig.example.com/kb-mig-0/"
+    ok = _claims([("a", 0, 1, 5, d + "gpu-0", False),             # the device whole, released at 5
+                  ("b", 0, 6, None, d + "gpu-0-2g-0", False),     # then two partitions of it: 20 + 10 of 40
+                  ("c", 0, 6, None, d + "gpu-0-1g-3", False),
+                  ("e", 0, 2, None, d + "gpu-1-1g-0", False)])    # another device's set
+    ok["requests"] = ["gpu/whole", "gpu/half", "gpu", "gpu"]
+    s = claims_section(ok, None, groups)
+    assert s["counters"] == {"counter_sets_drawn": 2, "peak_share": 1.0, "overcommitted": {}}
+    assert s["first_available"] == {"gpu/half": 1, "gpu/whole": 1}
+    bad = _claims([("a", 0, 1, None, d + "gpu-0", False), ("b", 0, 2, None, d + "gpu-0-1g-0", False)])
+    assert counters_section(bad, groups)["overcommitted"] == {  # type: ignore[index]
+        "mig.example.com/kb-mig-0/gpu-0": {"memory": 50 * 2**30}}
+    assert counters_section(bad, [{"name": "mig", "devices": [{**MIG, "partitions": []}]}]) is None
+    rows = claims_rows(claims_section(bad, None, groups))
+    assert any("1 COUNTER SETS OVERCOMMITTED" in r[1] for r in rows), rows
