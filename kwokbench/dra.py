@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kwokbench.cluster.devices import counter_sets_of, devices_of
+from kwokbench.device_layout import counter_sets_of, devices_of
 from kwokbench.quantity import quantity
 from kwokbench.summary import percentile_stats
 

@@ -1,5 +1,6 @@
-"""DRA devices of fake nodes: the DeviceClasses claims name, and one ResourceSlice per node and driver, as a
-DRA driver's kubelet plugin would publish them (the node's own pool, one slice, generation 1).
+"""DRA devices of fake nodes: the DeviceClasses claims name, and the ResourceSlices of each node and driver, as
+a DRA driver's kubelet plugin would publish them (the node's own pool, generation 1: one slice, more past a
+slice's limits or for counter sets). What the devices are: :mod:`kwokbench.device_layout`.
 
 No driver process and no kubelet take part: kube-scheduler's DynamicResources plugin allocates claims from the
 slices and writes the allocation, and kwok moves the bound pod to Running. The slices are posted with the nodes,
@@ -13,20 +14,12 @@ from typing import Any
 
 import orjson
 
+from kwokbench.device_layout import counter_sets_of, devices_of
 from kwokbench.labels import NODE_GROUP_LABEL
 
 API = "resource.k8s.io/v1"
 SLICES = f"/apis/{API}/resourceslices"
 CLASSES = f"/apis/{API}/deviceclasses"
-
-
-def attribute(value: str | int | bool) -> dict[str, Any]:
-    """A device attribute in the API's one-of form."""
-    if isinstance(value, bool):
-        return {"bool": value}
-    if isinstance(value, int):
-        return {"int": value}
-    return {"string": value}
 
 
 def device_class(name: str, driver: str) -> dict[str, Any]:
@@ -48,54 +41,6 @@ MAX_DEVICES = 128
 MAX_DEVICES_WITH_COUNTERS = 64
 MAX_COUNTER_SETS = 8
 """Counter sets a ResourceSlice may hold; a slice holds devices or counter sets, never both (1.35 on)."""
-
-
-def _quantities(q: Mapping[str, Any]) -> dict[str, dict[str, str]]:
-    return {k: {"value": str(v)} for k, v in q.items()}
-
-
-def counter_set_name(spec: Mapping[str, Any], k: int) -> str:
-    """Device ``k``'s counter set: what the device whole and each of its partitions draw on."""
-    return f"{spec.get('name') or 'gpu'}-{k}"
-
-
-def devices_of(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The ``devices`` of one spec in a slice: ``<name>-<k>`` with its attributes, ``index`` k and capacity; a
-    partitionable spec's device also as ``<name>-<k>-<profile>-<j>``, each partition drawing on the device's
-    counter set (:func:`counter_sets_of`) and the device whole on all of it, with a ``profile`` attribute."""
-    out = []
-    partitions = spec.get("partitions") or []
-    name = spec.get("name") or "gpu"
-    attrs = {a: attribute(v) for a, v in (spec.get("attributes") or {}).items()}
-    for k in range(int(spec["count"])):
-        dev: dict[str, Any] = {"name": f"{name}-{k}", "attributes": {**attrs, "index": {"int": k}}}
-        if spec.get("capacity"):
-            dev["capacity"] = _quantities(spec["capacity"])
-        if spec.get("shared"):
-            dev["allowMultipleAllocations"] = True
-        if partitions:
-            dev["attributes"]["profile"] = {"string": "whole"}
-            dev["consumesCounters"] = [{"counterSet": counter_set_name(spec, k),
-                                        "counters": _quantities(spec["counters"])}]
-        out.append(dev)
-        for p in partitions:
-            for j in range(int(p["count"])):
-                part: dict[str, Any] = {"name": f"{name}-{k}-{p['name']}-{j}",
-                                        "attributes": {**attrs, "index": {"int": k}, "profile": {"string": p["name"]}},
-                                        "consumesCounters": [{"counterSet": counter_set_name(spec, k),
-                                                              "counters": _quantities(p["consumes"])}]}
-                if p.get("capacity"):
-                    part["capacity"] = _quantities(p["capacity"])
-                out.append(part)
-    return out
-
-
-def counter_sets_of(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """A partitionable spec's counter sets, one per device (none for a spec without partitions)."""
-    if not spec.get("partitions"):
-        return []
-    return [{"name": counter_set_name(spec, k), "counters": _quantities(spec["counters"])}
-            for k in range(int(spec["count"]))]
 
 
 def _chunks(items: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:

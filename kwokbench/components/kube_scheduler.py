@@ -24,10 +24,19 @@ from kwokbench.progress import Reporter
 from kwokbench.scenario import ExtenderSpec, WorkloadSpec
 from kwokbench.toolchain import versions
 
-NATIVE_GANGS_FROM = "v1.37.0"
-"""kube-scheduler's own gangs (Workload and PodGroup, ``scheduling.k8s.io/v1beta1``) as kwokbench creates them: beta
-from 1.37 (1.36's v1alpha2 objects have another shape and need the GangScheduling gate as well)."""
-NATIVE_GANGS_API = "scheduling.k8s.io/v1beta1"
+NATIVE_GANGS_FROM = "v1.36.0"
+"""kube-scheduler's own gangs (PodGroup, members naming it in ``spec.schedulingGroup``) as kwokbench creates them:
+``scheduling.k8s.io/v1alpha2`` in 1.36 (the GenericWorkload and GangScheduling gates, both alpha), ``v1beta1`` from
+1.37 (GenericWorkload; GangScheduling is on there). 1.35's v1alpha1 has another shape (Workload objects, pods naming
+them in ``workloadRef``) and is refused."""
+NATIVE_GANGS_BETA_FROM = "v1.37.0"
+
+
+def native_gangs_api(release: str) -> tuple[str, dict[str, bool]]:
+    """The PodGroup API version and the feature gates kube-scheduler's own gangs need on ``release``."""
+    if versions.tag_key(release) < versions.tag_key(NATIVE_GANGS_BETA_FROM):
+        return "scheduling.k8s.io/v1alpha2", {"GenericWorkload": True, "GangScheduling": True}
+    return "scheduling.k8s.io/v1beta1", {"GenericWorkload": True}
 
 
 class KubeSchedulerBase(SchedulerSpec):
@@ -48,9 +57,10 @@ class KubeSchedulerSpec(KubeSchedulerBase):
     extender: ExtenderSpec | None = Field(None, description=(
         "Start kwokbench's builtin HTTP extender for this variant and add it to the configuration's extenders."))
     gangs: Literal["none", "native"] = Field("none", description=(
-        "`native`: a gang workload's groups are kube-scheduler's own PodGroups (scheduling.k8s.io/v1beta1, placed "
-        "whole by its GangScheduling plugin; the GenericWorkload feature gate and the API are turned on), each "
-        "member naming its group in spec.schedulingGroup; from Kubernetes v1.37.0, stock kube-scheduler only. "
+        "`native`: a gang workload's groups are kube-scheduler's own PodGroups (scheduling.k8s.io/v1beta1 from "
+        "1.37, v1alpha2 in 1.36; placed whole by its GangScheduling plugin; the feature gates and the API are turned "
+        "on), each member naming its group in spec.schedulingGroup; from Kubernetes v1.36.0, stock kube-scheduler "
+        "only. "
         "`none` (default): the members are placed one by one."))
 
     def concurrent_problem(self) -> str | None:
@@ -106,7 +116,8 @@ class KubeScheduler(Scheduler):
                                     f"not {self.kind}'s")
             if versions.tag_key(release) < versions.tag_key(NATIVE_GANGS_FROM):
                 raise ScenarioError(f"{where} needs Kubernetes {NATIVE_GANGS_FROM} or newer (its PodGroup API is "
-                                    f"{NATIVE_GANGS_API} from 1.37); this variant runs {release}")
+                                    f"scheduling.k8s.io/v1alpha2 in 1.36, v1beta1 from 1.37; 1.35's v1alpha1 is "
+                                    f"not supported); this variant runs {release}")
             if not self.setup.scenario.cluster.controller_manager:
                 raise ScenarioError(f"{where} needs cluster.controller_manager: true (its podgroup-protection "
                                     "controller releases a deleted PodGroup)")
@@ -131,13 +142,16 @@ class KubeScheduler(Scheduler):
         if not self.setup.concurrent:  # several at once: each starts with options of its own (start)
             self.own_options(copts)
         if self.native_gangs:  # the apiserver serves the API, the scheduler and controller-manager use it
-            copts.feature_gates = {**copts.feature_gates, "GenericWorkload": True}
-            copts.runtime_config = [*copts.runtime_config, f"{NATIVE_GANGS_API}=true"]
+            api, gates = native_gangs_api(self.setup.scenario.kubernetes_for(self.variant))
+            copts.feature_gates = {**copts.feature_gates, **gates}
+            copts.runtime_config = [*copts.runtime_config, f"{api}=true"]
 
     def pod_settings(self, w: WorkloadSpec, requests: dict[str, str], kind: str) -> PodSettings:
         name = self.variant.effective_scheduler_name if self.variant.scheduler_name else None
         if self.native_gangs and w.gang:
-            return PodSettings(scheduler_name=name, gang_template="native-podgroup", scheduling_group=True)
+            api, _ = native_gangs_api(self.setup.scenario.kubernetes_for(self.variant))
+            return PodSettings(scheduler_name=name, gang_template="native-podgroup", scheduling_group=True,
+                               gang_params={"api_version": api})
         return PodSettings(scheduler_name=name)
 
     def version(self) -> str:

@@ -3,7 +3,8 @@ and v1.37.2, each a control plane built from Go modules into its own cache folde
 each on its own release (what the apiserver's /version says and what its kube-scheduler says), and the gate takes
 the difference of release as the thing compared, not as a comparability problem. A release the Go module proxy
 does not serve stops the run before any build or cluster, naming the nearest releases it has. kube-scheduler's own
-gangs (1.37's PodGroup API): 12 gangs of 5 one-CPU pods on 48 CPUs, each placed whole or not at all.
+gangs (1.37's PodGroup API, and 1.36's alpha one): 12 gangs of 5 one-CPU pods on 48 CPUs, each placed whole or
+not at all.
 
 ``kwokbench bisect``: an A/A over one release (no change, no middle measured, its in-process ceiling beside it),
 and what it refuses before any cluster.
@@ -17,6 +18,8 @@ of these tests. Budget: 2.5 min.
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 from kwokbench.gate import comparability
 from kwokbench.store import find_runs, load_run
@@ -52,17 +55,24 @@ def test_a_release_the_proxy_does_not_serve_names_the_nearest(tmp_path: Path) ->
     assert kwokbench("status", check=True).stdout == before  # and no cluster started
 
 
-def test_native_gangs_are_placed_whole_or_not_at_all(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("release", "gates", "api"), [
+    ("v1.37.2", {"GenericWorkload": True}, "scheduling.k8s.io/v1beta1"),
+    ("v1.36.4", {"GenericWorkload": True, "GangScheduling": True}, "scheduling.k8s.io/v1alpha2"),
+])
+def test_native_gangs_are_placed_whole_or_not_at_all(tmp_path: Path, release: str, gates: dict[str, bool],
+                                                     api: str) -> None:
     """gangs-six-ways.yaml's sixth way on a cluster too small for every gang: 12 gangs of 5 one-CPU pods on 48 CPUs.
     kube-scheduler's GangScheduling plugin places 9 whole and leaves 3 unplaced, never one partly; the stock
-    scheduler on the same pods binds 48 and leaves gang 9 with 3 of its 5 (measured here: 9 / 1 / 2)."""
+    scheduler on the same pods binds 48 and leaves gang 9 with 3 of its 5 (measured here: 9 / 1 / 2). On 1.37's
+    beta API and on 1.36's alpha one (other feature gates, the same objects under another version)."""
     kwokbench("run", str(REPO / "scenarios/gangs-six-ways.yaml"), "--variant", "native",
+              "--set", f"schedulers.5.kubernetes={release}",
               "--set", "cluster.node_groups.0.count=6", "--set", "workloads.0.count=60",
               "--set", "workloads.0.gang.size=5", "--out", str(tmp_path), check=True, timeout=900)
     [run] = [load_run(p) for p in find_runs([tmp_path])]
-    assert run.meta["toolchain"]["kubernetes"] == "v1.37.2" and run.meta["cluster"]["served_version"] == "v1.37.2"
-    assert run.meta["fairness"]["feature_gates"] == {"GenericWorkload": True}
-    assert run.meta["fairness"]["runtime_config"] == ["scheduling.k8s.io/v1beta1=true"]
+    assert run.meta["toolchain"]["kubernetes"] == release and run.meta["cluster"]["served_version"] == release
+    assert run.meta["fairness"]["feature_gates"] == gates
+    assert run.meta["fairness"]["runtime_config"] == [f"{api}=true"]
     assert run.summary is not None
     [g] = run.summary["placement"]["gangs"]
     assert (g["gangs"], g["complete"], g["partial"], g["unplaced"], g["pods_in_partial_gangs"]) == (12, 9, 0, 3, 0), g
