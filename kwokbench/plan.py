@@ -20,7 +20,7 @@ from kwokbench.kind import SchedulerSpec
 from kwokbench.labels import RUN_LABEL, WORKLOAD_LABEL
 from kwokbench.progress import Reporter
 from kwokbench.scenario import Scenario, WorkloadSpec
-from kwokbench.templates import ManifestFactory, resolve_template
+from kwokbench.templates import ManifestFactory, pod_templates, resolve_template
 from kwokbench.toolchain import versions
 from kwokbench.trace.kube import DELETE_AFTER_ANNOTATION, dra_pod_params, pod_annotations, pod_params
 
@@ -48,6 +48,7 @@ def pod_settings(scenario: Scenario, w: WorkloadSpec, kinds: dict[str, Component
             merged.labels.update(one.labels)
             merged.annotations.update(one.annotations)
             merged.gang_annotations = (*merged.gang_annotations, *one.gang_annotations)
+            merged.object_kinds &= one.object_kinds
             if one.group_labels:
                 merged.group_labels, merged.group_size = one.group_labels, one.group_size
         merged.scheduler_name = None
@@ -72,8 +73,8 @@ def pod_scheduler_names(scenario: Scenario, w: WorkloadSpec, variant: SchedulerS
 
 def pod_requests_of(f: ManifestFactory) -> dict[str, str]:
     """The resource requests of one pod of ``f`` (summed over its containers, as quantities)."""
-    spec = f.sample.get("spec") or {}
-    pod = (spec.get("template") or {}).get("spec") if f.kind == "Job" else spec
+    [first, *_] = pod_templates(f.sample) or [{}]
+    pod = first.get("spec")
     out: dict[str, str] = {}
     for c in (pod or {}).get("containers") or []:
         for r, q in ((c.get("resources") or {}).get("requests") or {}).items():
@@ -104,6 +105,10 @@ def manifest_factories(scenario: Scenario, base: Path, run_label: str, attached:
         plain = ManifestFactory(resolve_template(w.template, base), w.params, f"{w.name}-{run_label}", labels=labels,
                                 per_object=rows)
         own = pod_settings(scenario, w, kinds, variant, pod_requests_of(plain), plain.kind)
+        if plain.kind in ("Pod", "Job", "VolcanoJob") and plain.kind not in own.object_kinds:
+            who = f"scheduler {variant.name}" if variant is not None else "the schedulers sharing the cluster"
+            raise ScenarioError(f"workload {w.name}: template {w.template} makes a {plain.kind}, which {who} does not "
+                                f"run (it runs: {', '.join(sorted(own.object_kinds))})")
         f = ManifestFactory(resolve_template(w.template, base), w.params, f"{w.name}-{run_label}",
                             labels={**own.labels, **labels}, per_object=rows, per_object_annotations=own_ann,
                             suspend=to_queue,
@@ -118,9 +123,10 @@ def manifest_factories(scenario: Scenario, base: Path, run_label: str, attached:
                             app_labels=own.group_labels, app_size=own.group_size or 1,
                             node_selector=attached.labels if attached else {},
                             scheduler_names=pod_scheduler_names(scenario, w, variant, own),
-                            claims=pod_claims(w, f"{w.name}-{run_label}"))
+                            claims=pod_claims(w, f"{w.name}-{run_label}"), object_spec=own.object_spec)
         if f.pods_per_object() == 0:
-            raise ScenarioError(f"workload {w.name}: template {w.template} makes a {f.kind}, not a Pod or Job")
+            raise ScenarioError(f"workload {w.name}: template {w.template} makes a {f.kind}, not a Pod, a Job or a "
+                                "Volcano Job with pods")
         if (w.claims or w.delete_after) and f.kind != "Pod":
             raise ScenarioError(f"workload {w.name}: claims and delete_after apply to Pod templates, template "
                                 f"{w.template} makes a {f.kind}")
@@ -128,8 +134,10 @@ def manifest_factories(scenario: Scenario, base: Path, run_label: str, attached:
             raise ScenarioError(f"workload {w.name}: queue and complete_after apply to Jobs, template {w.template} "
                                 f"makes a {f.kind}")
         if f.kind != "Pod" and not scenario.cluster.controller_manager:
-            raise ScenarioError(f"workload {w.name}: a {f.kind}'s pods are made by kube-controller-manager, which "
-                                "cluster.controller_manager: false turns off")
+            made = "collected with it by kube-controller-manager's garbage collector" if f.kind == "VolcanoJob" \
+                else "made by kube-controller-manager"
+            raise ScenarioError(f"workload {w.name}: a {f.kind}'s pods are {made}, which cluster.controller_manager: "
+                                "false turns off")
         if w.gang and f.kind != "Pod":
             raise ScenarioError(f"workload {w.name}: gang members must be Pods, template {w.template} makes a {f.kind}")
         if w.gang:

@@ -200,7 +200,11 @@ class ManifestFactory:
     claims: Sequence[PodClaim] = ()
     """DRA claims of every pod (a Pod template's): in ``spec.resourceClaims`` and every container's
     ``resources.claims``."""
+    object_spec: Mapping[str, Any] = field(default_factory=dict)
+    """Fields set on the object's own ``spec`` besides its pod templates' (a Volcano Job's queue and
+    schedulerName)."""
     kind: str = ""
+    """What the objects are: Pod, Job (batch/v1), VolcanoJob (batch.volcano.sh), Node, … (:func:`object_kind`)."""
     api_version: str = ""
     sample: dict[str, Any] = field(default_factory=dict)
 
@@ -210,7 +214,7 @@ class ManifestFactory:
             doc = self._render(sentinel, i, _GROUP_SENTINEL, _SCHEDULER_SENTINEL if self.scheduler_names else None)
             if i == 0:
                 self.sample = doc
-                self.kind, self.api_version = str(doc["kind"]), str(doc["apiVersion"])
+                self.kind, self.api_version = object_kind(doc), str(doc["apiVersion"])
                 self.what = self.what or self._describe()
             body = orjson.dumps(doc)
             self._check(doc, body)
@@ -290,33 +294,32 @@ class ManifestFactory:
                 app: str = _APP_SENTINEL, claim_index: int | None = None) -> dict[str, Any]:
         """Object i; ``claim_index`` None renders the shared claims' numbers as sentinels (the fast path's)."""
         doc = self._manifest(name, i)
+        templates = pod_templates(doc)
         labels = {**self.labels, **({POD_GROUP_LABEL: group} if self.gang_size and group else {}),
                   **dict.fromkeys(self.app_labels, app)}
         if labels:
-            for meta in (doc["metadata"], ((doc.get("spec") or {}).get("template") or {}).get("metadata")):
+            for meta in (doc["metadata"], *(t.get("metadata") for t in templates if t is not doc)):
                 if isinstance(meta, dict):
                     meta["labels"] = {**(meta.get("labels") or {}), **labels}
-        if self.node_selector:
-            spec = doc.get("spec") or {}
-            pod_spec = (spec.get("template") or {}).get("spec") if doc.get("kind") != "Pod" else spec
-            if isinstance(pod_spec, dict):
+        if self.object_spec and doc.get("kind") != "Pod" and isinstance(doc.get("spec"), dict):
+            doc["spec"].update(self.object_spec)
+        for pod_spec in (t.get("spec") for t in templates):
+            if self.node_selector and isinstance(pod_spec, dict):
                 pod_spec["nodeSelector"] = {**(pod_spec.get("nodeSelector") or {}), **self.node_selector}
-        if self.suspend and doc.get("kind") == "Job" and isinstance(doc.get("spec"), dict):
+            if scheduler and isinstance(pod_spec, dict):
+                pod_spec["schedulerName"] = scheduler
+        if self.suspend and object_kind(doc) == "Job" and isinstance(doc.get("spec"), dict):
             doc["spec"]["suspend"] = True
         annotations = {**self.pod_annotations,
                        **(dict.fromkeys(self.gang_annotations, group) if self.gang_size and group else {}),
                        **(self.per_object_annotations[i % len(self.per_object_annotations)]
                           if self.per_object_annotations else {})}
-        if annotations:
-            spec = doc.get("spec") or {}
-            meta = (spec.get("template") or {}).get("metadata") if doc.get("kind") != "Pod" else doc.get("metadata")
+        for t in templates if annotations else ():
+            meta = t.setdefault("metadata", {}) if t is not doc else t.get("metadata")
             if isinstance(meta, dict):
                 meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
-        if scheduler:
-            spec = doc.get("spec") or {}
-            pod_spec = (spec.get("template") or {}).get("spec") if doc.get("kind") != "Pod" else spec
-            if isinstance(pod_spec, dict):
-                pod_spec["schedulerName"] = scheduler
+        if scheduler and object_kind(doc) == "VolcanoJob" and isinstance(doc.get("spec"), dict):
+            doc["spec"]["schedulerName"] = scheduler
         if self.claims and doc.get("kind") == "Pod" and isinstance(doc.get("spec"), dict):
             self._add_claims(doc["spec"], claim_index)
         if self.scheduling_group and self.gang_size and group and isinstance(doc.get("spec"), dict):
@@ -337,22 +340,49 @@ class ManifestFactory:
             res["claims"] = [*(res.get("claims") or []), *({"name": c.name} for c in self.claims)]
 
     def labels_of_pods(self) -> dict[str, str]:
-        """Labels every pod of this workload carries (the pod's, or a Job's pod template's)."""
-        tmpl = ((self.sample.get("spec") or {}).get("template") or {}).get("metadata")
-        meta = tmpl if self.kind == "Job" and isinstance(tmpl, dict) else self.sample.get("metadata") or {}
+        """Labels every pod of this workload carries (the pod's, or a Job's pod template's; the first task's of a
+        Volcano Job)."""
+        [first, *_] = pod_templates(self.sample) or [{}]
+        meta = first.get("metadata") or {}
         sentinels = (_GROUP_SENTINEL, _APP_SENTINEL)
         return {str(k): str(v) for k, v in (meta.get("labels") or {}).items() if v not in sentinels}
 
     def pods_per_object(self) -> int:
-        """Pods one object results in: 1 for a Pod, completions for a Job (the scheduler's work)."""
+        """Pods one object results in: 1 for a Pod, completions for a Job, every task's replicas for a Volcano Job
+        (the scheduler's work)."""
+        spec = self.sample.get("spec") or {}
         if self.kind == "Job":
-            spec = self.sample.get("spec") or {}
             return int(spec.get("completions") or spec.get("parallelism") or 1)
+        if self.kind == "VolcanoJob":
+            return sum(int(t.get("replicas") or 0) for t in spec.get("tasks") or [])
         return 1 if self.kind == "Pod" else 0
 
     def namespaced_path(self, namespace: str | None) -> str:
         """The collection URL for this kind (core and a few batch/CRD kinds we ship templates for)."""
-        return collection_path(self.api_version, self.kind, namespace)
+        return collection_path(self.api_version, str(self.sample.get("kind", self.kind)), namespace)
+
+
+VOLCANO_JOB_API = "batch.volcano.sh/v1alpha1"
+
+
+def object_kind(doc: Mapping[str, Any]) -> str:
+    """What an object is, for kwokbench: its ``kind``, except a Volcano Job (``batch.volcano.sh`` Job), which is
+    ``VolcanoJob`` so that it is never taken for a batch/v1 Job."""
+    kind = str(doc.get("kind", ""))
+    return "VolcanoJob" if kind == "Job" and str(doc.get("apiVersion", "")).startswith("batch.volcano.sh/") else kind
+
+
+def pod_templates(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pod templates of an object, each with its ``metadata`` and ``spec``: a Pod itself, a Job's
+    ``spec.template``, every task's of a Volcano Job; none for other kinds."""
+    kind, spec = object_kind(doc), doc.get("spec")
+    if kind == "Pod":
+        return [doc]
+    if not isinstance(spec, dict):
+        return []
+    if kind == "VolcanoJob":
+        return [t["template"] for t in spec.get("tasks") or [] if isinstance(t.get("template"), dict)]
+    return [spec["template"]] if isinstance(spec.get("template"), dict) else []
 
 
 _PLURALS = {"Node": "nodes", "Pod": "pods", "Job": "jobs", "PodGroup": "podgroups", "Namespace": "namespaces",

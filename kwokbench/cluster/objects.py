@@ -119,6 +119,8 @@ _RUN_KINDS = (("jobs", "/apis/batch/v1/jobs", "/apis/batch/v1/namespaces/{ns}/jo
                "/apis/scheduling.k8s.io/v1beta1/namespaces/{ns}/podgroups"),
               ("native podgroups (v1alpha2)", "/apis/scheduling.k8s.io/v1alpha2/podgroups",
                "/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups"),
+              ("volcano jobs", "/apis/batch.volcano.sh/v1alpha1/jobs",
+               "/apis/batch.volcano.sh/v1alpha1/namespaces/{ns}/jobs"),
               ("pods", "/api/v1/pods", "/api/v1/namespaces/{ns}/pods"),
               ("resourceclaims", "/apis/resource.k8s.io/v1/resourceclaims",
                "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims"),

@@ -78,6 +78,11 @@ class PodSettings:
     """Pod annotations whose value is the pod's gang (group object) name."""
     scheduling_group: bool = False
     """A gang member names its group in ``spec.schedulingGroup.podGroupName`` (kube-scheduler's own gangs)."""
+    object_kinds: frozenset[str] = frozenset({"Pod", "Job"})
+    """The workload objects it runs (:func:`kwokbench.templates.object_kind`): a Volcano Job's pods, say, are
+    made by Volcano's own controller, which only Volcano runs."""
+    object_spec: dict[str, Any] = field(default_factory=dict)
+    """Fields it sets on a workload object's own spec (a Volcano Job's queue and schedulerName)."""
 
 
 class Component(Protocol):

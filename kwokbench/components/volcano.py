@@ -571,8 +571,11 @@ class Volcano(Scheduler):
         if self.spec.agent_scheduler:
             return PodSettings(scheduler_name=self.variant.effective_scheduler_name)
         queue = (w.block("volcano") or VolcanoWorkloadSpec()).queue
+        # a Volcano Job (vcjob): vc-controller-manager's job controller makes its PodGroup in the Job's queue and,
+        # once vc-scheduler enqueued it, its pods
         out = PodSettings(scheduler_name=self.variant.effective_scheduler_name,
-                          annotations={QUEUE_ANNOTATION: queue})
+                          annotations={QUEUE_ANNOTATION: queue}, object_kinds=frozenset({"Pod", "Job", "VolcanoJob"}),
+                          object_spec={"queue": queue} if kind == "VolcanoJob" else {})
         if w.gang:
             members = w.gang.min_member or w.gang.size
             out.gang_template = "volcano-podgroup"

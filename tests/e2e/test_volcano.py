@@ -1,8 +1,8 @@
 """Volcano as a first-class variant, on real clusters: built once from the pinned archive beside the repo
 (``../shared/sources``), its two processes started against each run's cluster, measured through its /metrics;
-gangs placed whole or not at all; a queue's capability holding; and the bad inputs: a tampered archive, an invalid
-queue (Volcano's own Queue schema), a configuration it refuses, a flag it refuses at start — each one line, exit 2,
-no process left. Small clusters (≤ 100 nodes, ≤ 500 pods) and figures as ratios: the host is shared."""
+gangs placed whole or not at all; Volcano Jobs made into pods by its own job controller; a queue's capability
+holding; and the bad inputs: a tampered archive, an invalid queue (Volcano's own Queue schema), a configuration it
+refuses, a flag it refuses at start — each one line, exit 2, no process left. Small clusters (≤ 100 nodes, ≤ 500 pods) and figures as ratios: the host is shared."""
 
 from __future__ import annotations
 
@@ -112,6 +112,30 @@ def test_gangs_are_placed_whole_or_not_at_all(built: None, tmp_path: Path) -> No
     assert g["gangs"] == 12 and g["partial"] == 0, g
     assert 1 <= g["complete"] <= 10, g  # 80 CPUs hold at most 10 gangs of 8
     assert run.summary["volcano"]["task_latency_seconds"]["Bound"]["count"] == 8 * g["complete"]
+
+
+def test_volcano_jobs_are_placed_by_their_own_controller_whole_or_not_at_all(built: None, tmp_path: Path) -> None:
+    """Five Volcano Jobs (batch.volcano.sh) of 8 four-CPU pods on 64 CPUs: vc-controller-manager's job controller
+    makes each Job's PodGroup, and its pods once vc-scheduler enqueued it; two Jobs fit whole (16 pods), the
+    others wait whole in the queue with no pod made. What kwokbench submitted were the Jobs."""
+    res = kwokbench("run", str(REPO / "scenarios/volcano.yaml"), "--variant", "volcano", "--out", str(tmp_path),
+                    "--set", "cluster.node_groups.0.count=2", "--set", "cluster.controller_manager=true",
+                    "--set", "workloads.0.template=volcano-job", "--set", "workloads.0.count=5",
+                    "--set", "workloads.0.params={replicas: 8, cpu: '4', memory: 1Gi}",
+                    "--set", "workloads.0.settle_seconds=10", env=ENV)  # ends 10 s after the last bind
+    assert res.returncode == 0, res.stdout + res.stderr
+    run = only_run(tmp_path / "volcano")
+    s = run.summary
+    assert s is not None and s["pods_expected"] == 40 and s["pods_scheduled"] == 16, (s["pods_expected"],
+                                                                                     s["pods_scheduled"])
+    [phase] = run.meta["phases"]
+    assert phase["kind"] == "VolcanoJob" and phase["pods_expected"] == 40
+    bound = run.pods[run.pods["scheduled"].notna()]
+    jobs = bound["name"].str.rsplit("-worker-", n=1).str[0].value_counts()
+    assert len(jobs) == 2 and set(jobs) == {8}, jobs  # two Jobs whole, none partly
+    assert set(run.pods["scheduler"]) == {"volcano"}
+    writes = s["apiserver"]["writes"]["per_pod"]
+    assert writes.get("podgroups", 0) > 0, writes  # the Jobs' PodGroups, made by the job controller
 
 
 def test_a_queue_is_held_to_its_capability(built: None, tmp_path: Path) -> None:

@@ -314,3 +314,33 @@ def test_the_klog_socket_fits_a_unix_socket_path_wherever_the_run_lives(tmp_path
         d = vc.socket_dir()
         assert d.is_dir() and len(str(d / vc.AGENT_SOCKET)) <= vc.SUN_PATH_MAX
         d.rmdir()
+
+
+def test_a_volcano_job_is_one_object_of_its_tasks_pods_in_the_variants_queue(tmp_path: Path) -> None:
+    sc = _scenario("[{name: v, binary: volcano, volcano: {queues: [{name: a}]}}]",
+                   "[{name: j, count: 3, template: volcano-job, params: {replicas: 8, min_available: 6, cpu: 500m}, "
+                   "volcano: {queue: a}}]")
+    [f] = manifest_factories(sc, tmp_path, "lbl", variant=sc.schedulers[0])
+    assert (f.kind, f.pods_per_object()) == ("VolcanoJob", 8)
+    assert f.namespaced_path("default") == "/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs"
+    job = json.loads(f.body(2))
+    assert job["apiVersion"] == "batch.volcano.sh/v1alpha1" and job["metadata"]["name"] == "j-lbl-2"
+    spec = job["spec"]
+    # every field Volcano's admission webhook would default, written (kwokbench runs none)
+    assert (spec["queue"], spec["schedulerName"], spec["minAvailable"], spec["maxRetry"]) == ("a", "volcano", 6, 3)
+    [task] = spec["tasks"]
+    assert (task["name"], task["replicas"], task["minAvailable"]) == ("worker", 8, 6)
+    pod = task["template"]
+    assert pod["spec"]["schedulerName"] == "volcano"
+    labels = pod["metadata"]["labels"]
+    assert labels["kwokbench.io/run"] == "lbl" and labels["kwokbench.io/workload"] == "j"
+    assert pod["metadata"]["annotations"] == {vc.QUEUE_ANNOTATION: "a"}
+    assert f.labels_of_pods()["kwokbench.io/workload"] == "j"
+
+
+def test_a_volcano_job_is_refused_by_a_scheduler_that_does_not_run_it(tmp_path: Path) -> None:
+    for variants in ("[{name: d}]", "[{name: v, binary: volcano, volcano: {agent_scheduler: true}}]"):
+        sc = _scenario(variants, "[{name: j, count: 3, template: volcano-job}]")
+        with pytest.raises(ScenarioError, match=r"workload j: template volcano-job makes a VolcanoJob, which "
+                                                r"scheduler \w+ does not run \(it runs: Job, Pod\)"):
+            manifest_factories(sc, tmp_path, "lbl", variant=sc.schedulers[0])
