@@ -28,12 +28,15 @@ How it runs here, as Volcano's Helm chart deploys it minus what a kwokctl cluste
   ``scheduling.volcano.sh/queue-name`` annotation and the check that a PodGroup's queue exists and is Open
   (kwokbench refuses, before any cluster, a workload naming a queue the variant does not create); the pod
   mutation by resource groups (none configured by default) and the pod checks of the ``volcano.sh/jdb-*``
-  budget annotations; and the vcjob/jobflow/cronjob/hypernode checks (kwokbench submits none of them).
+  budget annotations; the vcjob defaults (the ``volcano-job`` template writes them) and the jobflow/cronjob/hypernode
+  checks (kwokbench submits none of them).
 - **Pods.** ``schedulerName: volcano`` and ``scheduling.volcano.sh/queue-name`` (the pg-controller copies it into
   the pod's PodGroup). A workload's ``gang:`` is one Volcano PodGroup per gang (builtin template
   ``volcano-podgroup``: minMember, queue, minResources = minMember × the pod's requests, as Volcano's job
   controller writes them), named by each member's ``scheduling.k8s.io/group-name`` annotation, so the pg-controller
-  leaves its members alone and the gang plugin binds a gang only whole.
+  leaves its members alone and the gang plugin binds a gang only whole. A workload of Volcano Jobs (template
+  ``volcano-job``, ``batch.volcano.sh/v1alpha1``) is submitted as Jobs in the workload's queue: the job controller
+  makes their PodGroups and pods.
 - **Its own account of a run**, from ``/metrics`` each second: sessions (``volcano_e2e_scheduling_latency``: one
   session opens a snapshot, runs the actions, closes it), the time per action and per plugin
   (``…_action_scheduling_latency``, ``…_plugin_scheduling_latency{plugin,OnSession}``), pods' latency from creation
