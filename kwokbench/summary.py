@@ -89,7 +89,20 @@ def pod_latencies(pods: pd.DataFrame, phases: list[dict[str, Any]] | None = None
                 censored = int(missing.sum())
         out[f"created_to_{state}"] = {**percentile_stats(d), "censored": censored}
     out["approximate_pods"] = int(pods["from_list"].sum()) if len(pods) else 0
+    if len(phases or []) > 1 and len(exact) and "workload" in exact:
+        out["by_phase"] = {p["name"]: phase_startup(exact[exact["workload"].astype(str) == p["name"]])
+                           for p in phases or []}
     return out
+
+
+def phase_startup(pods: pd.DataFrame) -> dict[str, Any]:
+    """One phase's pod startup split as clusterloader2 reports a phase's (its DRA test's FastFillPodStartup and
+    ChurnPodStartup): created → scheduled and scheduled → running, over the phase's pods that got there (the
+    run's ``created_to_*`` count those that did not)."""
+    def stage(a: str, b: str) -> dict[str, Any]:
+        return percentile_stats((pods[b] - pods[a]).dropna().to_numpy(dtype=np.float64))
+    return {"pods": len(pods), "created_to_scheduled": stage("created", "scheduled"),
+            "scheduled_to_running": stage("scheduled", "running")}
 
 
 def request_stats(requests: pd.DataFrame, phases: list[dict[str, Any]],

@@ -25,6 +25,10 @@ def summary_rows(s: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         ["scheduling latency p50 / p90 / p99",
          " / ".join(_ms(lat.get(k)) for k in ("p50", "p90", "p99"))],
     ]
+    for phase, st in (s.get("latency", {}).get("by_phase") or {}).items():
+        a, b = st.get("created_to_scheduled") or {}, st.get("scheduled_to_running") or {}
+        rows.append([f"phase {phase}: created → scheduled, scheduled → running p50 / p99",
+                     f"{_ms(a.get('p50'))} / {_ms(a.get('p99'))}, {_ms(b.get('p50'))} / {_ms(b.get('p99'))}"])
     if s.get("limited_by"):
         rows.append(["limited by", s["limited_by"]["sentence"]])
     rows += ceiling_rows(s)

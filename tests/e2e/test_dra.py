@@ -116,6 +116,10 @@ def test_freed_devices_are_reused_and_every_gpu_is_given_once(dra_cluster: str, 
     # claims' watch lags the pods' (p50 −0.53 s under a one-core CPU hog, positive when idle), so the stage is held
     # to within that lag of zero, not to zero
     assert st["pods"] == 1200 and st["created_to_allocated"]["p50"] > 0 and st["allocated_to_bound"]["p50"] > -2.0
+    # pod startup per phase, as clusterloader2's DRA test reports its fill and churn phases
+    by = summary["latency"]["by_phase"]
+    assert set(by) == {"churn", "fill"} and by["fill"]["pods"] >= 800, by
+    assert by["churn"]["scheduled_to_running"]["p50"] is not None and by["fill"]["created_to_scheduled"]["p50"] > 0
     writes = summary["apiserver"]["writes"]["per_pod"]
     assert writes.get("resourceclaims/status", 0) >= 1, writes  # the scheduler's allocation, one per claim
     # set against scheduler_perf's DRA case on this host, not against bare pods

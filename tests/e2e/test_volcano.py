@@ -2,7 +2,8 @@
 (``../shared/sources``), its two processes started against each run's cluster, measured through its /metrics;
 gangs placed whole or not at all; Volcano Jobs made into pods by its own job controller; a queue's capability
 holding; and the bad inputs: a tampered archive, an invalid queue (Volcano's own Queue schema), a configuration it
-refuses, a flag it refuses at start — each one line, exit 2, no process left. Small clusters (≤ 100 nodes, ≤ 500 pods) and figures as ratios: the host is shared."""
+refuses, a flag it refuses at start — each one line, exit 2, no process left. Small clusters (≤ 100 nodes, ≤ 500
+pods) and figures as ratios: the host is shared."""
 
 from __future__ import annotations
 

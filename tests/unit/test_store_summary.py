@@ -150,3 +150,25 @@ def test_a_running_document_whose_writer_is_gone_reads_as_interrupted(tmp_path: 
     save(sweep_dir, {"format_version": SWEEP_FORMAT_VERSION, "status": "running",
                      "owner": {**mine, "pid": gone.pid}, "points": []})
     assert load(sweep_dir)["status"] == "interrupted"
+
+
+def test_a_run_of_several_phases_splits_each_phases_pod_startup() -> None:
+    """clusterloader2's DRA test reports pod startup per phase (fast fill, churn): created → scheduled and
+    scheduled → running, each phase apart."""
+    from kwokbench.summary import pod_latencies
+
+    pods = pd.DataFrame([
+        {"name": "a", "workload": "fill", "created": 0.0, "scheduled": 0.1, "running": 0.3, "finished": np.nan,
+         "from_list": False},
+        {"name": "b", "workload": "fill", "created": 0.0, "scheduled": 0.3, "running": 0.4, "finished": np.nan,
+         "from_list": False},
+        {"name": "c", "workload": "churn", "created": 1.0, "scheduled": 3.0, "running": np.nan, "finished": np.nan,
+         "from_list": False}])
+    phases = [{"name": "fill", "wait_for": "running", "timeout_seconds": 10},
+              {"name": "churn", "wait_for": "scheduled", "timeout_seconds": 10}]
+    by = pod_latencies(pods, phases)["by_phase"]
+    assert by["fill"]["pods"] == 2 and by["fill"]["created_to_scheduled"]["max"] == pytest.approx(0.3)
+    assert by["fill"]["scheduled_to_running"]["max"] == pytest.approx(0.2)
+    assert by["churn"]["created_to_scheduled"]["p50"] == pytest.approx(2.0)
+    assert by["churn"]["scheduled_to_running"]["p50"] is None  # none ran: nothing to split
+    assert "by_phase" not in pod_latencies(pods, phases[:1])  # one phase: the run's own figures say it
