@@ -56,7 +56,11 @@ FORMAT_VERSION = 1
 TEST_CASE = "SchedulingBasic"
 DRA_TEST_CASE = "SchedulingWithResourceClaimTemplate"
 """The ceiling of a run whose pods have DRA claims: each pod's claim from a template, as ``claims:`` makes them."""
-TEST_CASES = {TEST_CASE: "misc", DRA_TEST_CASE: "dra", "SchedulingWithResourceClaim": "dra"}
+STEADY_DRA_TEST_CASE = "SteadyStateClusterResourceClaimTemplate"
+"""scheduler_perf's DRA case with ten pods kept in flight for a duration on a cluster whose devices are empty, half
+or full (``initClaims`` allocated first): a throughput at a fill level, not over a fixed count of pods."""
+TEST_CASES = {TEST_CASE: "misc", DRA_TEST_CASE: "dra", "SchedulingWithResourceClaim": "dra",
+              STEADY_DRA_TEST_CASE: "dra"}
 """The test cases ``kwokbench ceiling --test-case`` runs, and the scheduler_perf package of each."""
 MIN_MEASURED_PODS = 1000
 """Workloads measuring fewer pods finish within scheduler_perf's 1 s sampling interval: no throughput."""
@@ -82,6 +86,13 @@ class PerfWorkload:
     labels: tuple[str, ...] = ()
     feature_gates: tuple[tuple[str, bool], ...] = ()
     test_case: str = TEST_CASE
+    duration_seconds: float = 0.0
+    """A steady-state workload: pods kept in flight for this long (``pods`` is 0: no fixed count is measured)."""
+
+    @property
+    def fill(self) -> str:
+        """A steady-state DRA workload's fill level (``empty``, ``half``, ``full``: its name's first part)."""
+        return self.name.split("_", 1)[0] if self.duration_seconds else ""
 
     @property
     def label_filter(self) -> str:
@@ -105,31 +116,45 @@ def perf_workloads(config_text: str, test_case: str = TEST_CASE) -> list[PerfWor
         nodes = p.get("initNodes")
         if nodes is None and isinstance(p.get("nodesWithDRA"), int):
             nodes = p["nodesWithDRA"] + int(p.get("nodesWithoutDRA") or 0)
-        if not isinstance(nodes, int) or not isinstance(p.get("measurePods"), int):
+        duration = _seconds(p.get("duration"))
+        if not isinstance(nodes, int) or not (isinstance(p.get("measurePods"), int) or duration):
             continue
         gates = {**(case.get("featureGates") or {}), **(w.get("featureGates") or {})}
-        out.append(PerfWorkload(str(w["name"]), nodes, p["measurePods"], int(p.get("initPods") or 0),
+        out.append(PerfWorkload(str(w["name"]), nodes, int(p.get("measurePods") or 0), int(p.get("initPods") or 0),
                                 tuple([*(case.get("labels") or []), *(w.get("labels") or [])]),
-                                tuple(sorted((str(k), bool(v)) for k, v in gates.items())), test_case))
+                                tuple(sorted((str(k), bool(v)) for k, v in gates.items())), test_case,
+                                duration if not isinstance(p.get("measurePods"), int) else 0.0))
     return out
 
 
+def _seconds(value: Any) -> float:
+    """A scheduler_perf duration param (``10s``, ``1m``) in seconds; 0 for anything else."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m|h)", str(value or ""))
+    return float(m[1]) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[m[2]] if m else 0.0
+
+
 def nearest_workload(nodes: int, pods: int | None, available: Sequence[PerfWorkload],
-                     defaults: Mapping[str, bool] | None = None) -> str:
+                     defaults: Mapping[str, bool] | None = None, fill: str | None = None) -> str:
     """The workload closest to a cluster of ``nodes`` nodes scheduling ``pods`` pods (sizes compared on a
     log scale, nodes first); among equals, the one whose feature gates differ least from a stock
-    scheduler's ``defaults``. Workloads too short to measure a throughput are never picked."""
+    scheduler's ``defaults``. Workloads too short to measure a throughput are never picked. Steady-state
+    workloads measure no count of pods: ``pods`` does not apply, ``fill`` picks their fill level."""
     if nodes <= 0 or (pods is not None and pods <= 0):
         raise ValueError("nodes and pods must be positive")
-    usable = [w for w in available if w.pods >= MIN_MEASURED_PODS and w.nodes > 0]
+    usable = [w for w in available if (w.pods >= MIN_MEASURED_PODS or w.duration_seconds) and w.nodes > 0
+              and (fill is None or w.fill == fill)]
     if not usable:
         case = available[0].test_case if available else TEST_CASE
+        if fill is not None:
+            levels = sorted({w.fill for w in available if w.fill})
+            raise ScenarioError(f"--fill {fill}: scheduler_perf's {case} has "
+                                + (f"the fill levels {', '.join(levels)}" if levels else "no fill levels"))
         raise ToolchainError(f"scheduler_perf has no {case} workload measuring {MIN_MEASURED_PODS}+ pods")
     stock = defaults or {}
 
     def key(w: PerfWorkload) -> tuple[float, float, int, int, str]:
         dn = abs(math.log(nodes / w.nodes))
-        dp = abs(math.log(pods / w.pods)) if pods else 0.0
+        dp = abs(math.log(pods / w.pods)) if pods and w.pods else 0.0
         off_stock = sum(stock.get(g) != v for g, v in w.feature_gates)
         return round(dn + dp, 9), round(dn, 9), off_stock, len(w.feature_gates), w.name
 
@@ -317,9 +342,11 @@ class RunFigures:
 
 def measure_ceiling(nodes: int, pods: int | None, runs: int = 1, timeout: float = 900.0,
                     reporter: Reporter | None = None, cache: Path | None = None,
-                    test_case: str = TEST_CASE, kubernetes: str | None = None) -> tuple[Path, dict[str, Any]]:
+                    test_case: str = TEST_CASE, kubernetes: str | None = None,
+                    fill: str | None = None) -> tuple[Path, dict[str, Any]]:
     """Run scheduler_perf's ``test_case`` workload of Kubernetes ``kubernetes`` (default: the pinned release)
-    nearest ``nodes``/``pods`` ``runs`` times; store and return the ceiling."""
+    nearest ``nodes``/``pods`` (a steady-state case's: nearest ``nodes`` at ``fill``, default empty) ``runs``
+    times; store and return the ceiling."""
     from kwokbench.store import _atomic_write, host_info
     from kwokbench.toolchain import Toolchain
     from kwokbench.toolchain.scheduler_perf import ensure_scheduler_perf
@@ -327,6 +354,12 @@ def measure_ceiling(nodes: int, pods: int | None, runs: int = 1, timeout: float 
     rep = reporter or Silent()
     if test_case not in TEST_CASES:
         raise ScenarioError(f"--test-case {test_case}: not one kwokbench runs (known: {', '.join(TEST_CASES)})")
+    steady = test_case == STEADY_DRA_TEST_CASE
+    if fill is not None and not steady:
+        raise ScenarioError(f"--fill applies to {STEADY_DRA_TEST_CASE}, not to {test_case}")
+    if steady and pods is not None:
+        raise ScenarioError(f"{STEADY_DRA_TEST_CASE} keeps ten pods in flight for a duration: --pods does not "
+                            "apply (--fill empty|half|full picks how many devices are allocated first)")
     for what in stop_orphans():
         rep.warn(f"stopped {what}, left by a ceiling run that was killed")
     etcd = next(s for s in Toolchain(cache).check(optional=False) if s.binary == "etcd")
@@ -336,20 +369,24 @@ def measure_ceiling(nodes: int, pods: int | None, runs: int = 1, timeout: float 
     release = kubernetes or Toolchain(cache).kubernetes
     perf = ensure_scheduler_perf(rep, cache, version=release).of(TEST_CASES[test_case])
     workloads = {w.name: w for w in perf_workloads(perf.config.read_text(), test_case)}
-    w = workloads[nearest_workload(nodes, pods, list(workloads.values()), perf.feature_defaults())]
+    w = workloads[nearest_workload(nodes, pods, list(workloads.values()), perf.feature_defaults(),
+                                   (fill or "empty") if steady else None)]
     host = {k: v for k, v in host_info().items() if k in HOST_KEYS}
     started = datetime.now(UTC)
     out_dir = ceilings_dir(cache) / perf.version / host_fingerprint(host)
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = (f"{w.name}-" if test_case == TEST_CASE else f"{test_case}-{w.name}-") + started.strftime('%Y%m%dT%H%M%SZ')
     log = out_dir / f"{stem}.log"
-    rep.info(f"scheduler_perf {test_case}/{w.name}: {w.nodes} nodes, {w.init_pods} + {w.pods} pods"
+    rep.info(f"scheduler_perf {test_case}/{w.name}: {w.nodes} nodes, "
+             + (f"{w.fill}, ten pods in flight for {w.duration_seconds:g} s" if w.duration_seconds
+                else f"{w.init_pods} + {w.pods} pods")
              + (f", feature gates {dict(w.feature_gates)}" if w.feature_gates else ""))
     base: dict[str, Any] = {
         "format_version": FORMAT_VERSION, "kwokbench_version": __version__, "kubernetes": perf.version,
         "host": host, "host_fingerprint": host_fingerprint(host), "measured_at": started.isoformat(),
         "test_case": test_case, "workload": w.name,
-        "params": {"nodes": w.nodes, "init_pods": w.init_pods, "pods": w.pods},
+        "params": {"nodes": w.nodes, "init_pods": w.init_pods, "pods": w.pods,
+                   **({"fill": w.fill, "duration_seconds": w.duration_seconds} if w.duration_seconds else {})},
         "feature_gates": dict(w.feature_gates), "label_filter": w.label_filter,
         "requested": {"nodes": nodes, "pods": pods}, "log": str(log),
     }
@@ -505,8 +542,10 @@ def _tail(log: Path, n: int = 15) -> list[str]:
 
 def result_rows(doc: Mapping[str, Any]) -> list[list[str]]:
     """A stored ceiling as rows of text: each run's figures, the median and the spread."""
-    rows = [["workload", f"{doc['test_case']}/{doc['workload']} ({doc['params']['nodes']} nodes, "
-                         f"{doc['params']['init_pods']} + {doc['params']['pods']} pods)"],
+    p = doc["params"]
+    size = (f"{p['fill']}, ten pods in flight for {p['duration_seconds']:g} s" if p.get("duration_seconds")
+            else f"{p['init_pods']} + {p['pods']} pods")
+    rows = [["workload", f"{doc['test_case']}/{doc['workload']} ({p['nodes']} nodes, {size})"],
             ["kubernetes / host", f"{doc['kubernetes']} / {doc['host_fingerprint']}"]]
     for i, r in enumerate(doc["runs"], 1):
         rows.append([f"run {i}: pods/s; SchedulingThroughput average / p50 / p90 / p99",

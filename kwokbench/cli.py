@@ -762,8 +762,13 @@ def ceiling(
                                            "are stopped.")] = 900.0,
     test_case: Annotated[str, typer.Option(help="scheduler_perf's test case: SchedulingBasic (bare pods), "
                                            "SchedulingWithResourceClaimTemplate (a DRA claim per pod: the ceiling "
-                                           "of runs with claims), SchedulingWithResourceClaim (shared claims).")
+                                           "of runs with claims), SchedulingWithResourceClaim (shared claims), "
+                                           "SteadyStateClusterResourceClaimTemplate (ten claims in flight for a "
+                                           "duration, --fill).")
                          ] = "SchedulingBasic",
+    fill: Annotated[str | None, typer.Option(help="SteadyStateClusterResourceClaimTemplate's fill level: empty, "
+                                             "half or full (the devices allocated before the measurement); "
+                                             "default empty.", show_default=False)] = None,
     kubernetes: Annotated[str | None, typer.Option(help="The Kubernetes release whose scheduler_perf runs "
                                                    "(default: the scenario's, else the pinned one).",
                                                    show_default=False)] = None,
@@ -788,6 +793,8 @@ def ceiling(
             raise ScenarioError("--pods goes with --nodes, not with --scenario")
         sc = load_scenario(scenario, set_ or [])
         nodes, pods = sum(g.count for g in sc.cluster.node_groups), sum(w.count for w in sc.workloads)
+        if test_case == "SteadyStateClusterResourceClaimTemplate":
+            pods = None  # a duration, not a count of pods
         release = release or sc.cluster.kubernetes_version
     elif set_:
         raise ScenarioError("--set goes with --scenario")
@@ -795,7 +802,7 @@ def ceiling(
     _end_cleanly_on_signals()
     assert nodes is not None
     path, doc = measure_ceiling(nodes, pods, runs, timeout, console.RichReporter(), test_case=test_case,
-                                 kubernetes=release)
+                                 kubernetes=release, fill=fill)
     console.table(f"this host's in-process ceiling for {nodes} nodes" + (f", {pods} pods" if pods else ""),
                   ["", ""], result_rows(doc))
     if warning := unstable(doc):

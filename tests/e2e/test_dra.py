@@ -128,6 +128,19 @@ def test_freed_devices_are_reused_and_every_gpu_is_given_once(dra_cluster: str, 
     assert ceiling["ratio"] == pytest.approx(summary["throughput"]["average"] / ceiling["pods_per_second"])
 
 
+def test_the_steady_state_dra_case_runs_in_process_at_a_fill_level(dra_ceiling: dict[str, str]) -> None:
+    """scheduler_perf's SteadyStateClusterResourceClaimTemplate, half its devices allocated first, ten claims in
+    flight for 10 s: a throughput at a fill level, with the test binary the ceiling above built."""
+    res = kwokbench("ceiling", "--test-case", "SteadyStateClusterResourceClaimTemplate", "--nodes", "100",
+                    "--fill", "half", "--timeout", "600", env=dra_ceiling, timeout=900, check=True)
+    assert "SteadyStateClusterResourceClaimTemplate/half_100nodes (100 nodes, half, ten pods in flight for 10 s)" \
+        in res.stdout, res.stdout
+    [stored] = Path(dra_ceiling["KWOKBENCH_CACHE"]).glob("ceilings/*/*/SteadyStateClusterResourceClaimTemplate-*.json")
+    doc = json.loads(stored.read_text())
+    assert doc["params"]["fill"] == "half" and doc["params"]["duration_seconds"] == 10.0
+    assert doc["pods_per_second"] > 0 and doc["runs"][0]["exit_code"] == 0
+
+
 def test_four_pods_share_a_gpu_and_the_fifth_waits(dra_cluster: str, kwokctl: Kwokctl, tmp_path: Path) -> None:
     share = ("workloads=[{name: share, count: 5, params: {cpu: 100m}, arrival: {type: qps, qps: 10}, "
              "settle_seconds: 8, timeout_seconds: 60, "

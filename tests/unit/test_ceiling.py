@@ -40,7 +40,7 @@ from kwokbench.ceiling import (
     throughput_figures,
     unstable,
 )
-from kwokbench.errors import ClusterError, StoreError, ToolchainError
+from kwokbench.errors import ClusterError, ScenarioError, StoreError, ToolchainError
 from kwokbench.metrics.derive import process_usage
 from kwokbench.report.table import ceiling_rows
 from kwokbench.toolchain.scheduler_perf import feature_defaults
@@ -440,3 +440,22 @@ def test_a_run_with_claims_is_set_against_the_dra_ceiling(tmp_path: Path) -> Non
     assert plain is not None and dra is not None
     assert (plain["test_case"], plain["ratio"]) == ("SchedulingBasic", pytest.approx(0.1))
     assert (dra["test_case"], dra["ratio"]) == (DRA_TEST_CASE, pytest.approx(0.5))
+
+
+def test_the_steady_state_dra_case_is_picked_by_nodes_and_fill_level() -> None:
+    """SteadyStateClusterResourceClaimTemplate keeps ten pods in flight for a duration on devices empty, half or
+    full: no count of pods to match, a fill level instead (Kubernetes v1.36.4's dra/performance-config.yaml)."""
+    ws = perf_workloads((GOLDEN / "dra-performance-config-v1.36.4.yaml").read_text(),
+                        "SteadyStateClusterResourceClaimTemplate")
+    by = {w.name: w for w in ws}
+    w = by["half_100nodes"]
+    assert (w.nodes, w.pods, w.duration_seconds, w.fill) == (100, 0, 10.0, "half")
+    assert nearest_workload(100, None, ws, STOCK_1_36, "half") == "half_100nodes"
+    assert nearest_workload(400, None, ws, STOCK_1_36, "full").startswith("full_500nodes")
+    with pytest.raises(ScenarioError, match="--fill most: scheduler_perf's SteadyStateClusterResourceClaimTemplate "
+                                            "has the fill levels empty, full, half"):
+        nearest_workload(100, None, ws, STOCK_1_36, "most")
+    # the count-based DRA case is read as before, and has no fill level
+    [t] = [w for w in perf_workloads((GOLDEN / "dra-performance-config-v1.36.4.yaml").read_text(),
+                                     "SchedulingWithResourceClaimTemplate") if w.name == "2000pods_100nodes"]
+    assert t.pods > 0 and (t.duration_seconds, t.fill) == (0.0, "")
