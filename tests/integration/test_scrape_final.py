@@ -61,6 +61,16 @@ def server() -> Iterator[tuple[str, Metrics]]:
     httpd.server_close()
 
 
+def _started(url: str, state: Metrics, run: Path) -> Scraper:
+    """A scraper every 0.2 s of the slow endpoint, once it has answered twice."""
+    s = Scraper([Endpoint("c", url, None)], {}, run, interval=0.2)
+    assert s.wait_started(60)
+    deadline = time.time() + 30
+    while state.requests < 2 and time.time() < deadline:
+        time.sleep(0.05)
+    return s
+
+
 def _frames(run: Path) -> list[tuple[float, int]]:
     return [(s.t, s.status) for s in read_snapshots(run / SCRAPES / "c.prom.zst")]
 
@@ -68,11 +78,7 @@ def _frames(run: Path) -> list[tuple[float, int]]:
 def test_the_last_round_begins_after_stop_even_when_stop_lands_mid_round(server: tuple[str, Metrics],
                                                                          tmp_path: Path) -> None:
     url, state = server
-    s = Scraper([Endpoint("c", url, None)], {}, tmp_path, interval=0.2)
-    assert s.wait_started(60)
-    deadline = time.time() + 30
-    while state.requests < 2 and time.time() < deadline:
-        time.sleep(0.05)
+    s = _started(url, state, tmp_path)
     assert state.in_flight.wait(10)  # a round is in flight
     stopped = time.time()
     s.stop()
@@ -82,11 +88,7 @@ def test_the_last_round_begins_after_stop_even_when_stop_lands_mid_round(server:
 
 def test_a_failed_last_scrape_is_asked_again(server: tuple[str, Metrics], tmp_path: Path) -> None:
     url, state = server
-    s = Scraper([Endpoint("c", url, None)], {}, tmp_path, interval=0.2)
-    assert s.wait_started(60)
-    deadline = time.time() + 30
-    while state.requests < 2 and time.time() < deadline:
-        time.sleep(0.05)
+    s = _started(url, state, tmp_path)
     with state.lock:
         state.fail_from, state.failures_left = time.time(), 2  # the next two answers fail
     stopped = time.time()
