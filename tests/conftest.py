@@ -104,6 +104,17 @@ def assert_one_line_error(res: subprocess.CompletedProcess[str], needle: str, co
     assert needle in res.stderr, res.stderr
 
 
+def alive(pid: int) -> bool:
+    """Running and not a zombie; a process that exits while it is looked at is gone (CI: one went between
+    psutil.pid_exists and psutil.Process)."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on (now)."""
     import socket

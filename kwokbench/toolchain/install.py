@@ -484,6 +484,28 @@ def staged(final: Path, name: str) -> Iterator[tuple[Path, Path]]:
         shutil.rmtree(work, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def build_lock(root: Path, name: str, rep: Reporter | None = None) -> Iterator[None]:
+    """Held while one process builds the cache entry ``name`` under ``root`` (a cache folder): another kwokbench
+    building the same entry waits, then finds it built. Without it two builds of one entry (two test workers
+    measuring a ceiling at once, CI's failure) each replaced the other's finished entry, under a run using it."""
+    import fcntl
+
+    locks = root / ".locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with (locks / f"{name}.lock").open("a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if rep is not None:
+                rep.info(f"waiting for another kwokbench's build of {name}")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def put_in_place(built: Path, final: Path) -> Path:
     final.parent.mkdir(parents=True, exist_ok=True)
     built.replace(final)

@@ -31,6 +31,7 @@ from kwokbench.toolchain import versions
 from kwokbench.toolchain.install import (
     _download_module,
     _go_env,
+    build_lock,
     cache_dir,
     check_go,
     kubernetes_ldflags,
@@ -133,6 +134,16 @@ def ensure_scheduler_perf(reporter: Reporter | None = None, cache: Path | None =
     if perf is not None:
         rep.cached(f"scheduler_perf {version}", str(perf.dir))
         return perf
+    final = perf_dir(cache, version)
+    with build_lock(final.parent, final.name, rep):
+        perf = None if force else cached(cache, version)  # built by another kwokbench while this one waited
+        if perf is not None:
+            rep.cached(f"scheduler_perf {version}", str(perf.dir))
+            return perf
+        return _build(rep, cache, version)
+
+
+def _build(rep: Reporter, cache: Path | None, version: str) -> SchedulerPerf:
     try:
         check_go()
     except ToolchainError as e:  # its own advice (a release install) does not apply to a test binary

@@ -251,15 +251,27 @@ class SourceBuild:
     def build(self, source: Path | None, rep: Reporter, force: bool = False, cache: Path | None = None) -> Path:
         """The binary; built when missing, when ``force``, or when ``source`` holds other sources than those of
         the cached build. ``source`` None: ``$KWOKBENCH_SOURCES``, then upstream."""
-        from kwokbench.toolchain.install import _go_env, cache_dir, check_go, put_in_place, run_logged, staged
+        from kwokbench.toolchain.install import build_lock
 
         final = self.path(cache)
         given = source if source is not None else default_source()
-        rec = self.record(cache)
-        if rec is not None and not force and (source is None or peek_origins(self.sources, source)
-                                               == rec.get("sources")):
+
+        def current() -> bool:
+            rec = self.record(cache)
+            return rec is not None and not force and (source is None or peek_origins(self.sources, source)
+                                                      == rec.get("sources"))
+        if current():
             rep.cached(f"{self.name} {self.version}", str(final.parent))
             return final
+        with build_lock(final.parent.parent, final.parent.name, rep):
+            if current():  # built by another kwokbench while this one waited
+                rep.cached(f"{self.name} {self.version}", str(final.parent))
+                return final
+            return self._build(given, rep, final, cache)
+
+    def _build(self, given: Path | None, rep: Reporter, final: Path, cache: Path | None) -> Path:
+        from kwokbench.toolchain.install import _go_env, cache_dir, check_go, put_in_place, run_logged, staged
+
         check_go()
         with staged(final, self.name) as (work, log):
             found = locate(self.sources, given, work, cache or cache_dir())

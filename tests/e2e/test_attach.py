@@ -9,13 +9,12 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 
 from kwokbench.cluster import ClusterInfo, ClusterOptions, Kwokctl, bring_up
 from kwokbench.cluster.api import Api
 from kwokbench.store import load_run
-from tests.conftest import REPO, assert_one_line_error, kwokbench
+from tests.conftest import REPO, alive, assert_one_line_error, kwokbench
 
 
 @pytest.fixture()
@@ -89,7 +88,7 @@ def test_attach_run_and_down_touch_only_labelled_objects(existing: ClusterInfo, 
     assert asyncio.run(_names(existing, "/api/v1/pods")) == {"real-pod"}
     assert asyncio.run(_names(existing, "/api/v1/namespaces/team-a/configmaps")) >= {"keep-me"}
     assert "team-a" in asyncio.run(_names(existing, "/api/v1/namespaces"))
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert not alive(pid)
     assert not (tmp_path / "kb-home/attached/byo").exists()
 
 

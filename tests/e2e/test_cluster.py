@@ -8,13 +8,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from kwokbench.cluster import ClusterInfo, Kwokctl
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.nodes import is_ready
 from kwokbench.metrics.parse import BINDING, sum_samples
-from tests.conftest import assert_one_line_error, kwokbench
+from tests.conftest import alive, assert_one_line_error, kwokbench
 from tests.e2e.conftest import E2E_NODES
 
 
@@ -121,7 +119,7 @@ def test_up_status_down_leaves_no_process(kwokctl: Kwokctl) -> None:
     assert "life" in st.stdout and "20" in st.stdout
 
     kwokbench("down", "life", check=True)
-    alive = [pid for pid in pids.values() if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]
-    assert alive == []
+    alive_pids = [pid for pid in pids.values() if alive(pid)]
+    assert alive_pids == []
     assert "life" not in kwokctl.names()
     assert_one_line_error(kwokbench("down", "life"), "no kwokbench cluster named 'life'")

@@ -22,7 +22,7 @@ from kwokbench.cluster import ClusterInfo, Kwokctl
 from kwokbench.cluster.objects import delete_labelled
 from kwokbench.labels import RUN_LABEL
 from kwokbench.store import load_run, read_meta
-from tests.conftest import REPO, kwokbench
+from tests.conftest import REPO, alive, kwokbench
 
 
 def _start_run(out: Path) -> subprocess.Popen[str]:
@@ -53,11 +53,11 @@ def _wait_mid_run(out: Path, k: Kwokctl, proc: subprocess.Popen[str]) -> tuple[P
 def _gone(pids: dict[str, int], timeout: float) -> list[int]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        alive = [p for p in pids.values() if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
-        if not alive:
+        alive_pids = [p for p in pids.values() if alive(p)]
+        if not alive_pids:
             return []
         time.sleep(0.5)
-    return alive
+    return alive_pids
 
 
 @pytest.fixture()
@@ -191,9 +191,10 @@ def _kill_9_and_check(proc: subprocess.Popen[str], home: Path, out: Path) -> tup
     with contextlib.suppress(psutil.Error):
         children = {c.pid: " ".join(c.cmdline())[-120:] for c in psutil.Process(proc.pid).children(recursive=True)}
     os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(30)
-    survivors = _gone({name: pid for pid, name in children.items()}, 30)
+    survivors: list[int] = []
     try:
+        proc.wait(30)
+        survivors = _gone({name: pid for pid, name in children.items()}, 30)
         assert survivors == [], [children[p] for p in survivors]
         output, _ = proc.communicate(timeout=30)
     finally:  # a failure here must not leak into later tests (a process, an open pipe)

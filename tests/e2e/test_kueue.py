@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import psutil
-
 from kwokbench.store import KUEUE_WORKLOADS, load_run
-from tests.conftest import REPO, kwokbench
+from tests.conftest import REPO, alive, kwokbench
 
 SMALL = ["--set", "cluster.node_groups.0.count=4", "--set", "workloads.0.count=9",
          "--set", "workloads.0.params.parallelism=2", "--set", "workloads.0.params.completions=2",
@@ -45,8 +43,7 @@ def test_kueue_admits_within_quota_and_holds_the_rest(tmp_path: Path) -> None:
     # without Kueue every Job starts at once: all pods scheduled within seconds, a shorter makespan
     assert jd["jobs_finished"] == 9 and jd["created_to_all_scheduled_seconds"]["max"] < 10, jd
     assert jd["makespan_seconds"] < jq["makespan_seconds"], (jd, jq)
-    assert not psutil.pid_exists(int(q.meta["kueue"]["pid"])) or \
-        psutil.Process(int(q.meta["kueue"]["pid"])).status() == psutil.STATUS_ZOMBIE
+    assert not alive(int(q.meta["kueue"]["pid"]))
 
 
 def test_queue_without_kueue_is_refused(tmp_path: Path) -> None:

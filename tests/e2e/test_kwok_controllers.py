@@ -16,7 +16,6 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from typing import Any
 
-import psutil
 import pytest
 
 from kwokbench.cluster import ClusterInfo, ClusterOptions, Kwokctl, NodeGroup, bring_up
@@ -24,6 +23,7 @@ from kwokbench.cluster.api import Api
 from kwokbench.cluster.kwok_controllers import PARTITION_LABEL
 from kwokbench.cluster.nodes import is_ready
 from kwokbench.templates import resolve_template
+from tests.conftest import alive
 
 NODES, K = 200, 2
 NAME = "e2e-kwok2"
@@ -101,5 +101,4 @@ def test_delete_stops_every_controller(kwokctl: Kwokctl, two: ClusterInfo) -> No
     """Last in this module (the fixture's delete then finds nothing)."""
     pids = kwokctl.pids(NAME)
     kwokctl.delete(NAME)
-    assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
-                   for c, p in pids.items() if c.startswith("kwok-controller"))
+    assert not any(alive(p) for c, p in pids.items() if c.startswith("kwok-controller"))

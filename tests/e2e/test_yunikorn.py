@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import REPO, assert_one_line_error, kwokbench
+from tests.conftest import REPO, alive, assert_one_line_error, kwokbench
 from tests.e2e.sources import ENV, SOURCES, install, only_run, processes
 
 pytestmark = pytest.mark.skipif(not (SOURCES / "yunikorn-k8shim-v1.8.0.tar.gz").is_file(),
@@ -60,7 +60,7 @@ def test_yunikorn_binds_every_pod_and_is_measured(built: None, tmp_path: Path) -
     assert (s["processes"].get("kube-scheduler") or {}).get("cpu_seconds")  # its CPU, as the run's scheduler
     prof = s["profiles"]["kube-scheduler"]  # pprof from its REST server
     assert prof.get("file") and prof["top"], prof
-    assert not psutil.pid_exists(sched["pid"]) or psutil.Process(sched["pid"]).status() == psutil.STATUS_ZOMBIE
+    assert not alive(sched["pid"])
 
 
 def test_two_queues_are_held_to_their_configured_shares(built: None, tmp_path: Path) -> None:

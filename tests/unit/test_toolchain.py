@@ -106,3 +106,39 @@ def test_missing_and_broken_binaries_are_reported(tmp_path: Path) -> None:
     assert tc.mode() is None
     with pytest.raises(ToolchainError, match="not installed"):
         tc.kwokctl_options()
+
+
+def test_a_second_build_of_one_cache_entry_waits_for_the_first(tmp_path: Path) -> None:
+    """Two test workers built scheduler_perf at once, and the second replaced the first's entry under a run
+    using it (CI): a build holds its entry's lock, and the other waits and is told so."""
+    import threading
+    import time as _time
+
+    from kwokbench.progress import Silent
+    from kwokbench.toolchain.install import build_lock
+
+    order: list[str] = []
+    said: list[str] = []
+
+    class Rep(Silent):
+        def info(self, msg: str) -> None:
+            said.append(msg)
+
+    def first() -> None:
+        with build_lock(tmp_path, "entry"):
+            order.append("first in")
+            _time.sleep(0.5)
+            order.append("first out")
+
+    t = threading.Thread(target=first)
+    t.start()
+    while not order:
+        _time.sleep(0.01)
+    with build_lock(tmp_path, "entry", Rep()):
+        order.append("second in")
+    t.join()
+    assert order == ["first in", "first out", "second in"]
+    assert said == ["waiting for another kwokbench's build of entry"]
+    with build_lock(tmp_path, "other", Rep()):  # another entry: no wait
+        pass
+    assert len(said) == 1
