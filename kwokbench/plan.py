@@ -5,6 +5,7 @@ module, and :mod:`kwokbench.runner` builds its runs on it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -130,9 +131,11 @@ def manifest_factories(scenario: Scenario, base: Path, run_label: str, attached:
         if (w.claims or w.delete_after) and f.kind != "Pod":
             raise ScenarioError(f"workload {w.name}: claims and delete_after apply to Pod templates, template "
                                 f"{w.template} makes a {f.kind}")
-        if (w.queue or w.complete_after) and f.kind != "Job":
-            raise ScenarioError(f"workload {w.name}: queue and complete_after apply to Jobs, template {w.template} "
-                                f"makes a {f.kind}")
+        if w.queue and f.kind != "Job":
+            raise ScenarioError(f"workload {w.name}: queue applies to Jobs, template {w.template} makes a {f.kind}")
+        if w.complete_after and f.kind not in ("Job", "VolcanoJob"):
+            raise ScenarioError(f"workload {w.name}: complete_after applies to Jobs (batch/v1 or Volcano's), "
+                                f"template {w.template} makes a {f.kind}")
         if f.kind != "Pod" and not scenario.cluster.controller_manager:
             made = "collected with it by kube-controller-manager's garbage collector" if f.kind == "VolcanoJob" \
                 else "made by kube-controller-manager"
@@ -195,15 +198,17 @@ def build_components(scenario: Scenario, base: Path, variants: list[SchedulerSpe
             c.build(rep)
 
 
-def check_scenario(scenario: Scenario, base: Path, reused: bool = False) -> None:
+def check_scenario(scenario: Scenario, base: Path, reused: bool = False,
+                   variants: Sequence[SchedulerSpec] | None = None) -> None:
     """Everything that can be checked before a cluster exists: templates render, config files and plugin
     directories exist (``reused``: for a run on an existing cluster). Raises ScenarioError (one line) on the first
-    problem."""
+    problem. ``variants``: only those are to run (``--variant``), so only they are checked."""
     kinds = scheduler_kinds(scenario, base, None, reused=reused)
+    chosen = list(variants) if variants is not None and not scenario.concurrent_schedulers else scenario.schedulers
     # every variant's pods (what its scheduler kind writes into them can be wrong too)
-    for v in [None] if scenario.concurrent_schedulers else scenario.schedulers:
+    for v in [None] if scenario.concurrent_schedulers else chosen:
         manifest_factories(scenario, base, "validate", variant=v, kinds=kinds)
-    for v in scenario.schedulers:
+    for v in chosen:
         kinds[v.name].check()
         libs = kinds[v.name].libraries()
         problem = versions.skew_problem(libs, scenario.kubernetes_for(v)) if libs else None

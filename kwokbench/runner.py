@@ -174,7 +174,7 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
     elif opts.cluster and len(variants) > 1:
         raise ScenarioError("--cluster reuses one cluster, so it needs exactly one variant (use --variant)")
     base = scenario_path.parent
-    check_scenario(scenario, base, reused=bool(opts.cluster))
+    check_scenario(scenario, base, reused=bool(opts.cluster), variants=variants)
     if opts.cluster and opts.repeat > 1:
         raise ScenarioError("--repeat needs a fresh cluster per run; it cannot be combined with --cluster")
     # the PodGroup CRD of gang workloads comes with scheduler-plugins, for every variant

@@ -123,7 +123,8 @@ def test_volcano_jobs_are_placed_by_their_own_controller_whole_or_not_at_all(bui
                     "--set", "cluster.node_groups.0.count=2", "--set", "cluster.controller_manager=true",
                     "--set", "workloads.0.template=volcano-job", "--set", "workloads.0.count=5",
                     "--set", "workloads.0.params={replicas: 8, cpu: '4', memory: 1Gi}",
-                    "--set", "workloads.0.settle_seconds=10", env=ENV)  # ends 10 s after the last bind
+                    "--set", "workloads.0.settle_seconds=10",  # ends 10 s after the last bind
+                    "--set", "workloads.0.complete_after=10m", env=ENV)  # kwok would complete a Job's pods at once
     assert res.returncode == 0, res.stdout + res.stderr
     run = only_run(tmp_path / "volcano")
     s = run.summary
