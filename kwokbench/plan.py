@@ -21,7 +21,7 @@ from kwokbench.kind import SchedulerSpec
 from kwokbench.labels import RUN_LABEL, WORKLOAD_LABEL
 from kwokbench.progress import Reporter
 from kwokbench.scenario import Scenario, WorkloadSpec
-from kwokbench.templates import ManifestFactory, pod_templates, resolve_template
+from kwokbench.templates import JOB_KINDS, WORKLOAD_KINDS, ManifestFactory, pod_templates, resolve_template
 from kwokbench.toolchain import versions
 from kwokbench.trace.kube import DELETE_AFTER_ANNOTATION, dra_pod_params, pod_annotations, pod_params
 
@@ -106,7 +106,7 @@ def manifest_factories(scenario: Scenario, base: Path, run_label: str, attached:
         plain = ManifestFactory(resolve_template(w.template, base), w.params, f"{w.name}-{run_label}", labels=labels,
                                 per_object=rows)
         own = pod_settings(scenario, w, kinds, variant, pod_requests_of(plain), plain.kind)
-        if plain.kind in ("Pod", "Job", "VolcanoJob") and plain.kind not in own.object_kinds:
+        if plain.kind in WORKLOAD_KINDS and plain.kind not in own.object_kinds:
             who = f"scheduler {variant.name}" if variant is not None else "the schedulers sharing the cluster"
             raise ScenarioError(f"workload {w.name}: template {w.template} makes a {plain.kind}, which {who} does not "
                                 f"run (it runs: {', '.join(sorted(own.object_kinds))})")
@@ -126,21 +126,20 @@ def manifest_factories(scenario: Scenario, base: Path, run_label: str, attached:
                             scheduler_names=pod_scheduler_names(scenario, w, variant, own),
                             claims=pod_claims(w, f"{w.name}-{run_label}"), object_spec=own.object_spec)
         if f.pods_per_object() == 0:
-            raise ScenarioError(f"workload {w.name}: template {w.template} makes a {f.kind}, not a Pod, a Job or a "
-                                "Volcano Job with pods")
+            raise ScenarioError(f"workload {w.name}: template {w.template} makes a {f.kind}, not one of "
+                                f"{', '.join(WORKLOAD_KINDS)} with pods")
         if (w.claims or w.delete_after) and f.kind != "Pod":
             raise ScenarioError(f"workload {w.name}: claims and delete_after apply to Pod templates, template "
                                 f"{w.template} makes a {f.kind}")
         if w.queue and f.kind != "Job":
             raise ScenarioError(f"workload {w.name}: queue applies to Jobs, template {w.template} makes a {f.kind}")
-        if w.complete_after and f.kind not in ("Job", "VolcanoJob"):
-            raise ScenarioError(f"workload {w.name}: complete_after applies to Jobs (batch/v1 or Volcano's), "
+        if w.complete_after and f.kind not in JOB_KINDS:
+            raise ScenarioError(f"workload {w.name}: complete_after applies to Jobs ({', '.join(JOB_KINDS)}), "
                                 f"template {w.template} makes a {f.kind}")
         if f.kind != "Pod" and not scenario.cluster.controller_manager:
-            made = "collected with it by kube-controller-manager's garbage collector" if f.kind == "VolcanoJob" \
-                else "made by kube-controller-manager"
-            raise ScenarioError(f"workload {w.name}: a {f.kind}'s pods are {made}, which cluster.controller_manager: "
-                                "false turns off")
+            raise ScenarioError(f"workload {w.name}: a {f.kind}'s pods are made by kube-controller-manager (or by a "
+                                "scheduler's own controller, then collected by kube-controller-manager's garbage "
+                                "collector), which cluster.controller_manager: false turns off")
         if w.gang and f.kind != "Pod":
             raise ScenarioError(f"workload {w.name}: gang members must be Pods, template {w.template} makes a {f.kind}")
         if w.gang:

@@ -433,8 +433,8 @@ class WorkloadSpec(_Model):
         "A Kueue LocalQueue (cluster.kueue) in this phase's namespace: its Jobs are created suspended with the "
         "queue-name label, and Kueue admits them within quota. Job templates only."))
     complete_after: str | None = Field(None, pattern=r"^\d+(\.\d+)?(ms|s|m|h)$", description=(
-        "Job pods (batch/v1 or Volcano Jobs) run this long once Running (a Go duration, e.g. 30s) before kwok "
-        "completes them (by default kwok completes a Job's pods at once); sets annotation "
+        "Job pods (a batch/v1 Job's or a VolcanoJob's) run this long once Running (a Go duration, e.g. 30s) "
+        "before kwok completes them (by default kwok completes a Job's pods at once); sets annotation "
         "kwokbench.io/complete-after."))
     delete_after: str | None = Field(None, pattern=r"^\d+(\.\d+)?(ms|s|m|h)$", description=(
         "Pods are deleted this long after they are Running (a Go duration, e.g. 5s; Pod templates): a churn "

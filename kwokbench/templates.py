@@ -362,7 +362,11 @@ class ManifestFactory:
         return collection_path(self.api_version, str(self.sample.get("kind", self.kind)), namespace)
 
 
-VOLCANO_JOB_API = "batch.volcano.sh/v1alpha1"
+WORKLOAD_KINDS = ("Pod", "Job", "VolcanoJob")
+"""The objects a workload can make: pods, or objects whose pods a controller makes (:func:`object_kind`)."""
+JOB_KINDS = ("Job", "VolcanoJob")
+"""Objects whose pods kwok completes as soon as they run (its pod-complete stage matches pods owned by any kind
+named Job), so ``complete_after`` applies to them."""
 
 
 def object_kind(doc: Mapping[str, Any]) -> str:
