@@ -778,7 +778,7 @@ def ceiling(
     version, and shown next to every run's throughput."""
 
     from kwokbench import console
-    from kwokbench.ceiling import measure_ceiling, result_rows, unstable
+    from kwokbench.ceiling import STEADY_DRA_TEST_CASE, measure_ceiling, result_rows, unstable
     from kwokbench.scenario import load_scenario
     from kwokbench.toolchain import versions
 
@@ -793,7 +793,7 @@ def ceiling(
             raise ScenarioError("--pods goes with --nodes, not with --scenario")
         sc = load_scenario(scenario, set_ or [])
         nodes, pods = sum(g.count for g in sc.cluster.node_groups), sum(w.count for w in sc.workloads)
-        if test_case == "SteadyStateClusterResourceClaimTemplate":
+        if test_case == STEADY_DRA_TEST_CASE:
             pods = None  # a duration, not a count of pods
         release = release or sc.cluster.kubernetes_version
     elif set_:
