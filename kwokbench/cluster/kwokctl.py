@@ -404,6 +404,7 @@ class Kwokctl:
             raise ClusterError(f"no kwokbench cluster named {name!r} (known: {', '.join(self.names()) or 'none'})")
         known, notes = processes.from_pid_files(d)
         had = [*known.values(), *processes.strays(d, (c.pid for c in known.values()))]
+        scratch = processes.scratch_of(d)  # kwokctl's delete removes the directory listing them
         with rep.status(f"deleting cluster {name}"):
             try:
                 self._run(["--name", name, "delete", "cluster", "--kubeconfig", str(self.kubeconfig)], timeout=120,
@@ -411,6 +412,7 @@ class Kwokctl:
             finally:
                 late = processes.strays(d, (c.pid for c in had))  # started while kwokctl deleted, if any
                 notes += _kill_survivors([*had, *late], d)
+                processes.remove_scratch(scratch)
                 if d.exists():
                     shutil.rmtree(d, ignore_errors=True)
                 for note in notes:

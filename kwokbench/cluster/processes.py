@@ -222,6 +222,47 @@ def record(cluster_dir: Path, component: str, pid: int) -> None:
     tmp.replace(d / f"{component}.pid")
 
 
+SUN_PATH_MAX = 107
+"""The longest path a unix socket can be bound at (``sun_path`` is 108 bytes with its NUL)."""
+SCRATCH = "scratch-dirs"
+"""The file of a cluster's directory listing the scratch directories it owns outside it (:func:`scratch_dir`)."""
+
+
+def scratch_dir(cluster_dir: Path, prefix: str, max_len: int) -> Path:
+    """A fresh directory outside the cluster's own that lives as long as the cluster, for a path that must stay
+    short (a unix socket's, at most 107 bytes: a cluster's directory under pytest or a deep home is longer):
+    under the temporary folder when ``<tmp>/<prefix>XXXXXXXX/`` plus ``max_len`` more fits, else under /tmp.
+    Recorded in the cluster's :data:`SCRATCH` file, so that deleting the cluster removes it though the
+    process that made it is gone (a kept cluster's scheduler uses it until ``down``)."""
+    import tempfile
+
+    base = tempfile.gettempdir()
+    if len(base) + len(prefix) + 10 + max_len > SUN_PATH_MAX:
+        base = "/tmp"
+    d = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+    cluster_dir.mkdir(parents=True, exist_ok=True)
+    with (cluster_dir / SCRATCH).open("a") as f:
+        f.write(f"{d}\n")
+    return d
+
+
+def scratch_of(cluster_dir: Path) -> list[Path]:
+    """The scratch directories the cluster's :data:`SCRATCH` file lists (read it before kwokctl deletes the
+    cluster's directory, file and all)."""
+    try:
+        return [Path(line.strip()) for line in (cluster_dir / SCRATCH).read_text().splitlines() if line.strip()]
+    except OSError:
+        return []
+
+
+def remove_scratch(dirs: Iterable[Path]) -> None:
+    """Remove scratch directories (those already gone skipped)."""
+    import shutil
+
+    for d in dirs:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def telling_line(log: Path) -> str:
     """The line of a component's log that says why it stopped: a Go runtime's ``panic:`` or ``fatal error:``
     line (the stack trace after it names only functions), else the last line; ``(no output)``."""

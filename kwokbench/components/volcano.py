@@ -53,7 +53,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 import time
 import urllib.request
 from collections.abc import Mapping
@@ -319,20 +318,18 @@ AGENT_SOCKET = "klog-klog.sock"
 """The log-level socket vc-agent-scheduler opens in ``$DEBUG_SOCKET_DIR`` at the end of its start
 (``pkg/agentscheduler/util.go``: after its informers synced and its workers started). Its /healthz answers from
 before its informers start, so this file is when it is ready."""
-SUN_PATH_MAX = 107
-"""The longest path a unix socket can be bound at (``sun_path`` is 108 bytes with its NUL)."""
+SUN_PATH_MAX = processes.SUN_PATH_MAX
 
 
-def socket_dir() -> Path:
+def socket_dir(cluster_dir: Path) -> Path:
     """A fresh directory for Volcano's klog-level socket (``$DEBUG_SOCKET_DIR``). Not the run's own directory:
     under pytest or a deep home the socket's path passes :data:`SUN_PATH_MAX` (CI's was 112 bytes), its bind
     fails and Volcano drops the error (``ListenAndServeKlogLogLevel`` just returns), so the agent-scheduler never
     looked ready and was stopped at its timeout; not Volcano's default ``/tmp/klog-socks`` either, which every
-    Volcano on the host shares."""
-    base = tempfile.gettempdir()
-    if len(base) + len("/kb-vc-12345678/") + len(AGENT_SOCKET) > SUN_PATH_MAX:
-        base = "/tmp"
-    return Path(tempfile.mkdtemp(prefix="kb-vc-", dir=base))
+    Volcano on the host shares. The cluster owns it (a kept cluster's Volcano keeps its socket until ``down``)."""
+    return processes.scratch_dir(cluster_dir, "kb-vc-", len(AGENT_SOCKET))
+
+
 CRD_DIRS = ("config/crd/volcano/bases", "config/crd/jobflow/bases")
 
 
@@ -611,7 +608,7 @@ class Volcano(Scheduler):
             asyncio.run(apply_crds(info.credentials(), crds))
             asyncio.run(_create_queues(info, queue_objects(self.spec), self.name))
         metrics_port, health_port, cm_health_port = free_ports(3)
-        self._sockets = socket_dir()
+        self._sockets = socket_dir(info.dir)
         env = {**os.environ, "DEBUG_SOCKET_DIR": str(self._sockets)}
         (cq, cb), (sq, sb) = self.limits["controller_manager"], self.limits["scheduler"]
         cm_argv = [str(manager), f"--kubeconfig={info.kubeconfig}", "--leader-elect=false",
@@ -661,7 +658,7 @@ class Volcano(Scheduler):
         workdir.mkdir(parents=True, exist_ok=True)
         conf = workdir / "agent-scheduler.conf"
         conf.write_text(AGENT_CONF)
-        self._sockets = socket_dir()
+        self._sockets = socket_dir(info.dir)
         started = self._sockets / AGENT_SOCKET  # opened once its informers synced and its workers run
         (health_port,) = free_ports(1)
         sq, sb = self.limits["scheduler"]

@@ -14,6 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from kwokbench.cluster import processes as processes_module
 from tests.conftest import REPO, assert_one_line_error, kwokbench
 from tests.e2e.sources import ENV, SOURCES, install, only_run, processes
 
@@ -42,12 +43,15 @@ def _scenario(tmp_path: Path, schedulers: str, nodes: int = 5) -> Path:
     return path
 
 
-def test_volcano_binds_every_pod_is_measured_and_down_stops_it(built: None, tmp_path: Path) -> None:
+def test_volcano_binds_every_pod_is_measured_and_down_stops_it(built: None, kb_home: Path, tmp_path: Path) -> None:
     res = kwokbench("run", str(REPO / "scenarios/volcano.yaml"), "--variant", "volcano", "--out", str(tmp_path),
                     "--set", "workloads.0.count=300", "--profile", "scheduler", "--keep-cluster", env=ENV, check=True)
     run = only_run(tmp_path / "volcano")
     cluster = run.meta["cluster"]["name"]
+    # the kept Volcano's socket directory (outside the cluster's: a socket's path is short) is the cluster's
+    scratch = processes_module.scratch_of(kb_home / "kwok" / "clusters" / cluster)
     try:
+        assert scratch and all(d.is_dir() for d in scratch)
         assert run.meta["status"] == "complete"
         [sched] = run.meta["schedulers"]
         assert sched["kind"] == "volcano" and sched["scheduler_name"] == "volcano"
@@ -82,6 +86,7 @@ def test_volcano_binds_every_pod_is_measured_and_down_stops_it(built: None, tmp_
     finally:
         kwokbench("down", cluster, check=True)
     assert not _volcano_processes()
+    assert not any(d.exists() for d in scratch)  # each run left one in /tmp before
 
 
 def test_the_agent_scheduler_binds_bare_pods_alone(built: None, tmp_path: Path) -> None:

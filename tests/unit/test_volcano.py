@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from kwokbench import kind
+from kwokbench.cluster import processes
 from kwokbench.components import Setup
 from kwokbench.components import volcano as vc
 from kwokbench.errors import ScenarioError
@@ -310,10 +311,15 @@ def test_the_klog_socket_fits_a_unix_socket_path_wherever_the_run_lives(tmp_path
     deep = tmp_path / ("d" * 90)
     deep.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(deep))
-    for _ in range(2):
-        d = vc.socket_dir()
+    cluster = tmp_path / "cluster"
+    made = [vc.socket_dir(cluster) for _ in range(2)]
+    for d in made:
         assert d.is_dir() and len(str(d / vc.AGENT_SOCKET)) <= vc.SUN_PATH_MAX
-        d.rmdir()
+    # the cluster owns them: deleting it removes them though the process that made them is gone (--keep-cluster
+    # then `down` left one behind in /tmp per run)
+    assert processes.scratch_of(cluster) == made
+    processes.remove_scratch(processes.scratch_of(cluster))
+    assert not any(d.exists() for d in made)
 
 
 def test_a_volcano_job_is_one_object_of_its_tasks_pods_in_the_variants_queue(tmp_path: Path) -> None:
