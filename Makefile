@@ -57,6 +57,8 @@ lint-workflows: install
 # Two pytest-xdist workers, each taking whole files (a file's clusters and builds are module fixtures, and its
 # tests stay in order): the e2e tier waits on clusters more than it computes (the serial suite kept 0.6 of this
 # machine's 2 cores busy), so two files at a time halve the wall time. TEST_WORKERS=0 runs it in one process.
+# --no-loadscope-reorder: the files run in tests/conftest.py's order (those that need a build last, in the order
+# tests/prebuild.py builds them in the background from the start: cold, the builds overlap the other tests).
 TEST_WORKERS ?= 2
 test: lint-workflows tools system-deps
 	$(BIN)/ruff check kwokbench tests benchmarks
@@ -68,7 +70,7 @@ test: lint-workflows tools system-deps
 	cd plugins/gpushare && GOTOOLCHAIN=local GOFLAGS=-mod=mod go vet ./... && GOTOOLCHAIN=local GOFLAGS=-mod=mod go test ./...
 	cd plugins/nodenumber-wasm && GOOS=wasip1 GOARCH=wasm GOTOOLCHAIN=local go vet ./...
 	cd plugins/wasm && GOTOOLCHAIN=local GOFLAGS=-mod=mod go vet ./... && GOTOOLCHAIN=local GOFLAGS=-mod=mod go test ./...
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --durations=10 --times .pytest_cache/kwokbench-times.json
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=10 --times .pytest_cache/kwokbench-times.json
 
 # `run` provisions the core toolchain itself (with progress); scheduler-plugins is built only when needed
 demo: install

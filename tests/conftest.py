@@ -32,15 +32,6 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         row["outcome"] = report.outcome
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    path = session.config.getoption("--times")
-    if path and not hasattr(session.config, "workerinput"):  # under pytest-xdist the controller gets every report
-        import json
-
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps({"version": 1, "tests": _PHASES}, indent=1) + "\n")
-
-
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """Under pytest-xdist, a test marked ``quiet_host`` runs with no other worker's test beside it: its claim is
@@ -68,10 +59,66 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
             fcntl.flock(gate, fcntl.LOCK_UN)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def _file(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The e2e marker; the files in the order they run (:func:`tests.prebuild.order`: those that need a build
+    last, under pytest-xdist with ``--no-loadscope-reorder``); in one process, the background builds begun."""
+    from tests import prebuild
+
     for item in items:
         if "tests/e2e/" in str(item.fspath).replace(os.sep, "/"):
             item.add_marker(pytest.mark.e2e)
+    files = list(dict.fromkeys(_file(i.nodeid) for i in items))
+    place = {f: n for n, f in enumerate(prebuild.order(files))}
+    items.sort(key=lambda i: place[_file(i.nodeid)])  # stable: a file's tests keep their order
+    if not hasattr(config, "workerinput"):
+        _start_builds(config, files)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
+    """Under pytest-xdist the controller collects nothing: the background builds begin from a worker's list."""
+    _start_builds(node.config, list(dict.fromkeys(map(_file, ids))))  # type: ignore[attr-defined]
+
+
+_BUILDS: dict[str, object] = {}
+
+
+def _start_builds(config: pytest.Config, files: list[str]) -> None:
+    from tests import prebuild
+
+    if "proc" in _BUILDS:
+        return
+    names = prebuild.needed(files)
+    log = config.rootpath / ".pytest_cache" / "prebuild.log"
+    _BUILDS.update(proc=prebuild.start(names, log), names=names, log=log)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    from tests import prebuild
+
+    proc = _BUILDS.get("proc")
+    if isinstance(proc, subprocess.Popen):
+        _BUILDS["outcome"] = prebuild.stop(proc)
+    path = session.config.getoption("--times")
+    if path and not hasattr(session.config, "workerinput"):  # under pytest-xdist the controller gets every report
+        import json
+
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps({"version": 1, "tests": _PHASES}, indent=1) + "\n")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line for the background builds: what each took (``cached`` when warm), and how they ended."""
+    from tests import prebuild
+
+    if "outcome" in _BUILDS:
+        log = _BUILDS["log"]
+        assert isinstance(log, Path)
+        terminalreporter.write_line(f"background builds: {prebuild.summary(log)}; {_BUILDS['outcome']} (log: {log})")
 
 
 @pytest.fixture(scope="session")

@@ -382,17 +382,24 @@ class Toolchain:
             return "release"
         check_go()
         for c in wanted:
-            statuses = [self._check_binary(c, b) for b in c.binaries]
-            if not force and all(s.ok for s in statuses):
+            if not force and self._built(c):
                 rep.cached(f"{c.name} {c.version}", str(c.dir(self.cache)))
                 continue
-            if c.name == "kubernetes":
-                check_on_proxy(c.version)
-            self._build(c, rep)
+            final = c.dir(self.cache)
+            with build_lock(final.parent, final.name, rep):
+                if not force and self._built(c):  # built by another kwokbench while this one waited
+                    rep.cached(f"{c.name} {c.version}", str(final))
+                    continue
+                if c.name == "kubernetes":
+                    check_on_proxy(c.version)
+                self._build(c, rep)
             bad = [s for s in (self._check_binary(c, b) for b in c.binaries) if not s.ok]
             if bad:
                 raise ToolchainError(f"{c.name} {c.version} built but {bad[0].binary} is unusable: {bad[0].problem}")
         return "source"
+
+    def _built(self, c: Component) -> bool:
+        return all(self._check_binary(c, b).ok for b in c.binaries)
 
     def _build(self, c: Component, rep: Reporter) -> None:
         final = c.dir(self.cache)

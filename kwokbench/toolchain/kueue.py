@@ -24,6 +24,7 @@ from kwokbench.toolchain import versions
 from kwokbench.toolchain.install import (
     _download_module,
     _go_env,
+    build_lock,
     cache_dir,
     check_go,
     put_in_place,
@@ -79,6 +80,14 @@ def build_kueue(reporter: Reporter | None = None, force: bool = False, cache: Pa
         rep.cached(f"kueue {KUEUE_VERSION}", str(final.parent))
         return final
     check_go()
+    with build_lock(final.parent.parent, final.parent.name, rep):
+        if not force and is_built(final):  # built by another kwokbench while this one waited
+            rep.cached(f"kueue {KUEUE_VERSION}", str(final.parent))
+            return final
+        return _build(final, rep)
+
+
+def _build(final: Path, rep: Reporter) -> Path:
     module = _download_module(MODULE, KUEUE_VERSION)
     gomod = module["GoMod"].read_text()
     with staged(final, "kueue") as (work, log):
