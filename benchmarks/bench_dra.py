@@ -56,8 +56,8 @@ def run(n: int, rate: float, dra: bool, out: Path) -> dict[str, Any]:
         sets += ["cluster.node_groups.0.devices=[]", "workloads.0.claims=[]",
                  "cluster.node_groups.0.params={cpu: 64, memory: 512Gi, pods: 110, gpus: 8}"]
     cmd = [sys.executable, "-m", "kwokbench", "run", str(ROOT / "scenarios" / "dra.yaml"), "--out", str(out)]
-    for s in sets:
-        cmd += ["--set", s]
+    for setting in sets:
+        cmd += ["--set", setting]
     t = time.monotonic()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
     wall = time.monotonic() - t
@@ -71,7 +71,7 @@ def run(n: int, rate: float, dra: bool, out: Path) -> dict[str, Any]:
             "cpu_ms": (sched.get("cpu_seconds_per_pod") or 0) * 1000, "attempt_p50": att.get("p50"),
             "attempt_p99": att.get("p99"), "writes": sum(writes.values()), "lat_p50": lat.get("p50"),
             "lat_p99": lat.get("p99"), "stages": (s.get("claims") or {}).get("pod_stages"), "wall": wall,
-            "limited_by": (s.get("limited_by") or {}).get("sentence", "")}
+            "limited_by": (s.get("limited_by") or {}).get("sentence", ""), "ceiling": s.get("ceiling")}
 
 
 def _f(v: float | None, unit: str = "", scale: float = 1.0) -> str:
@@ -118,7 +118,10 @@ def main() -> None:
                     for k in ("created_to_allocated", "allocated_to_bound", "bound_to_running")))
             for mode, r in rows.items():
                 print(f"  {mode}: {r['limited_by']}")
-            flat = {m: {k: v for k, v in r.items() if k != "stages"} for m, r in rows.items()}
+                if c := r["ceiling"]:  # the stored in-process ceiling nearest in size (`kwokbench ceiling` first)
+                    print(f"    {c['ratio']:.2f}x scheduler_perf's {c['test_case']}/{c['workload']} "
+                          f"({c['pods_per_second']:.1f} pods/s at {c['nodes']} nodes)")
+            flat = {m: {k: v for k, v in r.items() if k not in ("stages", "ceiling")} for m, r in rows.items()}
             print(json.dumps({"nodes": n, **flat}, default=str))
 
 

@@ -20,9 +20,10 @@ import numpy as np
 import zstandard
 
 from kwokbench.cluster import ClusterInfo, ClusterOptions, Kwokctl, NodeGroup, bring_up
+from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.load.pacer import schedule
 from kwokbench.load.submitter import Submission, SubmitJob
-from kwokbench.metrics.scrape import Endpoint, Scraper, cluster_endpoints, write_frame
+from kwokbench.metrics.scrape import Scraper, cluster_endpoints, write_frame
 from kwokbench.scenario import QpsArrival
 from kwokbench.templates import ManifestFactory, resolve_template
 from kwokbench.toolchain import Toolchain

@@ -27,7 +27,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
@@ -122,7 +122,7 @@ def kubernetes_client_submit(info: ClusterInfo, rate: float, offsets: np.ndarray
         sent[i] = time.time()
         try:
             resp = api.create_namespaced_pod(ns, bodies[i], _preload_content=False)
-            code = resp.status
+            code = int(getattr(resp, "status"))  # noqa: B009 (an urllib3 response, not the typed V1Pod)
         except kubernetes.client.ApiException as e:
             code = e.status
         with lock:
@@ -145,8 +145,8 @@ def kubernetes_client_submit(info: ClusterInfo, rate: float, offsets: np.ndarray
             "cpu_ms_per_pod": cpu * 1000 / max(ok, 1)}
 
 
-def timeline_rss(n: int = 100_000) -> float:
-    """MiB of peak RSS growth while a Timeline holds n pods fed created → scheduled → running."""
+def timeline_rss(n: int = 100_000) -> tuple[float, float]:
+    """MiB of peak RSS growth while a Timeline holds n pods fed created → scheduled → running, and the peak."""
     from kwokbench.load.watcher import Timeline
 
     gc.collect()
@@ -154,7 +154,7 @@ def timeline_rss(n: int = 100_000) -> float:
     tl = Timeline(["w"])
     t = time.time()
     for i in range(n):
-        pod = {"metadata": {"namespace": "default", "name": f"w-{i}", "uid": f"{i:032x}",
+        pod: dict[str, Any] = {"metadata": {"namespace": "default", "name": f"w-{i}", "uid": f"{i:032x}",
                             "labels": {"kwokbench.io/workload": "w", "kwokbench.io/run": "abc"},
                             "resourceVersion": str(i)},
                "spec": {"containers": [{"name": "main", "image": "x", "resources": {"requests": {"cpu": "100m"}}}]},

@@ -62,9 +62,15 @@ def row(runs: list[Any]) -> dict[str, float]:
         vals = [v for r in runs if (v := get(r.summary or {})) is not None]
         return statistics.median(vals) if vals else float("nan")
 
-    sched = lambda s: s.get("scheduler") or {}  # noqa: E731
-    att = lambda s: sched(s).get("scheduling_attempt_duration_seconds") or {}  # noqa: E731
-    lat = lambda s: (s.get("latency") or {}).get("created_to_scheduled") or {}  # noqa: E731
+    def sched(s: dict[str, Any]) -> dict[str, Any]:
+        return s.get("scheduler") or {}
+
+    def att(s: dict[str, Any]) -> dict[str, Any]:
+        return sched(s).get("scheduling_attempt_duration_seconds") or {}
+
+    def lat(s: dict[str, Any]) -> dict[str, Any]:
+        return (s.get("latency") or {}).get("created_to_scheduled") or {}
+
     return {"throughput": med(lambda s: (s.get("throughput") or {}).get("average")),
             "cpu_ms": med(lambda s: (sched(s).get("cpu_seconds_per_pod") or 0) * 1000),
             "attempt_p50_ms": med(lambda s: (att(s).get("p50") or 0) * 1000),
@@ -81,7 +87,7 @@ def main() -> None:
     releases = args.releases.split(",")
     for r in releases:
         print(f"Kubernetes {r}: {build(r)}")
-    cases = [("kubernetes-upgrade.yaml", [])]
+    cases: list[tuple[str, list[str]]] = [("kubernetes-upgrade.yaml", [])]
     if args.dra:
         cases.append(("dra.yaml", []))
     with tempfile.TemporaryDirectory(prefix="kb-bench-versions-") as tmp:
