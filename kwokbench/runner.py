@@ -297,7 +297,7 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
         for i, (w, f) in enumerate(zip(scenario.workloads, factories, strict=True)):
             if w.gang:
                 _create_podgroups(info, w, f, base, rep)
-            if w.claims or (w.trace and w.trace.gpus == "dra"):
+            if w.has_claims:
                 _create_claims(info, w, f, run_label, attached, rep)
             log, timed_out = _run_phase(info, w, f, i, scenario.seed, opts, watcher, rep, phases[i])
             logs.append(_log_frame(log, w.name))

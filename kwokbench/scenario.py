@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -472,6 +473,18 @@ class WorkloadSpec(_Model):
         return self._trace_pods
 
     @property
+    def templated_claims(self) -> bool:
+        """Pods of this phase have claims made from ResourceClaimTemplates: its ``claims:`` (shared_by 1), a
+        trace's GPUs as DRA devices, or claims a trace captured from a DRA cluster (once loaded)."""
+        return (any(c.shared_by == 1 for c in self.claims)
+                or (self.trace is not None and (self.trace.gpus == "dra" or any(p.claims for p in self.trace_pods))))
+
+    @property
+    def has_claims(self) -> bool:
+        """Pods of this phase have DRA claims (from templates or shared)."""
+        return bool(self.claims) or self.templated_claims
+
+    @property
     def trace_offsets(self) -> list[float]:
         """Seconds after the phase's start at which each of :attr:`trace_pods` is created."""
         return self._trace_offsets
@@ -494,6 +507,40 @@ class ChaosEvent(_Model):
     down_seconds: float = Field(0, ge=0, le=600, description="Restart actions: how long the component stays down.")
     share: float = Field(0.1, gt=0, le=1, description="Node actions: the share of nodes affected (at least one).")
     group: str | None = Field(None, description="Node actions: only nodes of this node group.")
+
+
+def offered_classes(groups: Iterable[NodeGroupSpec]) -> dict[str, list[DeviceSpec]]:
+    """Each DeviceClass the node groups' devices offer, with those devices."""
+    offered: dict[str, list[DeviceSpec]] = {}
+    for g in groups:
+        for d in g.devices:
+            offered.setdefault(d.class_name, []).append(d)
+    return offered
+
+
+def check_claim(claim: ClaimSpec, offered: Mapping[str, list[DeviceSpec]], where: str) -> None:
+    """ValueError when no node could ever satisfy ``claim`` (a class no devices offer, more capacity or devices
+    than any has): found here, not after the cluster is up with every pod pending."""
+    for alt, c in claim.alternatives():
+        at = ".".join(filter(None, (where, alt)))
+        devices = offered.get(c.device_class)
+        if not devices:
+            have = ", ".join(sorted(offered)) or "none: give a node group devices"
+            raise ValueError(f"{at}.device_class: no node group's devices offer class {c.device_class} "
+                             f"(offered: {have})")
+        for key, want in c.capacity.items():
+            if not is_quantity(want):
+                raise ValueError(f"{at}.capacity.{key}: {want!r} is not a Kubernetes quantity")
+            most = max((quantity(cap[key]) for d in devices
+                        for cap in (d.capacity, *(p.capacity for p in d.partitions)) if key in cap), default=None)
+            if most is None:
+                raise ValueError(f"{at}.capacity.{key}: no device of class {c.device_class} has a {key} capacity")
+            if quantity(want) > most:
+                raise ValueError(f"{at}.capacity.{key}: {want} is more than any device of class "
+                                 f"{c.device_class} has ({most:g})")
+        if c.count > max(d.per_node for d in devices):
+            raise ValueError(f"{at}.count: {c.count} devices, but no node has more than "
+                             f"{max(d.per_node for d in devices)} of class {c.device_class}")
 
 
 class Scenario(_Model):
@@ -534,8 +581,7 @@ class Scenario(_Model):
                     raise ValueError(f"workloads.{i}.wait_for: {w.wait_for} never happens with cluster.pod_lifecycle "
                                      "none (pods stay Pending on their nodes)")
         if not c.controller_manager:
-            templated = [w.name for w in self.workloads for cl in w.claims if cl.shared_by == 1] + [
-                w.name for w in self.workloads if w.trace is not None and w.trace.gpus == "dra"]
+            templated = [w.name for w in self.workloads if w.templated_claims]
             if templated:
                 raise ValueError(f"workload {templated[0]}: a claim per pod (shared_by 1, or a trace's GPUs as "
                                  "DRA devices) is made from its template by kube-controller-manager, which "
@@ -568,10 +614,7 @@ class Scenario(_Model):
     def _claims(self) -> Scenario:
         """A claim asks for a class some node group's devices offer, and for no more capacity than the largest
         such device has: otherwise every pod would stay pending, found only after the cluster is up."""
-        offered: dict[str, list[DeviceSpec]] = {}
-        for g in self.cluster.node_groups:
-            for d in g.devices:
-                offered.setdefault(d.class_name, []).append(d)
+        offered = offered_classes(self.cluster.node_groups)
         drivers: dict[str, str] = {}
         for g in self.cluster.node_groups:
             for j, d in enumerate(g.devices):
@@ -583,28 +626,7 @@ class Scenario(_Model):
             if len(set(names)) != len(names):
                 raise ValueError(f"workloads.{i}.claims: claim names must differ ({', '.join(names)})")
             for j, claim in enumerate(w.claims):
-                for alt, c in claim.alternatives():
-                    where = ".".join(filter(None, (f"workloads.{i}.claims.{j}", alt)))
-                    devices = offered.get(c.device_class)
-                    if not devices:
-                        have = ", ".join(sorted(offered)) or "none: give a node group devices"
-                        raise ValueError(f"{where}.device_class: no node group's devices offer class "
-                                         f"{c.device_class} (offered: {have})")
-                    for key, want in c.capacity.items():
-                        if not is_quantity(want):
-                            raise ValueError(f"{where}.capacity.{key}: {want!r} is not a Kubernetes quantity")
-                        most = max((quantity(cap[key]) for d in devices
-                                    for cap in (d.capacity, *(p.capacity for p in d.partitions)) if key in cap),
-                                   default=None)
-                        if most is None:
-                            raise ValueError(f"{where}.capacity.{key}: no device of class {c.device_class} has a "
-                                             f"{key} capacity")
-                        if quantity(want) > most:
-                            raise ValueError(f"{where}.capacity.{key}: {want} is more than any device of class "
-                                             f"{c.device_class} has ({most:g})")
-                    if c.count > max(d.per_node for d in devices):
-                        raise ValueError(f"{where}.count: {c.count} devices, but no node has more than "
-                                         f"{max(d.per_node for d in devices)} of class {c.device_class}")
+                check_claim(claim, offered, f"workloads.{i}.claims.{j}")
         for g in self.cluster.node_groups:
             named: dict[str, set[str]] = {}
             for j, d in enumerate(g.devices):
@@ -837,11 +859,15 @@ def _node_groups(g: NodeGroupSpec, nodes: list[TraceNode]) -> list[NodeGroupSpec
     shapes: dict[str, tuple[dict[str, Any], int]] = {}
     for n in nodes:
         alloc = trace_kube.node_allocatable(n)
-        params = {"cpu": alloc.pop("cpu"), "memory": alloc.pop("memory"), "pods": int(alloc.pop("pods")),
-                  "gpus": int(alloc.pop(trace_format.GPU_RESOURCE, 0)), "extended": alloc,
-                  "labels": trace_kube.node_labels(n), "taints": [dict(t) for t in n.taints]}
-        if dra:  # the GPUs as devices; the node-level counts stay, requested by no pod (the analysis's capacity)
-            params["devices"] = trace_kube.dra_node_devices(n)
+        params: dict[str, Any] = {
+            "cpu": alloc.pop("cpu"), "memory": alloc.pop("memory"), "pods": int(alloc.pop("pods")),
+            "gpus": int(alloc.pop(trace_format.GPU_RESOURCE, 0)), "extended": alloc,
+            "labels": trace_kube.node_labels(n), "taints": [dict(t) for t in n.taints]}
+        # the GPUs as devices in the DRA form (the node-level counts stay, requested by no pod: the analysis's
+        # capacity); a node captured from a DRA cluster has its own
+        devices = [*(trace_kube.dra_node_devices(n) if dra else []), *map(dict, n.devices)]
+        if devices:
+            params["devices"] = devices
         key = json.dumps(params, sort_keys=True)
         shapes[key] = (params, shapes.get(key, (params, 0))[1] + 1)
     ordered = sorted(shapes.values(), key=lambda pc: -pc[1])
@@ -850,8 +876,45 @@ def _node_groups(g: NodeGroupSpec, nodes: list[TraceNode]) -> list[NodeGroupSpec
                             f"(<name>-<k> must fit 30 characters)")
     return [NodeGroupSpec(name=f"{g.name}-{k}", count=c, template=g.template,
                           params={k2: v for k2, v in p.items() if k2 != "devices"},
-                          devices=[DeviceSpec(**d) for d in p.get("devices") or []])
+                          devices=[_device(g, d) for d in p.get("devices") or []])
             for k, (p, c) in enumerate(ordered)]
+
+
+def _device(g: NodeGroupSpec, d: Mapping[str, Any]) -> DeviceSpec:
+    try:
+        return DeviceSpec.model_validate(d)
+    except ValidationError as e:
+        raise ScenarioError(f"node group {g.name}: a node's devices entry of driver {d.get('driver')}: "
+                            f"{_first_error(e)}") from None
+
+
+def _first_error(e: ValidationError) -> str:
+    err = e.errors(include_url=False)[0]
+    field = ".".join(str(x) for x in err["loc"])
+    return f"{field}: {err['msg']}" if field else str(err["msg"])
+
+
+def _check_trace_claims(w: WorkloadSpec, offered: Mapping[str, list[DeviceSpec]]) -> None:
+    """A replayed pod's claims (captured from a DRA cluster), each distinct entry checked once as a scenario's
+    ``claims:`` entry is: valid, asking for a class the nodes' devices offer."""
+    seen: set[str] = set()
+    for p in w.trace_pods:
+        for j, c in enumerate(p.claims):
+            key = json.dumps(c, sort_keys=True)
+            if key in seen:
+                continue
+            seen.add(key)
+            where = f"workload {w.name}: pod {p.namespace}/{p.name}: claims.{j}"
+            try:
+                claim = ClaimSpec.model_validate(c)
+            except ValidationError as e:
+                raise ScenarioError(f"{where}: {_first_error(e)}") from None
+            if claim.shared_by != 1:
+                raise ScenarioError(f"{where}: shared_by: a trace pod's claim is its own (a ResourceClaim per pod)")
+            try:
+                check_claim(claim, offered, where)
+            except ValueError as e:
+                raise ScenarioError(str(e)) from None
 
 
 def expand_traces(sc: Scenario, base: Path) -> Scenario:
@@ -871,9 +934,14 @@ def expand_traces(sc: Scenario, base: Path) -> Scenario:
         groups += _node_groups(g, nodes)
     if len(groups) != len(sc.cluster.node_groups) or traced:
         sc.cluster.node_groups = groups
+    offered = offered_classes(sc.cluster.node_groups)
     for w in sc.workloads:
         if w.trace is not None:
             _load_trace(w, w.trace, base, traced)
+            _check_trace_claims(w, offered)
+            if w.templated_claims and not sc.cluster.controller_manager:
+                raise ScenarioError(f"workload {w.name}: its trace's pods have DRA claims, made from their templates "
+                                    "by kube-controller-manager, which cluster.controller_manager: false turns off")
     return sc
 
 

@@ -67,11 +67,12 @@ def capture(kubeconfig: Path, context: str | None, out: Path, namespaces: Sequen
     creds = load_kubeconfig(kubeconfig, context)
     try:
         with rep.status(f"listing the nodes and pods of {server or kubeconfig}"):
-            nodes, pods = asyncio.run(read_cluster(creds, wanted, where))
+            listed = asyncio.run(read_cluster(creds, wanted, where))
     finally:
         creds.forget()
+    nodes, pods = listed.nodes, listed.pods
     try:
-        got = convert(nodes, pods)
+        got = convert(nodes, pods, listed.dra)
     except ValueError as e:  # an object no apiserver would return
         raise ClusterError(f"{server}: an object kwokbench cannot read: {e}") from e
     left_out = ", ".join(f"{n} {k}" for k, n in sorted(got.skipped.items()))
@@ -89,9 +90,12 @@ def capture(kubeconfig: Path, context: str | None, out: Path, namespaces: Sequen
         context=ctx, server=urlsplit(server).netloc or server, when=when, namespaces=wanted,
         listed={"nodes": len(nodes), "pods": len(pods)}, nodes=len(got.nodes), pods=len(got.pods),
         first_created=datetime.fromtimestamp(got.start, UTC) if got.start is not None else None, salt=used,
-        not_ready=got.not_ready, cordoned=got.cordoned, skipped=got.skipped, dropped=got.dropped)
+        not_ready=got.not_ready, cordoned=got.cordoned, skipped=got.skipped, dropped=got.dropped,
+        dra={"listed": {k: len(v) for k, v in listed.dra.items()}, "not_listed": listed.dra_note,
+             "devices": sum(int(d["count"]) for n in got.nodes for d in n.devices),
+             "pods_with_claims": sum(1 for p in got.pods if p.claims)})
     scenario = output.scenario_yaml(ctx or kubeconfig.stem, when, len(got.nodes), len(got.pods))
     what_if = output.what_if_yaml(ctx or kubeconfig.stem, when, len(got.nodes), len(got.pods),
-                                  gpus=any(n.gpu for n in got.nodes))
+                                  gpus=any(n.gpu for n in got.nodes), claims=any(p.claims for p in got.pods))
     output.write_capture(out, got.nodes, got.pods, scenario, what_if, info, force)
     return CaptureResult(out, info, used, generated)

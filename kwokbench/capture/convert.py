@@ -29,6 +29,7 @@ Nothing here talks to a cluster, so every rule is tested on a few objects writte
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import re
 from collections import Counter
@@ -78,6 +79,18 @@ DROPPED: dict[str, str] = {
     "native-resources": "pods requesting ephemeral-storage or hugepages: the trace's nodes offer neither",
     "node-extended": "nodes offering extended resources other than GPUs: the trace's nodes have no column for "
                      "them, so pods requesting them (kept in `extended`) fit no node in a replay",
+    "dra-partitionable": "DRA devices drawing on counter sets (partitionable devices): left out of their node's "
+                         "devices",
+    "dra-pool": "ResourceSlices of no one node (all nodes, a node selector: network-attached devices): the trace's "
+                "devices are a node's own",
+    "dra-shared-claim": "pods of a ResourceClaim several pods share: a replay gives each pod a claim of its own",
+    "dra-request": "DRA claim requests the trace cannot express (allocation mode All, admin access, tolerations, "
+                   "a DeviceClass whose driver its selectors do not name): left out of the pod's claims",
+    "dra-constraints": "DRA claims with constraints across their requests (matchAttribute): each request is a claim "
+                       "of its own in a replay",
+    "dra-missing": "pods naming a ResourceClaim or template that was not listed: left out of the pod's claims",
+    "dra-no-devices": "DRA claims of a class none of whose devices were captured (all partitionable or "
+                      "network-attached): left out of the pod's claims, which no replayed node could satisfy",
 }
 """What a capture keeps of its objects but cannot express, by key (the keys of :attr:`Captured.dropped`)."""
 
@@ -307,7 +320,7 @@ def created(obj: Mapping[str, Any]) -> float:
 
 
 def pod_row(pod: Mapping[str, Any], start: float, gpu_models: Collection[str],
-            dropped: set[str] | None = None) -> TracePod:
+            dropped: set[str] | None = None, dra: Dra | None = None) -> TracePod:
     """The pod as a trace row arriving ``created - start`` seconds in; ``gpu_models`` are the captured nodes'.
     Raises :class:`Skip` for a pod that is not captured; adds to ``dropped`` the keys of :data:`DROPPED` that
     apply to it."""
@@ -342,7 +355,170 @@ def pod_row(pod: Mapping[str, Any], start: float, gpu_models: Collection[str],
         gpu=gpu, gpu_milli=0 if gpu else min(shared, MILLI_PER_GPU), extended=extended,
         priority_class=spec.get("priorityClassName") or None,
         labels=dict(meta.get("labels") or {}), node_selector=dict(spec.get("nodeSelector") or {}),
-        gpu_models=models, tolerations=_tolerations(pod), group=group, owner_kind=owner_kind)
+        gpu_models=models, tolerations=_tolerations(pod), group=group, owner_kind=owner_kind,
+        claims=pod_claims(pod, dra, lost) if dra is not None else ())
+
+
+# -- DRA --------------------------------------------------------------------------------------------------------
+
+_DRIVER_CEL = re.compile(r"""device\.driver\s*==\s*["']([^"']+)["']""")
+
+
+def _attribute(value: Mapping[str, Any]) -> str | int | bool | None:
+    """A device attribute's value (``{"string": ...}``, ``int``, ``bool``; a ``version`` as its text)."""
+    for kind in ("string", "int", "bool", "version"):
+        if kind in value:
+            v = value[kind]
+            return str(v) if kind == "version" else v
+    return None
+
+
+def node_devices(slices: Iterable[Mapping[str, Any]], dropped: Counter[str]) -> dict[str, tuple[dict[str, Any], ...]]:
+    """Each node's devices from its ResourceSlices, as scenario ``devices:`` entries: the devices of a driver
+    alike in name stem (``gpu-3`` → ``gpu``), attributes (``index`` renumbered), capacity and sharing counted
+    into one entry; the DeviceClass is the driver's own (claims carry their class's selectors instead)."""
+    entries: dict[str, dict[str, dict[str, Any]]] = {}
+    for sl in slices:
+        spec = sl.get("spec") or {}
+        node, driver = spec.get("nodeName"), str(spec.get("driver", ""))
+        if not node:
+            dropped["dra-pool"] += 1
+            continue
+        mine = entries.setdefault(str(node), {})
+        for dev in spec.get("devices") or []:
+            if dev.get("consumesCounters"):
+                dropped["dra-partitionable"] += 1
+                continue
+            attrs = {k: v for k, raw in sorted((dev.get("attributes") or {}).items()) if k != "index"
+                     and (v := _attribute(raw or {})) is not None}
+            capacity = {k: str((c or {}).get("value")) for k, c in sorted((dev.get("capacity") or {}).items())}
+            shared = bool(dev.get("allowMultipleAllocations"))
+            stem = re.sub(r"-?\d+$", "", str(dev.get("name", ""))).lower()[:40].strip("-") or "device"
+            key = json.dumps([driver, stem, attrs, capacity, shared], sort_keys=True)
+            if key not in mine:
+                taken = {e["name"] for e in mine.values() if e["driver"] == driver}
+                name = stem if stem not in taken else next(f"{stem}-{k}" for k in range(2, 1000)
+                                                           if f"{stem}-{k}" not in taken)
+                mine[key] = {"driver": driver, "name": name, "count": 0,
+                             **({"attributes": attrs} if attrs else {}), **({"capacity": capacity} if capacity else {}),
+                             **({"shared": True} if shared else {})}
+            mine[key]["count"] += 1
+    return {node: tuple(e.values()) for node, e in entries.items()}
+
+
+def class_drivers(classes: Iterable[Mapping[str, Any]], drivers: Collection[str]) -> dict[str, tuple[str, list[str]]]:
+    """DeviceClass → (the driver its devices come from, its CEL selectors): the driver its selectors compare
+    ``device.driver`` to, else the only driver the cluster's slices name; a class told neither is left out."""
+    out: dict[str, tuple[str, list[str]]] = {}
+    for c in classes:
+        cels = [str(((s or {}).get("cel") or {}).get("expression", "")) for s in (c.get("spec") or {}).get("selectors")
+                or []]
+        named = {m for e in cels for m in _DRIVER_CEL.findall(e)}
+        driver = next(iter(named)) if len(named) == 1 else next(iter(drivers)) if len(drivers) == 1 and not named \
+            else None
+        if driver is not None:
+            out[str((c.get("metadata") or {}).get("name", ""))] = (driver, [e for e in cels if e])
+    return out
+
+
+def _exact(x: Mapping[str, Any], dra: Dra) -> dict[str, Any] | str:
+    """A request (``exactly`` or a first-available alternative) as a claim entry's fields, or the key of
+    :data:`DROPPED` saying why it cannot be one."""
+    if x.get("allocationMode", "ExactCount") != "ExactCount" or x.get("adminAccess") or x.get("tolerations"):
+        return "dra-request"
+    known = dra.classes.get(str(x.get("deviceClassName", "")))
+    if known is None:
+        return "dra-request"
+    driver, class_cels = known
+    if driver not in dra.drivers:
+        return "dra-no-devices"
+    cels = [*class_cels, *(str(((s or {}).get("cel") or {}).get("expression", "")) for s in x.get("selectors") or [])]
+    capacity = {k: str(v) for k, v in sorted(((x.get("capacity") or {}).get("requests") or {}).items())}
+    return {"device_class": driver, "count": int(x.get("count") or 1), **({"selectors": cels} if cels else {}),
+            **({"capacity": capacity} if capacity else {})}
+
+
+def claim_entries(spec: Mapping[str, Any], name: str, dra: Dra, lost: set[str]) -> list[dict[str, Any]]:
+    """A ResourceClaimSpec as claim entries of the pod's claim ``name``: one per request (``<name>-<request>``
+    when there are several)."""
+    devices = spec.get("devices") or {}
+    requests = devices.get("requests") or []
+    if devices.get("constraints") and len(requests) > 1:
+        lost.add("dra-constraints")
+    out = []
+    for r in requests:
+        entry_name = name if len(requests) == 1 else f"{name}-{r.get('name', '')}"[:63].strip("-")
+        if "firstAvailable" in r:
+            alts = [(str(a.get("name", "")), _exact(a, dra)) for a in r.get("firstAvailable") or []]
+            why = [e for _, e in alts if isinstance(e, str)] or ([] if alts else ["dra-request"])
+            if why:
+                lost.add(why[0])
+                continue
+            out.append({"name": entry_name, "first_available": [{"name": n, **e} for n, e in alts
+                                                                if not isinstance(e, str)]})
+        elif isinstance(e := _exact(r.get("exactly") or {}, dra), str):
+            lost.add(e)
+        else:
+            out.append({"name": entry_name, **e})
+    return out
+
+
+@dataclass(frozen=True)
+class Dra:
+    """A cluster's DRA objects, indexed for the pods' conversion."""
+
+    classes: Mapping[str, tuple[str, list[str]]] = field(default_factory=dict)
+    templates: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    """(namespace, name) → the ResourceClaimSpec a template makes."""
+    claims: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    """(namespace, name) → a ResourceClaim's spec."""
+    users: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    """(namespace, name) of a ResourceClaim → the pods naming it."""
+    drivers: Collection[str] = ()
+    """The drivers some captured node has devices of."""
+
+
+def pod_claims(pod: Mapping[str, Any], dra: Dra, lost: set[str]) -> tuple[dict[str, Any], ...]:
+    """The pod's claims (``spec.resourceClaims``) as claim entries, each from its template or its claim."""
+    ns = str((pod.get("metadata") or {}).get("namespace") or "default")
+    out: list[dict[str, Any]] = []
+    for rc in (pod.get("spec") or {}).get("resourceClaims") or []:
+        name = str(rc.get("name", ""))
+        if (t := rc.get("resourceClaimTemplateName")) is not None:
+            spec = dra.templates.get((ns, str(t)))
+        elif (c := rc.get("resourceClaimName")) is not None:
+            spec = dra.claims.get((ns, str(c)))
+            if dra.users.get((ns, str(c)), 0) > 1:
+                lost.add("dra-shared-claim")
+        else:
+            continue
+        if spec is None:
+            lost.add("dra-missing")
+            continue
+        out += claim_entries(spec, name, dra, lost)
+    return tuple(out)
+
+
+def index_dra(objects: Mapping[str, Sequence[Mapping[str, Any]]], pods: Iterable[Mapping[str, Any]],
+              captured: Collection[str]) -> Dra:
+    """The listed DRA objects (``live.DRA_COLLECTIONS``) indexed by what pods name; ``captured``, the drivers of
+    the devices captured."""
+    def key(o: Mapping[str, Any]) -> tuple[str, str]:
+        meta = o.get("metadata") or {}
+        return str(meta.get("namespace") or "default"), str(meta.get("name", ""))
+
+    drivers = {str((s.get("spec") or {}).get("driver", "")) for s in objects.get("resourceslices", [])}
+    users: Counter[tuple[str, str]] = Counter()
+    for pod in pods:
+        ns = str((pod.get("metadata") or {}).get("namespace") or "default")
+        for rc in (pod.get("spec") or {}).get("resourceClaims") or []:
+            if rc.get("resourceClaimName"):
+                users[(ns, str(rc["resourceClaimName"]))] += 1
+    return Dra(classes=class_drivers(objects.get("deviceclasses", []), drivers),
+               templates={key(t): ((t.get("spec") or {}).get("spec") or {}) for t in
+                          objects.get("resourceclaimtemplates", [])},
+               claims={key(c): (c.get("spec") or {}) for c in objects.get("resourceclaims", [])},
+               users=dict(users), drivers=frozenset(captured))
 
 
 # -- a whole cluster --------------------------------------------------------------------------------------------
@@ -364,19 +540,23 @@ class Captured:
     """Captured objects with something the trace cannot hold, by key of :data:`DROPPED`."""
 
 
-def convert(nodes: Sequence[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]]) -> Captured:
-    """Nodes and pods as the API lists them → trace rows; objects the API would never return (a quantity
-    that does not parse) raise ``ValueError``."""
-    node_rows = tuple(node_row(n) for n in nodes)
+def convert(nodes: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]],
+            dra: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> Captured:
+    """Nodes, pods and the DRA objects (by collection, as :mod:`.live` lists them) → trace rows; objects the
+    API would never return (a quantity that does not parse) raise ``ValueError``."""
+    skipped: Counter[str] = Counter()
+    dropped: Counter[str] = Counter()
+    devices = node_devices((dra or {}).get("resourceslices", []), dropped)
+    node_rows = tuple(dataclasses.replace(row, devices=devices.get(row.name, ())) for row in map(node_row, nodes))
     states = [node_state(n) for n in nodes]
     models = {n.gpu_model for n in node_rows if n.gpu_model}
-    skipped: Counter[str] = Counter()
-    dropped: Counter[str] = Counter(["node-extended"] * sum(1 for s in states if s.extended))
+    dropped.update(["node-extended"] * sum(1 for s in states if s.extended))
+    indexed = index_dra(dra, pods, {d["driver"] for n in node_rows for d in n.devices}) if dra else None
     rows: list[TracePod] = []
     for pod in pods:
         lost: set[str] = set()
         try:
-            rows.append(pod_row(pod, 0.0, models, lost))
+            rows.append(pod_row(pod, 0.0, models, lost, indexed))
         except Skip as e:
             skipped[str(e)] += 1
             continue

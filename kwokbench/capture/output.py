@@ -5,7 +5,8 @@ The files are written into a hidden folder beside the target and moved into plac
 are complete, so a capture that fails leaves nothing behind and a half-written trace is never seen.
 
 capture.json format history: 1 — the first version (what was captured from where and when, the salt or
-"names kept", what was skipped and dropped and why).
+"names kept", what was skipped and dropped and why); 2 — ``dra``: the DRA objects listed (or why none were), the
+devices and the pods' claims captured.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from kwokbench.capture.convert import DROPPED, SKIPPED
 from kwokbench.errors import ScenarioError
 from kwokbench.trace.format import TraceNode, TracePod, write_nodes, write_pods
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 """Of capture.json."""
 NODES, PODS, SCENARIO, WHAT_IF, INFO = "nodes.csv", "pods.csv", "scenario.yaml", "what-if.yaml", "capture.json"
 FILES = (NODES, PODS, SCENARIO, WHAT_IF, INFO)
@@ -71,7 +72,7 @@ def scenario_yaml(context: str, when: datetime, nodes: int, pods: int) -> str:
             f"    trace: {{file: {PODS}, nodes: {NODES}, duration_seconds: {REPLAY_SECONDS}}}\n")
 
 
-def what_if_yaml(context: str, when: datetime, nodes: int, pods: int, gpus: bool) -> str:
+def what_if_yaml(context: str, when: datetime, nodes: int, pods: int, gpus: bool, claims: bool = False) -> str:
     """"Would bin packing fit more of this workload?": the captured pods resampled until they ask for 1.3x the
     cluster's GPUs (CPU for a cluster without GPUs), created in order at a fixed 100/s with no lifetimes so the
     cluster fills, the phase ended once nothing binds for 30 s, the stock scheduler beside bin packing on the
@@ -83,6 +84,8 @@ def what_if_yaml(context: str, when: datetime, nodes: int, pods: int, gpus: bool
                    f"1.3x the cluster's {resource.upper()} capacity, created at 100/s with no lifetimes until none "
                    f"binds for 30 s: the stock scheduler (spreading) against bin packing on {resource.upper()}; "
                    f"compare {resource}_allocation and the pods left pending")
+    manager = ("  controller_manager: true       # it makes the pods' DRA claims from their templates\n" if claims
+               else "  controller_manager: false      # bare pods: nothing for it to do\n")
     return (f"schema_version: 1\n"
             f"name: {scenario_name(context)[: _SCENARIO_NAME_MAX - 8].rstrip('-')}-what-if\n"
             f"description: {_scalar(description)}\n"
@@ -91,7 +94,7 @@ def what_if_yaml(context: str, when: datetime, nodes: int, pods: int, gpus: bool
             f"  node_groups:\n"
             f"    - name: captured\n"
             f"      from_trace: {{file: {NODES}}}\n"
-            f"  controller_manager: false      # bare pods: nothing for it to do\n"
+            f"{manager}"
             f"  pod_lifecycle: none            # no lifetimes: a bound pod holds its node's resources\n"
             f"  node_lease_seconds: 600\n"
             f"schedulers:\n"
@@ -109,7 +112,7 @@ def what_if_yaml(context: str, when: datetime, nodes: int, pods: int, gpus: bool
 def info_document(*, context: str, server: str, when: datetime, namespaces: Sequence[str], listed: Mapping[str, int],
                   nodes: int, pods: int, first_created: datetime | None, salt: str | None,
                   not_ready: Sequence[str], cordoned: Sequence[str], skipped: Mapping[str, int],
-                  dropped: Mapping[str, int]) -> dict[str, Any]:
+                  dropped: Mapping[str, int], dra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """capture.json: where and when from, how many, the salt (or that names were kept), what was left out."""
     return {
         "format_version": FORMAT_VERSION,
@@ -127,6 +130,7 @@ def info_document(*, context: str, server: str, when: datetime, namespaces: Sequ
         "cordoned_nodes": list(cordoned),
         "skipped": {k: {"pods": n, "why": SKIPPED[k]} for k, n in sorted(skipped.items())},
         "dropped": {k: {"objects": n, "why": DROPPED[k]} for k, n in sorted(dropped.items())},
+        "dra": dict(dra or {}),
         "files": {"nodes": NODES, "pods": PODS, "scenario": SCENARIO},
     }
 

@@ -22,7 +22,7 @@ from kwokbench.errors import ApiError, ScenarioError
 from kwokbench.labels import RUN_LABEL, WORKLOAD_LABEL
 from kwokbench.scenario import ClaimSpec, SubRequestSpec, WorkloadSpec
 from kwokbench.templates import PodClaim
-from kwokbench.trace.kube import DRA_GPU_DRIVER, dra_claim_shape, dra_template_name
+from kwokbench.trace.kube import DRA_GPU_DRIVER, claim_template_name, dra_claim_shape, dra_template_name
 
 
 def object_prefix(prefix: str, claim: ClaimSpec) -> str:
@@ -76,6 +76,9 @@ def claim_objects(w: WorkloadSpec, prefix: str, run_label: str,
     if w.trace is not None and w.trace.gpus == "dra":
         shapes = sorted({sh for p in w.trace_pods if (sh := dra_claim_shape(p)) is not None})
         templates = [(dra_template_name(sh), trace_claim(sh)) for sh in shapes] + templates
+    if w.trace is not None:  # claims captured from a DRA cluster (checked when the trace was read)
+        captured = {claim_template_name(c): c for p in w.trace_pods for c in p.claims}
+        templates = [(name, ClaimSpec.model_validate(c)) for name, c in sorted(captured.items())] + templates
     out: list[tuple[str, dict[str, Any]]] = [
         (f"/apis/{API}/namespaces/{ns}/resourceclaimtemplates",
          {"apiVersion": API, "kind": "ResourceClaimTemplate", "metadata": {"name": name, "labels": meta_labels},

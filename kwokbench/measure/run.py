@@ -24,7 +24,7 @@ def for_run(ctx: RunContext) -> list[Measurement]:
     out.append(ClusterState())
     if ctx.prometheus_port and ctx.created_cluster:
         out.append(PrometheusCrossCheck())
-    if any(w.claims or (w.trace and w.trace.gpus == "dra") for w in ctx.scenario.workloads):
+    if any(w.has_claims for w in ctx.scenario.workloads):
         out.append(ClaimTimeline())
     if ctx.scenario.chaos:
         out.append(ChaosEvents())

@@ -8,11 +8,14 @@ from the same column list the reader uses, so the documentation cannot drift fro
 
 Every error is one line naming the file, the data row (counted from 1, header excluded) and the column.
 A Parquet file written here carries ``kwokbench.trace.format_version`` in its schema metadata; a newer
-version than this code reads is refused. Version history: 1, the columns below.
+version than this code reads is refused. Version history: 1, the columns below; 2, DRA: ``devices`` (nodes) and
+``claims`` (pods), both optional, so every version-1 file reads as it did.
 
 GPUs: ``gpu`` counts whole GPUs (``nvidia.com/gpu``), ``gpu_milli`` is a share of one GPU in thousandths
 for GPU-sharing pods; a pod gives one or the other. How they become Kubernetes resources is in
-``kwokbench.trace.kube``.
+``kwokbench.trace.kube``. DRA devices and claims (what ``kwokbench capture`` reads from a DRA cluster) are a node's
+``devices`` and a pod's ``claims``: each a list of the scenario's own ``devices:`` and ``claims:`` entries (JSON),
+checked as those are when a scenario replays the trace.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from kwokbench.errors import ScenarioError
 from kwokbench.trace.table import SUFFIXES, CellError, Table, json_text, number, read_table, text, whole
 
 FORMAT = "kwokbench"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 VERSION_KEY = "kwokbench.trace.format_version"
 DEFAULT_MAX_PODS = 110
 """The kubelet's default maxPods."""
@@ -71,6 +74,8 @@ class TracePod:
     group: str | None = None
     group_min_member: int | None = None
     owner_kind: str | None = None
+    claims: tuple[Mapping[str, Any], ...] = ()
+    """DRA: the pod's claims, each a scenario ``claims:`` entry (one ResourceClaim per pod from a template)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,6 +90,8 @@ class TraceNode:
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Mapping[str, str], ...] = ()
     pods: int = DEFAULT_MAX_PODS
+    devices: tuple[Mapping[str, Any], ...] = ()
+    """DRA: the node's devices, each a scenario ``devices:`` entry (a ResourceSlice of the node's own pool)."""
 
 
 @dataclass(frozen=True)
@@ -204,6 +211,30 @@ def _taints(raw: Any) -> tuple[dict[str, str], ...]:
     return tuple(items)
 
 
+def _devices(raw: Any) -> tuple[dict[str, Any], ...]:
+    """A node's DRA devices: scenario ``devices:`` entries (each checked in full when a scenario replays it)."""
+    items = _objects(raw, "device")
+    for d in items:
+        if not isinstance(d.get("driver"), str) or not isinstance(d.get("count"), int) or d["count"] < 1:
+            raise CellError('a device entry needs "driver" (text) and "count" (a whole number >= 1), as a '
+                            "scenario's devices: entry")
+    return tuple(items)
+
+
+def _claims(raw: Any) -> tuple[dict[str, Any], ...]:
+    """A pod's DRA claims: scenario ``claims:`` entries (each checked in full when a scenario replays it)."""
+    items = _objects(raw, "claim")
+    names = [c.get("name") for c in items]
+    for c in items:
+        if not isinstance(c.get("name"), str) or not (isinstance(c.get("device_class"), str)
+                                                      or isinstance(c.get("first_available"), list)):
+            raise CellError('a claim entry needs "name" and "device_class" (or "first_available"), as a '
+                            "scenario's claims: entry")
+    if len(set(names)) != len(names):
+        raise CellError(f"claim names must differ within a pod ({', '.join(map(str, names))})")
+    return tuple(items)
+
+
 def parse_gpu_models(raw: Any) -> tuple[str, ...]:
     """``A|B``: the models a pod may run on, each a label value; repeats are dropped."""
     models = [m.strip() for m in text(raw).split("|")]
@@ -290,6 +321,10 @@ POD_COLUMNS: tuple[Column, ...] = (
            {"type": "integer", "minimum": 1}, whole(1), "int"),
     Column("owner_kind", "text", "Kind of the pod's controller where it was traced (Job, ReplicaSet, ...).",
            {"type": "string"}, text),
+    Column("claims", "JSON list", "DRA claims, each a scenario claims: entry, e.g. [{\"name\": \"gpu\", "
+           "\"device_class\": \"gpu.example.com\", \"count\": 1}] (a ResourceClaim per pod).",
+           _json_schema({"type": "array", "items": {"type": "object", "required": ["name"]}}), _claims,
+           dump=_json_or_empty),
 )
 NODE_COLUMNS: tuple[Column, ...] = (
     Column("name", "name", "Node name (RFC 1123 subdomain), unique.", _NAME_SCHEMA, dns_subdomain),
@@ -304,6 +339,11 @@ NODE_COLUMNS: tuple[Column, ...] = (
            _json_schema({"type": "array", "items": {"type": "object", "required": ["key", "effect"]}}), _taints,
            dump=_json_or_empty),
     Column("pods", "integer >= 0", "Most pods the node takes.", _COUNT, whole(), "int"),
+    Column("devices", "JSON list", "DRA devices, each a scenario devices: entry, e.g. [{\"driver\": "
+           "\"gpu.example.com\", \"count\": 8, \"attributes\": {\"model\": \"H100\"}}] (a ResourceSlice of "
+           "the node's pool).",
+           _json_schema({"type": "array", "items": {"type": "object", "required": ["driver", "count"]}}), _devices,
+           dump=_json_or_empty),
 )
 TableName = Literal["pods", "nodes"]
 _TABLES: dict[TableName, tuple[Column, ...]] = {"pods": POD_COLUMNS, "nodes": NODE_COLUMNS}

@@ -18,6 +18,7 @@ GPU models are the label NVIDIA GPU feature discovery sets, ``nvidia.com/gpu.pro
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kwokbench.trace.format import (
@@ -86,7 +87,18 @@ def pod_params(p: TracePod) -> dict[str, Any]:
         out["affinity"] = affinity
     if p.priority_class:
         out["priority_class"] = p.priority_class
+    if p.claims:
+        out["claims"] = [{"name": c["name"], "template": claim_template_name(c)} for c in p.claims]
     return out
+
+
+def claim_template_name(claim: Mapping[str, Any]) -> str:
+    """The ResourceClaimTemplate of a trace pod's claim entry (``claims`` column): one per distinct entry,
+    shared by the pods that have it."""
+    import hashlib
+    import json
+
+    return "trace-claim-" + hashlib.sha256(json.dumps(claim, sort_keys=True).encode()).hexdigest()[:12]
 
 
 # ---- the DRA representation: each GPU a device, shares fitted per GPU ---------------------------------------
@@ -132,6 +144,6 @@ def dra_pod_params(p: TracePod) -> dict[str, Any]:
     out.pop("affinity", None)
     shape = dra_claim_shape(p)
     if shape is not None:
-        out["claims"] = [{"name": "gpu", "template": dra_template_name(shape)}]
+        out["claims"] = [*out.get("claims", []), {"name": "gpu", "template": dra_template_name(shape)}]
         out["annotations"] = {GPU_DEMAND_ANNOTATION: f"{p.gpu},{p.gpu * MILLI_PER_GPU + p.gpu_milli}"}
     return out

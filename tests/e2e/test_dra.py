@@ -29,6 +29,7 @@ from kwokbench.cluster.objects import delete_labelled
 from kwokbench.labels import RUN_LABEL
 from kwokbench.store import CLAIMS, find_runs, load_run
 from kwokbench.toolchain import Toolchain
+from kwokbench.trace.format import read_trace
 from tests.conftest import REPO, assert_one_line_error, kwokbench
 
 DATA = Path(__file__).parent / "data" / "dra"
@@ -133,7 +134,7 @@ def test_the_steady_state_dra_case_runs_in_process_at_a_fill_level(dra_ceiling: 
     flight for 10 s: a throughput at a fill level, with the test binary the ceiling above built."""
     res = kwokbench("ceiling", "--test-case", "SteadyStateClusterResourceClaimTemplate", "--nodes", "100",
                     "--fill", "half", "--timeout", "600", env=dra_ceiling, timeout=900, check=True)
-    assert "SteadyStateClusterResourceClaimTemplate/half_100nodes (100 nodes, half, ten pods in flight for 10 s)" \
+    assert "SteadyStateClusterResourceClaimTemplate/half_100nodes (100 nodes, half, 10 pods in flight for 10 s)" \
         in res.stdout, res.stdout
     [stored] = Path(dra_ceiling["KWOKBENCH_CACHE"]).glob("ceilings/*/*/SteadyStateClusterResourceClaimTemplate-*.json")
     doc = json.loads(stored.read_text())
@@ -191,6 +192,49 @@ def test_partitions_fit_their_counters_and_a_claim_takes_its_first_available_alt
     assert fallback.startswith("mig.kwokbench.io/kb-mig-0/gpu-0-2g-"), fallback
     reasons = summary["placement"]["pending"]["reasons"]
     assert sum(reasons.values()) == 2 and all("cannot allocate all claims" in r for r in reasons), reasons
+
+
+def test_a_capture_keeps_the_devices_and_claims_and_a_replay_allocates_them(dra_cluster: str, kwokctl: Kwokctl,
+                                                                             tmp_path: Path) -> None:
+    """`kwokbench capture` of this cluster as the runs above left it: every node's devices from its slices (the
+    partitionable GPU's left out and counted), every pod's claims from its template with its class's selector;
+    then the first 30 captured pods replayed on a fresh cluster of the captured nodes, their claims allocated
+    there. ~25 s (capture 3 s, the replay's 102 nodes and 103 slices, 30 pods)."""
+    out = tmp_path / "captured"
+    kwokbench("capture", "--kubeconfig", str(kwokctl.info(CLUSTER).kubeconfig), "-o", str(out), "--keep-names",
+              check=True, timeout=300)
+    doc = json.loads((out / "capture.json").read_text())
+    dra = doc["dra"]
+    assert dra["not_listed"] is None and dra["listed"]["resourceslices"] == 103, dra
+    assert dra["listed"]["deviceclasses"] == 3, dra
+    # 100 nodes × 8 whole GPUs and the shared GPU; the partitionable GPU and its 6 partitions draw on counters
+    assert dra["devices"] == 801 and doc["dropped"]["dra-partitionable"]["objects"] == 7, doc["dropped"]
+    live = {p["metadata"]["name"]: p for p in _objects(kwokctl, "/api/v1/pods") if p["spec"].get("resourceClaims")}
+    trace = read_trace(out / "pods.csv", out / "nodes.csv")
+    gpu_pods = [p for p in trace.pods if p.claims]
+    # every pod with a claim, but the partitions' (their class's devices were not captured: counted, not kept)
+    mig = [n for n, p in live.items() if any(c["resourceClaimTemplateName"].startswith(("small", "fallback"))
+                                            for c in p["spec"]["resourceClaims"])]
+    assert len(gpu_pods) == dra["pods_with_claims"] == len(live) - len(mig) > 0, (len(gpu_pods), len(live), mig)
+    assert doc["dropped"]["dra-no-devices"]["objects"] == len(mig)
+    claim = gpu_pods[0].claims[0]
+    assert claim["device_class"] == "gpu.kwokbench.io" and claim["selectors"] == [
+        'device.driver == "gpu.kwokbench.io"', 'device.attributes["gpu.kwokbench.io"].model == "H100"'], claim
+    h100 = next(n for n in trace.nodes if n.devices and n.devices[0]["driver"] == "gpu.kwokbench.io")
+    assert h100.devices == ({"driver": "gpu.kwokbench.io", "name": "gpu", "count": 8, "capacity": {"memory": "80Gi"},
+                             "attributes": {"memory_gb": 80, "model": "H100"}},)
+
+    trace_set = "workloads.0.trace={file: pods.csv, nodes: nodes.csv, rate: 100, limit: 30}"
+    res = kwokbench("run", str(out / "scenario.yaml"), "--out", str(tmp_path / "runs"), "--set", trace_set,
+                    "--set", "workloads.0.settle_seconds=3", timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    [path] = find_runs([tmp_path / "runs"])
+    summary = load_run(path).summary
+    assert summary is not None and summary["pods_scheduled"] == 30, summary["pods_scheduled"]
+    first = sorted(trace.pods, key=lambda p: p.arrival_seconds)[:30]
+    claimed = sum(1 for p in first if p.claims)
+    assert summary["claims"]["allocated"] == claimed and summary["claims"]["devices_given_twice"] == {}, \
+        summary["claims"]
 
 
 def test_an_invalid_cel_selector_is_the_apiservers_one_line(dra_cluster: str, tmp_path: Path) -> None:

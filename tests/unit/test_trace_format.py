@@ -131,9 +131,9 @@ def test_parquet_errors_name_the_row_and_refuse_newer_versions(tmp_path: Path) -
     pq.write_table(table, tmp_path / "pods.parquet")
     with pytest.raises(ScenarioError, match=r"pods\.parquet: data row 2, column arrival_seconds: must be >= 0"):
         read_pods(tmp_path / "pods.parquet")
-    pq.write_table(table.replace_schema_metadata({VERSION_KEY: "2"}), tmp_path / "v2.parquet")
-    with pytest.raises(ScenarioError, match=r"v2\.parquet: trace format version '2'; this kwokbench reads up to 1"):
-        read_pods(tmp_path / "v2.parquet")
+    pq.write_table(table.replace_schema_metadata({VERSION_KEY: "3"}), tmp_path / "v3.parquet")
+    with pytest.raises(ScenarioError, match=r"v3\.parquet: trace format version '3'; this kwokbench reads up to 2"):
+        read_pods(tmp_path / "v3.parquet")
     (tmp_path / "junk.parquet").write_text("not parquet")
     with pytest.raises(ScenarioError, match=r"junk\.parquet: invalid Parquet"):
         read_pods(tmp_path / "junk.parquet")
