@@ -59,8 +59,12 @@ DRA_TEST_CASE = "SchedulingWithResourceClaimTemplate"
 STEADY_DRA_TEST_CASE = "SteadyStateClusterResourceClaimTemplate"
 """scheduler_perf's DRA case with ten pods kept in flight for a duration on a cluster whose devices are empty, half
 or full (``initClaims`` allocated first): a throughput at a fill level, not over a fixed count of pods."""
+PARTITIONABLE_TEST_CASE = "Partitionable"
+"""scheduler_perf's partitionable devices (``dra/partitionabledevices``): slices of devices drawing on counter sets,
+half their claims allocated first, pods of two-device claims kept in flight for a duration; the allocator has to
+backtrack once to place them."""
 TEST_CASES = {TEST_CASE: "misc", DRA_TEST_CASE: "dra", "SchedulingWithResourceClaim": "dra",
-              STEADY_DRA_TEST_CASE: "dra"}
+              STEADY_DRA_TEST_CASE: "dra", PARTITIONABLE_TEST_CASE: "dra/partitionabledevices"}
 """The test cases ``kwokbench ceiling --test-case`` runs, and the scheduler_perf package of each."""
 MIN_MEASURED_PODS = 1000
 """Workloads measuring fewer pods finish within scheduler_perf's 1 s sampling interval: no throughput."""
@@ -88,11 +92,20 @@ class PerfWorkload:
     test_case: str = TEST_CASE
     duration_seconds: float = 0.0
     """A steady-state workload: pods kept in flight for this long (``pods`` is 0: no fixed count is measured)."""
+    in_flight: int = 0
+    """A steady-state workload's pods in flight (each one scheduled is deleted and replaced)."""
 
     @property
     def fill(self) -> str:
-        """A steady-state DRA workload's fill level (``empty``, ``half``, ``full``: its name's first part)."""
-        return self.name.split("_", 1)[0] if self.duration_seconds else ""
+        """The steady-state DRA case's fill level (``empty``, ``half``, ``full``: its name's first part)."""
+        return self.name.split("_", 1)[0] if self.duration_seconds and self.test_case == STEADY_DRA_TEST_CASE else ""
+
+    @property
+    def size(self) -> str:
+        """What it measures, in words: ``half, 10 pods in flight for 10 s`` or ``0 + 1000 pods``."""
+        if not self.duration_seconds:
+            return f"{self.init_pods} + {self.pods} pods"
+        return ", ".join(filter(None, (self.fill, f"{self.in_flight} pods in flight for {self.duration_seconds:g} s")))
 
     @property
     def label_filter(self) -> str:
@@ -116,15 +129,31 @@ def perf_workloads(config_text: str, test_case: str = TEST_CASE) -> list[PerfWor
         nodes = p.get("initNodes")
         if nodes is None and isinstance(p.get("nodesWithDRA"), int):
             nodes = p["nodesWithDRA"] + int(p.get("nodesWithoutDRA") or 0)
-        duration = _seconds(p.get("duration"))
+        in_flight = _steady_pods(case, p)
+        duration = _seconds(p.get("duration")) if in_flight else 0.0
         if not isinstance(nodes, int) or not (isinstance(p.get("measurePods"), int) or duration):
             continue
         gates = {**(case.get("featureGates") or {}), **(w.get("featureGates") or {})}
-        out.append(PerfWorkload(str(w["name"]), nodes, int(p.get("measurePods") or 0), int(p.get("initPods") or 0),
+        out.append(PerfWorkload(str(w["name"]), nodes, 0 if duration else int(p.get("measurePods") or 0),
+                                int(p.get("initPods") or 0),
                                 tuple([*(case.get("labels") or []), *(w.get("labels") or [])]),
                                 tuple(sorted((str(k), bool(v)) for k, v in gates.items())), test_case,
-                                duration if not isinstance(p.get("measurePods"), int) else 0.0))
+                                duration, in_flight if duration else 0))
     return out
+
+
+def _steady_pods(case: Mapping[str, Any], params: Mapping[str, Any]) -> int:
+    """The pods a test case's steady-state ``createPods`` keeps in flight with ``params`` (0 when it has none): its
+    ``steadyState`` (or ``steadyStateParam``) on, its ``count`` (or ``countParam``)."""
+    def value(op: Mapping[str, Any], key: str) -> Any:
+        ref = op.get(f"{key}Param")
+        return params.get(ref.lstrip("$")) if isinstance(ref, str) else op.get(key)
+
+    for op in case.get("workloadTemplate") or []:
+        if isinstance(op, dict) and op.get("opcode") == "createPods" and value(op, "steadyState") is True:
+            count = value(op, "count")
+            return count if isinstance(count, int) else 0
+    return 0
 
 
 def _seconds(value: Any) -> float:
@@ -358,7 +387,7 @@ def measure_ceiling(nodes: int, pods: int | None, runs: int = 1, timeout: float 
     if fill is not None and not steady:
         raise ScenarioError(f"--fill applies to {STEADY_DRA_TEST_CASE}, not to {test_case}")
     if steady and pods is not None:
-        raise ScenarioError(f"{STEADY_DRA_TEST_CASE} keeps ten pods in flight for a duration: --pods does not "
+        raise ScenarioError(f"{STEADY_DRA_TEST_CASE} keeps 10 pods in flight for a duration: --pods does not "
                             "apply (--fill empty|half|full picks how many devices are allocated first)")
     for what in stop_orphans():
         rep.warn(f"stopped {what}, left by a ceiling run that was killed")
@@ -368,6 +397,9 @@ def measure_ceiling(nodes: int, pods: int | None, runs: int = 1, timeout: float 
                              "it from PATH; run `kwokbench tools install --core-only`")
     release = kubernetes or Toolchain(cache).kubernetes
     perf = ensure_scheduler_perf(rep, cache, version=release).of(TEST_CASES[test_case])
+    if not perf.has(perf.suite):
+        raise ScenarioError(f"--test-case {test_case}: Kubernetes {release}'s scheduler_perf has no {perf.suite} "
+                            "package")
     workloads = {w.name: w for w in perf_workloads(perf.config.read_text(), test_case)}
     w = workloads[nearest_workload(nodes, pods, list(workloads.values()), perf.feature_defaults(),
                                    (fill or "empty") if steady else None)]
@@ -377,16 +409,15 @@ def measure_ceiling(nodes: int, pods: int | None, runs: int = 1, timeout: float 
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = (f"{w.name}-" if test_case == TEST_CASE else f"{test_case}-{w.name}-") + started.strftime('%Y%m%dT%H%M%SZ')
     log = out_dir / f"{stem}.log"
-    rep.info(f"scheduler_perf {test_case}/{w.name}: {w.nodes} nodes, "
-             + (f"{w.fill}, ten pods in flight for {w.duration_seconds:g} s" if w.duration_seconds
-                else f"{w.init_pods} + {w.pods} pods")
+    rep.info(f"scheduler_perf {test_case}/{w.name}: {w.nodes} nodes, {w.size}"
              + (f", feature gates {dict(w.feature_gates)}" if w.feature_gates else ""))
     base: dict[str, Any] = {
         "format_version": FORMAT_VERSION, "kwokbench_version": __version__, "kubernetes": perf.version,
         "host": host, "host_fingerprint": host_fingerprint(host), "measured_at": started.isoformat(),
         "test_case": test_case, "workload": w.name,
         "params": {"nodes": w.nodes, "init_pods": w.init_pods, "pods": w.pods,
-                   **({"fill": w.fill, "duration_seconds": w.duration_seconds} if w.duration_seconds else {})},
+                   **({"fill": w.fill, "duration_seconds": w.duration_seconds, "in_flight": w.in_flight}
+                      if w.duration_seconds else {})},
         "feature_gates": dict(w.feature_gates), "label_filter": w.label_filter,
         "requested": {"nodes": nodes, "pods": pods}, "log": str(log),
     }
@@ -543,8 +574,8 @@ def _tail(log: Path, n: int = 15) -> list[str]:
 def result_rows(doc: Mapping[str, Any]) -> list[list[str]]:
     """A stored ceiling as rows of text: each run's figures, the median and the spread."""
     p = doc["params"]
-    size = (f"{p['fill']}, ten pods in flight for {p['duration_seconds']:g} s" if p.get("duration_seconds")
-            else f"{p['init_pods']} + {p['pods']} pods")
+    size = PerfWorkload(doc["workload"], p["nodes"], p["pods"], p["init_pods"], test_case=doc["test_case"],
+                        duration_seconds=p.get("duration_seconds") or 0.0, in_flight=p.get("in_flight", 10)).size
     rows = [["workload", f"{doc['test_case']}/{doc['workload']} ({p['nodes']} nodes, {size})"],
             ["kubernetes / host", f"{doc['kubernetes']} / {doc['host_fingerprint']}"]]
     for i, r in enumerate(doc["runs"], 1):

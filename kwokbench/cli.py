@@ -764,7 +764,8 @@ def ceiling(
                                            "SchedulingWithResourceClaimTemplate (a DRA claim per pod: the ceiling "
                                            "of runs with claims), SchedulingWithResourceClaim (shared claims), "
                                            "SteadyStateClusterResourceClaimTemplate (ten claims in flight for a "
-                                           "duration, --fill).")
+                                           "duration, --fill), Partitionable (devices drawing on counter sets, "
+                                           "Kubernetes 1.36 on).")
                          ] = "SchedulingBasic",
     fill: Annotated[str | None, typer.Option(help="SteadyStateClusterResourceClaimTemplate's fill level: empty, "
                                              "half or full (the devices allocated before the measurement); "

@@ -40,9 +40,17 @@ from kwokbench.toolchain.install import (
 )
 
 PACKAGE = "k8s.io/kubernetes/test/integration/scheduler_perf"
-SUITES = ("misc", "dra")
-"""Its test packages kwokbench builds: ``misc`` (SchedulingBasic and the rest) and ``dra`` (the DRA test cases:
-claims from templates, shared claims, a steady state)."""
+SUITES = ("misc", "dra", "dra/partitionabledevices")
+"""Its test packages kwokbench builds: ``misc`` (SchedulingBasic and the rest), ``dra`` (the DRA test cases:
+claims from templates, shared claims, a steady state) and ``dra/partitionabledevices`` (Partitionable: devices
+drawing on counter sets, 1.36 on)."""
+
+
+def binary_name(suite: str) -> str:
+    """A suite's test binary (``dra/partitionabledevices`` → ``dra-partitionabledevices.test``)."""
+    return f"{suite.replace('/', '-')}.test"
+BUILT = "suites.json"
+"""Which of :data:`SUITES` a build holds and which its release has no package for (``built``, ``absent``)."""
 FEATURE_DEFAULTS = "feature-gates.json"
 """Each feature gate's default in this Kubernetes version (to pick the workload closest to a stock scheduler)."""
 
@@ -69,7 +77,7 @@ class SchedulerPerf:
 
     @property
     def binary(self) -> Path:
-        return self.dir / f"{self.suite}.test"
+        return self.dir / binary_name(self.suite)
 
     @property
     def package_dir(self) -> Path:
@@ -85,6 +93,13 @@ class SchedulerPerf:
         """Where the in-process apiserver finds its certificate fixtures: built with ``-trimpath``, it
         resolves its package directory the way it does under bazel, from these two variables."""
         return {"TEST_SRCDIR": str(self.dir), "TEST_WORKSPACE": "src"}
+
+    def has(self, suite: str) -> bool:
+        """Whether this release's scheduler_perf has the test package ``suite`` (built here)."""
+        try:
+            return suite in json.loads((self.dir / BUILT).read_text()).get("built", [])
+        except (OSError, ValueError):
+            return False
 
     def feature_defaults(self) -> dict[str, bool]:
         try:
@@ -119,10 +134,17 @@ def _answers(binary: Path) -> bool:
 
 
 def cached(cache: Path | None = None, version: str = versions.KUBERNETES) -> SchedulerPerf | None:
-    """The built scheduler_perf with every suite's binary and config (a cache of an earlier kwokbench, with
-    ``misc`` only, is built again)."""
+    """The built scheduler_perf with every suite's binary and config its release has (a cache of an earlier
+    kwokbench, with fewer suites, is built again)."""
     perf = SchedulerPerf(perf_dir(cache, version), version)
-    whole = all(p.binary.is_file() and p.config.is_file() and _answers(p.binary) for p in map(perf.of, SUITES))
+    try:
+        marker = json.loads((perf.dir / BUILT).read_text())
+    except (OSError, ValueError):
+        return None
+    built = list(marker.get("built") or [])
+    if set(SUITES) - set(built) - set(marker.get("absent") or []):  # an earlier kwokbench's, with fewer suites
+        return None
+    whole = all(p.binary.is_file() and p.config.is_file() and _answers(p.binary) for p in map(perf.of, built))
     return perf if whole else None
 
 
@@ -168,29 +190,31 @@ def _build(rep: Reporter, cache: Path | None, version: str) -> SchedulerPerf:
         else:  # e.g. a toolchain restored from a CI cache without its build directory
             cmds = kubernetes_wrapper(module, version)
         (work / "tools.go").write_text(TOOLS_GO)
+        src = _download_module("k8s.io/kubernetes", version)["Dir"]
+        perf_src = src / "test" / "integration" / "scheduler_perf"
+        suites = [s for s in SUITES if (perf_src / s / "performance-config.yaml").is_file()]
+        for suite in SUITES[:2]:  # misc and dra: every release kwokbench builds has them
+            if suite not in suites:
+                raise ToolchainError(f"{perf_src}/{suite}/performance-config.yaml is missing; the scheduler_perf "
+                                     "layout changed")
         cmds += [["go", "get", f"k8s.io/kubernetes@{version}"],
                  *(["go", "test", "-c", "-trimpath", "-ldflags", kubernetes_ldflags(version),
-                    "-o", str(out / f"{suite}.test"), f"{PACKAGE}/{suite}"] for suite in SUITES)]
+                    "-o", str(out / binary_name(suite)), f"{PACKAGE}/{suite}"] for suite in suites)]
         with rep.status(f"building the scheduler_perf test binary for Kubernetes {version} from Go modules "
                         f"(log: {log})") as update, log.open("w") as logf:
             for cmd in cmds:
                 run_logged(cmd, work, env, logf, update)
-            src = _download_module("k8s.io/kubernetes", version)["Dir"]
-            perf_src = src / "test" / "integration" / "scheduler_perf"
-            for suite in SUITES:
-                if not (perf_src / suite / "performance-config.yaml").is_file():
-                    raise ToolchainError(f"{perf_src}/{suite}/performance-config.yaml is missing; the "
-                                         "scheduler_perf layout changed")
             _copy_files(perf_src, out / "scheduler_perf", "*.yaml")
             fixtures = Path("cmd", "kube-apiserver", "app", "testing", "testdata")
             _copy_files(src / fixtures, out / "src" / f"k8s.io/kubernetes@{version}" / fixtures, "*")
             features = src / "pkg" / "features" / "kube_features.go"
             defaults = feature_defaults(features.read_text()) if features.is_file() else {}
             (out / FEATURE_DEFAULTS).write_text(json.dumps(defaults, indent=1, sort_keys=True) + "\n")
-        for suite in SUITES:
-            if not _answers(out / f"{suite}.test"):
-                raise ToolchainError(f"the scheduler_perf test binary {suite}.test built in {out} does not list "
-                                     f"BenchmarkPerfScheduling (log: {log})")
+        for suite in suites:
+            if not _answers(out / binary_name(suite)):
+                raise ToolchainError(f"the scheduler_perf test binary {binary_name(suite)} built in {out} does not "
+                                     f"list BenchmarkPerfScheduling (log: {log})")
+        (out / BUILT).write_text(json.dumps({"built": suites, "absent": [s for s in SUITES if s not in suites]}) + "\n")
         if final.exists():
             shutil.rmtree(final)
         out.rename(final)

@@ -459,3 +459,21 @@ def test_the_steady_state_dra_case_is_picked_by_nodes_and_fill_level() -> None:
     [t] = [w for w in perf_workloads((GOLDEN / "dra-performance-config-v1.36.4.yaml").read_text(),
                                      "SchedulingWithResourceClaimTemplate") if w.name == "2000pods_100nodes"]
     assert t.pods > 0 and (t.duration_seconds, t.fill) == (0.0, "")
+
+
+def test_the_partitionable_case_keeps_its_measured_pods_in_flight() -> None:
+    """scheduler_perf's Partitionable (dra/partitionabledevices, Kubernetes v1.36.4): its one workload large enough
+    keeps 2000 pods in flight for 10 s (steadyState as a param, the count its measurePods), so it is a steady-state
+    workload with no count measured; the two `fast` ones measure 10 pods and are never picked."""
+    ws = perf_workloads((GOLDEN / "partitionable-performance-config-v1.36.4.yaml").read_text(), "Partitionable")
+    by = {w.name: w for w in ws}
+    w = by["2000pods_100nodes"]
+    assert (w.nodes, w.pods, w.in_flight, w.duration_seconds, w.fill) == (100, 0, 2000, 10.0, "")
+    assert w.size == "2000 pods in flight for 10 s"
+    assert (by["fast"].pods, by["fast"].duration_seconds) == (10, 0.0)
+    assert nearest_workload(100, None, ws, STOCK_1_36) == "2000pods_100nodes"
+    assert nearest_workload(5000, 50000, ws, STOCK_1_36) == "2000pods_100nodes"
+    # the steady-state DRA case's pods in flight are its createPods' literal count
+    steady = {w.name: w for w in perf_workloads((GOLDEN / "dra-performance-config-v1.36.4.yaml").read_text(),
+                                                "SteadyStateClusterResourceClaimTemplate")}
+    assert steady["half_100nodes"].size == "half, 10 pods in flight for 10 s"
