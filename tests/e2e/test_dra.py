@@ -4,12 +4,14 @@ kube-scheduler's DynamicResources plugin, pods moved to Running by kwok; no driv
 One cluster (tests/e2e/data/dra/cluster.yaml: 100 nodes with 8 GPUs, one node with a shared GPU, one with a
 partitionable GPU) is brought up with `kwokbench up --scenario` and shared by the runs: the churn-then-fill run
 (set against scheduler_perf's DRA case, measured in-process first with `kwokbench ceiling --test-case`), the
-shared GPU, the partitions with a first-available claim, and an invalid CEL selector on it. A refused claim on
-a fresh cluster checks that nothing is left running.
+shared GPU, the partitions with a first-available claim, a capture of the cluster as they left it (replayed on a
+fresh cluster), and an invalid CEL selector on it. A refused claim on a fresh cluster checks that nothing is left
+running.
 
 Time: 137 s here on 2026-11-26 (scheduler_perf's DRA case 73 s, building its test binary with warm Go caches
 included; bring-up 7 s; churn and fill, 1200 pods, 31 s; shared GPU 15 s; the invalid selector 5 s; the refused
-claim's fresh cluster 9 s). Budget: 2.5 min.
+claim's fresh cluster 9 s); 168 s on 2026-11-27 with the partitions (~10 s) and the cluster's capture replayed
+on a fresh cluster (~30 s). Budget: 3 min.
 """
 
 from __future__ import annotations
