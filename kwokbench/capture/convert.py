@@ -373,6 +373,11 @@ def _attribute(value: Mapping[str, Any]) -> str | int | bool | None:
     return None
 
 
+def _cels(selectors: Any) -> list[str]:
+    """The CEL expressions of a class's or a request's ``selectors``."""
+    return [str(((sel or {}).get("cel") or {}).get("expression", "")) for sel in selectors or []]
+
+
 def node_devices(slices: Iterable[Mapping[str, Any]], dropped: Counter[str]) -> dict[str, tuple[dict[str, Any], ...]]:
     """Each node's devices from its ResourceSlices, as scenario ``devices:`` entries: the devices of a driver
     alike in name stem (``gpu-3`` → ``gpu``), attributes (``index`` renumbered), capacity and sharing counted
@@ -411,8 +416,7 @@ def class_drivers(classes: Iterable[Mapping[str, Any]], drivers: Collection[str]
     ``device.driver`` to, else the only driver the cluster's slices name; a class told neither is left out."""
     out: dict[str, tuple[str, list[str]]] = {}
     for c in classes:
-        cels = [str(((s or {}).get("cel") or {}).get("expression", "")) for s in (c.get("spec") or {}).get("selectors")
-                or []]
+        cels = _cels((c.get("spec") or {}).get("selectors"))
         named = {m for e in cels for m in _DRIVER_CEL.findall(e)}
         driver = next(iter(named)) if len(named) == 1 else next(iter(drivers)) if len(drivers) == 1 and not named \
             else None
@@ -432,7 +436,7 @@ def _exact(x: Mapping[str, Any], dra: Dra) -> dict[str, Any] | str:
     driver, class_cels = known
     if driver not in dra.drivers:
         return "dra-no-devices"
-    cels = [*class_cels, *(str(((s or {}).get("cel") or {}).get("expression", "")) for s in x.get("selectors") or [])]
+    cels = [*class_cels, *_cels(x.get("selectors"))]
     capacity = {k: str(v) for k, v in sorted(((x.get("capacity") or {}).get("requests") or {}).items())}
     return {"device_class": driver, "count": int(x.get("count") or 1), **({"selectors": cels} if cels else {}),
             **({"capacity": capacity} if capacity else {})}
