@@ -7,7 +7,7 @@ export KWOKBENCH_SOURCES ?= $(abspath ../shared/sources)
 BIN := $(VENV)/bin
 PYTHON ?= python3
 
-.PHONY: install system-deps tools lint-workflows test demo bench clean docs docs-ref docs-check
+.PHONY: install system-deps tools lint-workflows prebuild test demo bench clean docs docs-ref docs-check
 
 # signal-processing-algorithms (E-divisive means, `kwokbench detect`) without its declared dependencies: it pins
 # numpy<2, which would take numpy 1.26 under a pyarrow that needs numpy 2; what its detector imports is in pyproject
@@ -54,13 +54,20 @@ lint-workflows: install
 	$(ACTIONLINT)
 	$(BIN)/zizmor --offline --no-progress .github/workflows action.yml
 
+# The builds the e2e files need beyond the core toolchain (the next Kubernetes release, scheduler_perf, the batch
+# schedulers), begun first, in the background at the lowest CPU priority, beside the toolchain, the linters and the
+# tests: cold, they are the suite's longest path (tests/prebuild.py). Stopped when make ends; pytest takes them over.
+# $$PPID is make's pid; KWOKBENCH_PREBUILD=0 turns them off.
+prebuild: install
+	@$(BIN)/python -m tests.prebuild --for-make $$PPID
+
 # Two pytest-xdist workers, each taking whole files (a file's clusters and builds are module fixtures, and its
 # tests stay in order): the e2e tier waits on clusters more than it computes (the serial suite kept 0.6 of this
 # machine's 2 cores busy), so two files at a time halve the wall time. TEST_WORKERS=0 runs it in one process.
 # --no-loadscope-reorder: the files run in tests/conftest.py's order (those that need a build last, in the order
 # tests/prebuild.py builds them in the background from the start: cold, the builds overlap the other tests).
 TEST_WORKERS ?= 2
-test: lint-workflows tools system-deps
+test: prebuild lint-workflows tools system-deps
 	$(BIN)/ruff check kwokbench tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/mypy benchmarks

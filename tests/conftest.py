@@ -88,21 +88,24 @@ _BUILDS: dict[str, object] = {}
 
 
 def _start_builds(config: pytest.Config, files: list[str]) -> None:
+    """The builds ``files`` need: those ``make test`` began before the linters (it runs this session), or begun
+    now."""
     from tests import prebuild
 
-    if "proc" in _BUILDS:
+    if "run" in _BUILDS:
         return
     names = prebuild.needed(files)
-    log = config.rootpath / ".pytest_cache" / "prebuild.log"
-    _BUILDS.update(proc=prebuild.start(names, log), names=names, log=log)
+    folder = config.rootpath / ".pytest_cache"
+    run = prebuild.adopt(folder, names) or prebuild.start(names, folder / "prebuild.log")
+    _BUILDS.update(run=run, names=names)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     from tests import prebuild
 
-    proc = _BUILDS.get("proc")
-    if isinstance(proc, subprocess.Popen):
-        _BUILDS["outcome"] = prebuild.stop(proc)
+    run = _BUILDS.get("run")
+    if isinstance(run, prebuild.Running):
+        _BUILDS["outcome"] = run.stop()
     path = session.config.getoption("--times")
     if path and not hasattr(session.config, "workerinput"):  # under pytest-xdist the controller gets every report
         import json
@@ -115,10 +118,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """One line for the background builds: what each took (``cached`` when warm), and how they ended."""
     from tests import prebuild
 
-    if "outcome" in _BUILDS:
-        log = _BUILDS["log"]
-        assert isinstance(log, Path)
-        terminalreporter.write_line(f"background builds: {prebuild.summary(log)}; {_BUILDS['outcome']} (log: {log})")
+    run = _BUILDS.get("run")
+    if isinstance(run, prebuild.Running) and "outcome" in _BUILDS:
+        begun = " begun by make test" if run.by_make else ""
+        terminalreporter.write_line(f"background builds{begun}: {prebuild.summary(run.log)}; {_BUILDS['outcome']} "
+                                    f"(log: {run.log})")
 
 
 @pytest.fixture(scope="session")

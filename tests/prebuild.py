@@ -1,28 +1,34 @@
-"""The builds the e2e files wait for, begun at the suite's start in one background process at the lowest CPU
-priority, so that on a cold machine they run beside the tests that need none instead of inside the tests that
-need them.
+"""The builds the e2e files wait for, begun in the background at the lowest CPU priority, so that on a cold
+machine they run beside the work that needs none instead of inside the tests that need them.
 
 Cold, the builds inside the suite took about 28 of its 38 minutes (2026-11-27), each begun only when a worker
-reached the file that needs it, and under pytest-xdist's default order (the files with most tests first) the last
-ones began in the suite's final third, where little was left to run beside them. Here they are begun at once, one
-after another in :data:`BUILDS`' order, niced (the tests' processes keep the CPU they ask for; the builds take what
-is left), and the files that need them run last, in that order (:func:`order`), so each has had the longest time to
-be built. A test reaching a build still in progress waits for it (``toolchain.install.build_lock``) rather than
-building it again. Warm, every build is found cached in a few seconds.
+reached the file that needs it. ``make test`` now begins them first (``python -m tests.prebuild --for-make PID``),
+beside the core toolchain's build, the linters and the Go plugins' tests, and the pytest session it runs takes them
+over (:func:`adopt`); a pytest run on its own begins the ones its files need (:func:`start`). They run in two
+lanes side by side (:data:`LANES`), niced (the tests' and the toolchain's processes keep the CPU they ask for; the
+builds take what is left), and the files that need them run last, in the order they are ready (:func:`order`). A
+test reaching a build still in progress waits for it (``toolchain.install.build_lock``) rather than building it
+again. Warm, every build is found cached in a few seconds.
 
 ``python -m tests.prebuild NAME...`` runs the named builds; a build that fails is one line in its log and the
-next is tried (the test that needs it then fails with kwokbench's own message). ``KWOKBENCH_PREBUILD=0`` turns it
-off."""
+next is tried (the test that needs it then fails with kwokbench's own message). They stop with the process they
+watch (the session, or make). ``KWOKBENCH_PREBUILD=0`` turns them off."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+
+import psutil
 
 from kwokbench.progress import Silent, Update
 
@@ -58,16 +64,26 @@ def _from_sources(name: str) -> Callable[[], object]:
 
 
 BUILDS: dict[str, Callable[[], object]] = {
-    "scheduler_perf": _scheduler_perf,
-    f"kubernetes {NEXT_KUBERNETES}": _kubernetes_next,
     "kueue": _kueue,
+    f"kubernetes {NEXT_KUBERNETES}": _kubernetes_next,
+    "scheduler_perf": _scheduler_perf,
     "volcano": _from_sources("volcano"),
     "yunikorn": _from_sources("yunikorn"),
     "kai": _from_sources("kai"),
     "wasm-extension": _from_sources("wasm-extension"),
 }
-"""Every build the e2e files need beyond the core toolchain (``make tools``), in the order they are begun: the
-one most files need first, then by the time each took cold (the longest first)."""
+"""Every build the e2e files need beyond the core toolchain (``make tools``), in the order they are ready on a cold
+machine when ``make test`` begins them (measured: docs/development/tests.md); the files that need them run in
+that order (:func:`rank`)."""
+
+LANES: tuple[tuple[str, ...], ...] = (
+    (f"kubernetes {NEXT_KUBERNETES}", "scheduler_perf", "yunikorn", "wasm-extension"),
+    ("kueue", "volcano", "kai"),
+)
+"""The builds run side by side, each lane one after another. Two lanes: a single Go build leaves a core idle
+while it downloads modules and while it links (one thread), and the tests beside them seldom keep both busy.
+scheduler_perf follows the next release in its lane so that, begun with ``make test``, it finds the pinned
+release's packages compiled by ``make tools`` (its test binary shares them) instead of compiling them beside it."""
 
 NEEDS: dict[str, tuple[str, ...]] = {
     "tests/e2e/test_ceiling.py": ("scheduler_perf",),
@@ -117,54 +133,124 @@ class _Log(Silent):
         yield lambda _detail: None
 
 
-def start(builds: list[str], log: Path) -> subprocess.Popen[bytes] | None:
+def lanes(builds: Iterable[str]) -> list[list[str]]:
+    """``builds`` split into :data:`LANES` (each lane's own order), the empty lanes left out."""
+    want = set(builds)
+    return [kept for lane in LANES if (kept := [b for b in lane if b in want])]
+
+
+PIDFILE = "prebuild.json"
+"""Beside the log: which process ``make test`` began the builds in, the make it ends with, and the builds."""
+
+
+@dataclasses.dataclass
+class Running:
+    """The background builds of this session: begun by it (``proc``) or by the ``make test`` that runs it."""
+
+    pid: int
+    log: Path
+    proc: subprocess.Popen[bytes] | None = None
+    by_make: bool = False
+
+    def alive(self) -> bool:
+        if self.proc is not None:
+            return self.proc.poll() is None
+        try:
+            p = psutil.Process(self.pid)
+            return p.status() != psutil.STATUS_ZOMBIE and "tests.prebuild" in " ".join(p.cmdline())
+        except psutil.Error:
+            return False
+
+    def stop(self) -> str:
+        """Stop the builds if they still run (the suite ended first: interrupted, or a build nothing waited for),
+        with every process they started; a line for the suite's summary."""
+        if self.alive():
+            for sig, wait in ((signal.SIGTERM, 30.0), (signal.SIGKILL, 10.0)):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.pid, sig)
+                if self._wait(wait):
+                    break
+            return "stopped before it finished"
+        if self.proc is not None:
+            self.proc.wait()
+        failed = re.search(r"^== .+: failed after", _read(self.log), flags=re.M)
+        return "finished, some builds failed" if failed else "finished"
+
+    def _wait(self, timeout: float) -> bool:
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=timeout)
+                return True
+            except subprocess.TimeoutExpired:
+                return False
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(self.pid).wait(timeout=timeout)
+        return not self.alive()
+
+
+def start(builds: list[str], log: Path, watch: int | None = None) -> Running | None:
     """The background process running ``builds`` (None when there are none or ``KWOKBENCH_PREBUILD=0``): its own
-    session (stopped with its Go builds by :func:`stop`), niced to 19, output to ``log``."""
+    session (stopped with its Go builds by :meth:`Running.stop`), niced to 19, output to ``log``; it stops them
+    itself when process ``watch`` (default: this one) ends."""
     if not builds or os.environ.get("KWOKBENCH_PREBUILD", "1") == "0":
         return None
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as out:
-        return subprocess.Popen(["nice", "-n", "19", sys.executable, "-m", "tests.prebuild", *builds],
+        proc = subprocess.Popen(["nice", "-n", "19", sys.executable, "-m", "tests.prebuild",
+                                 "--watch", str(watch or os.getpid()), *builds],
                                 cwd=Path(__file__).resolve().parent.parent, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
+    return Running(proc.pid, log, proc)
 
 
-def stop(proc: subprocess.Popen[bytes]) -> str:
-    """Stop the background builds if they still run (the suite ended first: interrupted, or a build nothing
-    waited for); a line for the suite's summary."""
-    import signal
+def begin_for_make(folder: Path, make: int) -> str:
+    """``make test``'s first step: every build the suite needs, begun beside the core toolchain's (``make tools``)
+    and the linters, stopped when ``make`` (pid ``make``) ends; the session pytest starts takes them over
+    (:func:`adopt`). Returns the line make prints."""
+    log = folder / "prebuild.log"
+    run = start(needed(NEEDS), log, watch=make)
+    if run is None:
+        return "background builds: none (KWOKBENCH_PREBUILD=0)"
+    assert run.proc is not None
+    run.proc.returncode = 0  # not ours to wait for: make's shell ends first; the adopting session stops it
+    (folder / PIDFILE).write_text(json.dumps({"pid": run.pid, "make": make, "builds": needed(NEEDS)}) + "\n")
+    return f"background builds begun: {', '.join(needed(NEEDS))} (log: {log})"
 
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        return "stopped before it finished"
-    return "finished" if proc.returncode == 0 else f"finished, some builds failed (exit {proc.returncode})"
+
+def adopt(folder: Path, builds: list[str]) -> Running | None:
+    """The builds ``make test`` began (:func:`begin_for_make`) if this process runs under that make and they
+    cover ``builds``; None otherwise."""
+    try:
+        info = json.loads((folder / PIDFILE).read_text())
+        make, pid, begun = int(info["make"]), int(info["pid"]), set(info["builds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if make not in {p.pid for p in psutil.Process().parents()} or not set(builds) <= begun:
+        return None
+    return Running(pid, folder / "prebuild.log", by_make=True)
+
+
+def _read(log: Path) -> str:
+    try:
+        return log.read_text(errors="replace")
+    except OSError:
+        return ""
 
 
 def summary(log: Path) -> str:
     """Each build's time from the log (``name 512s``), comma-separated; ``nothing ran`` for an empty log."""
-    import re
-
-    try:
-        text = log.read_text(errors="replace")
-    except OSError:
+    if not log.exists():
         return "no log"
-    done = [f"{m[0]} {m[1]} {m[2]}s" for m in re.findall(r"^== (.+): (ready|failed) after (\d+)s", text, flags=re.M)]
+    done = [f"{m[0]} {m[1]} {m[2]}s" for m in re.findall(r"^== (.+): (ready|failed) after (\d+)s", _read(log),
+                                                          flags=re.M)]
     return ", ".join(done) or "nothing ran"
 
 
-def main(names: list[str]) -> int:
-    unknown = [n for n in names if n not in BUILDS]
-    if unknown:
-        print(f"error: not a build of the suite: {unknown[0]} (one of: {', '.join(BUILDS)})", file=sys.stderr)
-        return 2
+def _lane(names: list[str]) -> int:
+    """One lane: its builds one after another, until the process that began it (the coordinator) is gone."""
     parent, failed = os.getppid(), 0
     for name in names:
-        if os.getppid() != parent:  # the suite is gone: leave the rest to the next one
+        if os.getppid() != parent:
             return 1
         t0 = time.monotonic()
         print(f"== {name}", flush=True)
@@ -177,6 +263,57 @@ def main(names: list[str]) -> int:
             continue
         print(f"== {name}: ready after {time.monotonic() - t0:.0f}s", flush=True)
     return 1 if failed else 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
+
+
+def _coordinate(lanes: list[list[str]], watch: int) -> int:
+    """The lanes (each a command) side by side; when process ``watch`` (the suite, or make) ends first, every
+    build is stopped: this process's group, the lanes and their Go processes."""
+    procs = [subprocess.Popen(cmd, stdin=subprocess.DEVNULL) for cmd in lanes]
+    while any(p.poll() is None for p in procs):
+        if not _alive(watch):
+            print(f"== stopped: process {watch} ended first", flush=True)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            os.killpg(os.getpgrp(), signal.SIGTERM)
+            for p in procs:
+                p.wait()
+            return 1
+        time.sleep(1)
+    return 1 if any(p.returncode for p in procs) else 0
+
+
+USAGE = ("usage: python -m tests.prebuild [--watch PID] BUILD... | --lane BUILD... | --for-make MAKE_PID "
+         f"(builds: {', '.join(BUILDS)})")
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--for-make"]:
+        if len(argv) != 2 or not argv[1].isdigit():
+            print(f"error: --for-make takes make's pid\n{USAGE}", file=sys.stderr)
+            return 2
+        folder = Path(__file__).resolve().parent.parent / ".pytest_cache"
+        print(begin_for_make(folder, int(argv[1])), flush=True)
+        return 0
+    lane, watch = argv[:1] == ["--lane"], os.getppid()
+    names = argv[1:] if lane else argv
+    if names[:1] == ["--watch"]:
+        if len(names) < 2 or not names[1].isdigit():
+            print(f"error: --watch takes a pid\n{USAGE}", file=sys.stderr)
+            return 2
+        watch, names = int(names[1]), names[2:]
+    unknown = [n for n in names if n not in BUILDS]
+    if unknown:
+        print(f"error: not a build of the suite: {unknown[0]} (one of: {', '.join(BUILDS)})", file=sys.stderr)
+        return 2
+    if lane:
+        return _lane(names)
+    return _coordinate([[sys.executable, "-m", "tests.prebuild", "--lane", *ln] for ln in lanes(names)], watch)
 
 
 if __name__ == "__main__":

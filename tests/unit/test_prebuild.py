@@ -3,8 +3,10 @@ run in, the log's summary line, and stopping the builds with every process they 
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -35,7 +37,7 @@ def test_every_e2e_file_that_installs_a_scheduler_from_sources_is_listed_with_it
 def test_the_builds_needed_come_once_each_in_the_order_they_are_begun() -> None:
     files = ["tests/e2e/test_kai.py", "tests/unit/test_x.py", "tests/e2e/test_kubernetes_versions.py",
              "tests/e2e/test_dra.py"]
-    assert prebuild.needed(files) == ["scheduler_perf", f"kubernetes {prebuild.NEXT_KUBERNETES}", "kai"]
+    assert prebuild.needed(files) == [f"kubernetes {prebuild.NEXT_KUBERNETES}", "scheduler_perf", "kai"]
     assert prebuild.needed(["tests/unit/test_x.py", "tests/e2e/test_run.py"]) == []
 
 
@@ -46,9 +48,20 @@ def test_files_run_build_free_e2e_first_then_the_fast_tiers_then_by_the_last_bui
     assert prebuild.order(files) == [
         "tests/e2e/test_action.py", "tests/e2e/test_run.py",  # no build: the longest tier first
         "tests/integration/test_b.py", "tests/unit/test_a.py",  # collection order kept
-        "tests/e2e/test_dra.py",  # scheduler_perf, begun first
-        "tests/e2e/test_kubernetes_versions.py",  # its last build, the next release, second
-        "tests/e2e/test_kueue.py", "tests/e2e/test_wasm_extension.py"]
+        "tests/e2e/test_kueue.py",  # ready first
+        "tests/e2e/test_kubernetes_versions.py", "tests/e2e/test_dra.py",  # both wait for scheduler_perf
+        "tests/e2e/test_wasm_extension.py"]
+
+
+def test_every_build_is_in_one_lane_and_scheduler_perf_follows_the_next_release() -> None:
+    """scheduler_perf's test binary shares the pinned release's packages with ``make tools``' build: behind the
+    next release in its lane, it begins once those are compiled."""
+    in_lanes = [b for lane in prebuild.LANES for b in lane]
+    assert sorted(in_lanes) == sorted(prebuild.BUILDS)
+    lane = next(ln for ln in prebuild.LANES if "scheduler_perf" in ln)
+    assert lane.index(f"kubernetes {prebuild.NEXT_KUBERNETES}") < lane.index("scheduler_perf")
+    assert prebuild.lanes(["kai", "scheduler_perf", "kueue"]) == [["scheduler_perf"], ["kueue", "kai"]]
+    assert prebuild.lanes(["wasm-extension"]) == [["wasm-extension"]]
 
 
 def test_the_summary_line_gives_each_build_its_time_and_outcome(tmp_path: Path) -> None:
@@ -64,25 +77,75 @@ def test_nothing_starts_without_builds_or_when_turned_off(tmp_path: Path, monkey
     monkeypatch.setenv("KWOKBENCH_PREBUILD", "0")
     assert prebuild.start(["kueue"], tmp_path / "b.log") is None
     assert not (tmp_path / "b.log").exists()
+    assert prebuild.begin_for_make(tmp_path, 1) == "background builds: none (KWOKBENCH_PREBUILD=0)"
+    assert not (tmp_path / prebuild.PIDFILE).exists()
 
 
-def test_an_unknown_build_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unknown_build_or_a_bad_pid_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert prebuild.main(["scheduler_perf", "nope"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: not a build of the suite: nope") and len(err.splitlines()) == 1
+    for argv in (["--for-make"], ["--for-make", "x"], ["--watch", "x", "kai"], ["--lane", "--watch"]):
+        assert prebuild.main(argv) == 2, argv
+        assert capsys.readouterr().err.startswith("error: ")
 
 
-def test_stop_ends_the_builds_and_every_process_they_started() -> None:
+def _children(pid: int, n: int) -> list[psutil.Process]:
+    deadline = time.monotonic() + 10
+    while len(kids := psutil.Process(pid).children(recursive=True)) < n and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return kids
+
+
+def test_stop_ends_the_builds_and_every_process_they_started(tmp_path: Path) -> None:
     """A build is a Go toolchain's tree of processes: the whole session goes, not the Python process only."""
     proc = subprocess.Popen(["sh", "-c", "sleep 60 & sleep 60"], start_new_session=True)
-    deadline = time.monotonic() + 10
-    while len(psutil.Process(proc.pid).children()) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    children = psutil.Process(proc.pid).children()
+    children = _children(proc.pid, 2)
     assert len(children) == 2
-    assert prebuild.stop(proc) == "stopped before it finished"
+    assert prebuild.Running(proc.pid, tmp_path / "log", proc).stop() == "stopped before it finished"
     _, alive = psutil.wait_procs(children, timeout=10)
     assert not alive
     done = subprocess.Popen(["true"], start_new_session=True)
     done.wait()
-    assert prebuild.stop(done) == "finished"
+    (tmp_path / "log").write_text("== kai\n== kai: ready after 3s\n")
+    assert prebuild.Running(done.pid, tmp_path / "log", done).stop() == "finished"
+    (tmp_path / "log").write_text("== kai\n== kai: failed after 3s: go: no\n")
+    assert prebuild.Running(done.pid, tmp_path / "log", done).stop() == "finished, some builds failed"
+
+
+def test_the_builds_stop_with_every_process_when_the_process_they_watch_ends() -> None:
+    """make's builds outlive its shell; when make ends (a linter failed, ^C), they must not run on."""
+    watched = subprocess.Popen(["sleep", "60"])
+    code = ("import sys; from tests import prebuild; "
+            "sys.exit(prebuild._coordinate([['sleep', '60'], ['sh', '-c', 'sleep 60; sleep 1']], int(sys.argv[1])))")
+    coord = subprocess.Popen([sys.executable, "-c", code, str(watched.pid)], cwd=REPO, start_new_session=True,
+                             stdout=subprocess.DEVNULL)
+    try:
+        lanes = _children(coord.pid, 3)
+        assert len(lanes) == 3  # two lanes and the shell's sleep
+        watched.kill()
+        watched.wait()
+        assert coord.wait(timeout=15) == 1
+        _, alive = psutil.wait_procs(lanes, timeout=10)
+        assert not alive
+    finally:
+        for p in (watched, coord):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def test_a_session_under_make_takes_over_its_builds_and_no_other(tmp_path: Path) -> None:
+    make = psutil.Process().parent()
+    assert make is not None
+    (tmp_path / prebuild.PIDFILE).write_text(json.dumps({"pid": 4242, "make": make.pid, "builds": ["kueue", "kai"]}))
+    run = prebuild.adopt(tmp_path, ["kai"])
+    assert run is not None and run.by_make and run.pid == 4242 and run.log == tmp_path / "prebuild.log"
+    assert prebuild.adopt(tmp_path, ["kai", "volcano"]) is None  # not every build it needs
+    other = subprocess.Popen(["true"])
+    other.wait()
+    (tmp_path / prebuild.PIDFILE).write_text(json.dumps({"pid": 4242, "make": other.pid, "builds": ["kai"]}))
+    assert prebuild.adopt(tmp_path, ["kai"]) is None  # another make's
+    (tmp_path / prebuild.PIDFILE).write_text("{")
+    assert prebuild.adopt(tmp_path, ["kai"]) is None
+    assert prebuild.adopt(tmp_path / "none", ["kai"]) is None
