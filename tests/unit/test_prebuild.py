@@ -135,6 +135,19 @@ def test_the_builds_stop_with_every_process_when_the_process_they_watch_ends() -
                 p.wait()
 
 
+def test_the_builds_session_is_at_the_lowest_priority_and_no_other() -> None:
+    """With autogroups a nice value counts only within a session: the builds' own session is niced as a whole."""
+    if not Path("/proc/self/autogroup").exists():
+        pytest.skip("this kernel has no autogroups: nice 19 alone is the lowest priority")
+    code = "from tests import prebuild; prebuild.lowest_priority(); print(open('/proc/self/autogroup').read())"
+    own = subprocess.run([sys.executable, "-c", code], cwd=REPO, start_new_session=True, capture_output=True,
+                         text=True, check=True)
+    assert own.stdout.split()[-2:] == ["nice", "19"]
+    ours = Path("/proc/self/autogroup").read_text()
+    shared = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert shared.stdout.strip() == ours.strip()  # not a session's leader: the caller's session untouched
+
+
 def test_a_session_under_make_takes_over_its_builds_and_no_other(tmp_path: Path) -> None:
     make = psutil.Process().parent()
     assert make is not None
