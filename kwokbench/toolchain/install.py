@@ -82,8 +82,17 @@ def _go_env() -> dict[str, str]:
     # static binaries run anywhere on the host.
     env["GOTOOLCHAIN"] = "local"
     env["CGO_ENABLED"] = "0"
-    env["GOFLAGS"] = (env.get("GOFLAGS", "") + " -mod=mod").strip()
+    flags = env.get("GOFLAGS", "") + " -mod=mod"
+    if "-gcflags" not in flags:
+        # every binary is linked stripped (-ldflags "-s -w"): the DWARF the compiler would write only for the link
+        # to drop is not written (the same code; 8% less CPU for etcd's build on the project's machine)
+        flags += " " + NO_DWARF
+    env["GOFLAGS"] = flags.strip()
     return env
+
+
+NO_DWARF = "-gcflags=all=-dwarf=false"
+"""Also in the Makefile's Go plugin tests, which then share the compiled Kubernetes packages of ``make tools``."""
 
 
 def go_version() -> tuple[int, int, str]:

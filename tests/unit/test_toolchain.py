@@ -142,3 +142,25 @@ def test_a_second_build_of_one_cache_entry_waits_for_the_first(tmp_path: Path) -
     with build_lock(tmp_path, "other", Rep()):  # another entry: no wait
         pass
     assert len(said) == 1
+
+
+def test_builds_skip_the_dwarf_the_stripped_link_drops_and_the_plugin_tests_compile_alike(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Makefile's Go plugin tests reuse ``make tools``' compiled Kubernetes packages only with the same
+    compiler flags, cgo setting and ``-trimpath``: a change to one side alone would compile them twice, cold."""
+    import re
+
+    from kwokbench.toolchain.install import NO_DWARF, _go_env
+
+    monkeypatch.delenv("GOFLAGS", raising=False)
+    env = _go_env()
+    assert env["GOFLAGS"].split() == ["-mod=mod", NO_DWARF] and env["CGO_ENABLED"] == "0"
+    monkeypatch.setenv("GOFLAGS", "-gcflags=all=-N")  # a user's own compiler flags are left as they are
+    assert _go_env()["GOFLAGS"].split() == ["-gcflags=all=-N", "-mod=mod"]
+    makefile = (Path(__file__).resolve().parents[2] / "Makefile").read_text()
+    line = re.search(r"^PLUGIN_GO := (.*)$", makefile, flags=re.M)
+    assert line is not None
+    assert "CGO_ENABLED=0" in line.group(1).split()
+    assert re.search(r"GOFLAGS='([^']*)'", line.group(1)).group(1).split() == ["-mod=mod", "-trimpath", NO_DWARF]  # type: ignore[union-attr]
+    assert all("trimpath" in cmd for cmd in re.findall(r'\["go", "build"[^\]]*\]', (
+        Path(__file__).resolve().parents[2] / "kwokbench/toolchain/install.py").read_text()))
