@@ -85,7 +85,7 @@ LANES: tuple[tuple[str, ...], ...] = (
     ("kueue", "volcano", "kai"),
 )
 """The builds run side by side, each lane one after another. Two lanes: a single Go build leaves a core idle
-while it downloads modules and while it links (one thread), and the tests beside them seldom keep both busy.
+while it downloads modules and while it links (one thread).
 scheduler_perf follows the next release in its lane so that, begun with ``make test``, it finds the pinned
 release's packages compiled by ``make tools`` (its test binary shares them) instead of compiling them beside it."""
 
@@ -295,10 +295,10 @@ def lowest_priority() -> None:
         Path("/proc/self/autogroup").write_text("19")
 
 
-def _coordinate(lanes: list[list[str]], watch: int) -> int:
-    """The lanes (each a command) side by side; when process ``watch`` (the suite, or make) ends first, every
+def _coordinate(commands: list[list[str]], watch: int) -> int:
+    """The lanes (``commands``) side by side; when process ``watch`` (the suite, or make) ends first, every
     build is stopped: this process's group, the lanes and their Go processes."""
-    procs = [subprocess.Popen(cmd, stdin=subprocess.DEVNULL) for cmd in lanes]
+    procs = [subprocess.Popen(cmd, stdin=subprocess.DEVNULL) for cmd in commands]
     while any(p.poll() is None for p in procs):
         if not _alive(watch):
             say(f"== stopped: process {watch} ended first")
@@ -311,14 +311,14 @@ def _coordinate(lanes: list[list[str]], watch: int) -> int:
     return 1 if any(p.returncode for p in procs) else 0
 
 
-USAGE = ("usage: python -m tests.prebuild [--watch PID] BUILD... | --lane BUILD... | --for-make MAKE_PID "
+USAGE = ("python -m tests.prebuild [--watch PID] BUILD... | --lane BUILD... | --for-make MAKE_PID "
          f"(builds: {', '.join(BUILDS)})")
 
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--for-make"]:
         if len(argv) != 2 or not argv[1].isdigit():
-            print(f"error: --for-make takes make's pid\n{USAGE}", file=sys.stderr)
+            print(f"error: --for-make takes make's pid ({USAGE})", file=sys.stderr)
             return 2
         folder = Path(__file__).resolve().parent.parent / ".pytest_cache"
         print(begin_for_make(folder, int(argv[1])), flush=True)
@@ -327,7 +327,7 @@ def main(argv: list[str]) -> int:
     names = argv[1:] if lane else argv
     if names[:1] == ["--watch"]:
         if len(names) < 2 or not names[1].isdigit():
-            print(f"error: --watch takes a pid\n{USAGE}", file=sys.stderr)
+            print(f"error: --watch takes a pid ({USAGE})", file=sys.stderr)
             return 2
         watch, names = int(names[1]), names[2:]
     unknown = [n for n in names if n not in BUILDS]

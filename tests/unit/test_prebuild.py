@@ -87,7 +87,8 @@ def test_an_unknown_build_or_a_bad_pid_is_one_line_and_exit_2(capsys: pytest.Cap
     assert err.startswith("error: not a build of the suite: nope") and len(err.splitlines()) == 1
     for argv in (["--for-make"], ["--for-make", "x"], ["--watch", "x", "kai"], ["--lane", "--watch"]):
         assert prebuild.main(argv) == 2, argv
-        assert capsys.readouterr().err.startswith("error: ")
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and len(err.splitlines()) == 1, err
 
 
 def _children(pid: int, n: int) -> list[psutil.Process]:
