@@ -7,6 +7,7 @@ from pathlib import Path
 
 import orjson
 import pandas as pd
+import pytest
 
 from kwokbench.acceptance import ACCEPTED_MIN
 from kwokbench.analyse import analyse
@@ -111,10 +112,13 @@ def test_quickstart_sized_run_every_pod_seen_bound_and_counted(cluster: ClusterI
         assert f.is_dir() or b"PRIVATE KEY" not in f.read_bytes()
 
 
+@pytest.mark.quiet_host
 def test_an_offer_the_cluster_does_not_take_is_reported_and_flagged(cluster: ClusterInfo, tmp_path: Path) -> None:
     """Two connections cannot carry 1500 creates/s: the accepted rate says so, and so do the summary, the
     console and the report's chart, with where the requests waited. (2000 pods: two connections accept ~300/s
-    here, so well over 1000 creates wait for one; 3000 cost ~12 s more and showed nothing more.)"""
+    here, so well over 1000 creates wait for one; 3000 cost ~12 s more and showed nothing more.) Alone on the host
+    (quiet_host): the verdict ``harness`` is a claim about where the CPU went, and a warm clean clone (2026-11-28)
+    judged it ``host`` with the other worker's test taking 32% of the two CPUs."""
     res = kwokbench("run", str(REPO / "scenarios/quickstart.yaml"), "--cluster", cluster.name, "--out", str(tmp_path),
                     "--set", "workloads.0.count=2000", "--set", "workloads.0.arrival.qps=1500",
                     "--set", "workloads.0.connections=2", check=True)
