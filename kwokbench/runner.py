@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kwokbench import components
+from kwokbench import components, flags
 from kwokbench.analyse import analyse
 from kwokbench.chaos import COMPONENT
 from kwokbench.cluster import (
@@ -146,6 +146,7 @@ def fairness_manifest(scenario: Scenario, variant: SchedulerSpec, opts: ClusterO
         "concurrent_schedulers": [_variant_brief(v) for v in scenario.schedulers]
         if scenario.concurrent_schedulers else None,
         # only when set: runs from before they existed stay comparable with runs that set none
+        **({"scheduler_flags": sf} if (sf := flags.for_component(opts.extra_args, "kube-scheduler")) else {}),
         **({"feature_gates": opts.feature_gates} if opts.feature_gates else {}),
         **({"runtime_config": opts.runtime_config} if opts.runtime_config else {}),
     }
@@ -267,6 +268,8 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
         if any(w.gang for w in scenario.workloads) and opts.cluster:
             asyncio.run(apply_crds(info.credentials(), k.toolchain.scheduler_plugins_crds()))
         records = _start_components(comps, info, rep)
+        if isinstance(info, ClusterInfo):  # the flags every process runs with, as it runs with them
+            rundir.update_meta(command_lines=processes.command_lines(info.dir))
         started_schedulers = [r for c, r in records if c.role == "scheduler"]
         for c, r in records:
             if c.role != "scheduler":

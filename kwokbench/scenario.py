@@ -28,7 +28,7 @@ from pydantic import (
     model_validator,
 )
 
-from kwokbench import kind
+from kwokbench import flags, kind
 from kwokbench.errors import ScenarioError
 from kwokbench.kind import SchedulerSpec
 from kwokbench.quantity import quantity
@@ -289,7 +289,11 @@ class ClusterSpec(_Model):
         "`kubernetes:` overrides it for that variant."))
     prometheus: bool = Field(False, description="Also run Prometheus through kwokctl --prometheus-port.")
     extra_args: list[str] = Field(default_factory=list, description=(
-        "kwokctl --extra-args entries, component=key=value (e.g. kube-apiserver=v=2)."))
+        "Flags of the cluster's processes, component=key=value (component: " + ", ".join(flags.COMPONENTS) +
+        "), e.g. kube-apiserver=v=2 or kube-scheduler=feature-gates=SchedulerAsyncAPICalls=true; each reaches its "
+        "process as --key=value after kwokctl's and kwokbench's own. kube-scheduler entries go to every "
+        "kube-scheduler of the run (kwokctl's or one kwokbench starts); flags kwokbench sets for it (config, "
+        "kubeconfig, ports, leader election, client limits) are refused."))
     controller_manager: bool = Field(True, description=(
         "Run kube-controller-manager. A scenario of bare pods needs none of it (kwokbench creates each "
         "namespace's default ServiceAccount itself), and off it spends no CPU on pod and node events; Jobs, "
@@ -317,6 +321,11 @@ class ClusterSpec(_Model):
     @classmethod
     def _release(cls, v: str) -> str:
         return versions.kubernetes_tag(v)
+
+    @field_validator("extra_args")
+    @classmethod
+    def _flags(cls, v: list[str]) -> list[str]:
+        return flags.check_component_flags(v)
 
 
 class ExtenderSpec(_Model):

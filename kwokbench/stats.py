@@ -268,3 +268,171 @@ def simulate_error_rates(values_by_run: Sequence[float], n: int, effect: float, 
     rates = {k: {x: vs.count(x) / trials for x in ("regression", "pass", "inconclusive")}
              for k, vs in verdicts.items()}
     return {"n": n, "mode": mode, "trials": trials, "effect": effect, **rates}
+
+
+# ---- the three-way decision ------------------------------------------------------------------------
+
+Decision = Literal["regression", "same", "better", "inconclusive"]
+MAX_MORE = 1000
+"""Most extra pairs :func:`decide` will say would decide; beyond it, "more runs would not decide"."""
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What a group of pairs (or two groups of runs) can say about a change, at a margin."""
+
+    decision: Decision
+    ratio: float
+    """candidate / baseline (geometric)."""
+    interval: tuple[float, float]
+    """The ratio's two-sided ``level`` interval: its ends are exactly the one-sided tests at ``alpha`` each
+    (worse than 0, beyond the margin, within it), so the interval printed is the interval tested."""
+    level: float
+    margin: float
+    """The allowed change, relative, in the worse direction (the equivalence bounds are ±its log)."""
+    not_worse: bool
+    """The interval excludes a change worse than the margin (non-inferiority shown: a gate may pass)."""
+    more: int | None
+    """Decided: 0. Else how many more pairs (paired) or runs a side would decide if the estimate and the spread
+    stayed as they are; None when no number would (the estimate sits on the margin)."""
+    reason: str
+
+
+def _bounds(higher_is_better: bool, margin: float) -> float:
+    """The margin on the log scale, in the worse direction (``bad`` units: > 0 is worse)."""
+    if margin <= 0:
+        raise ValueError("the allowed change must be > 0")
+    return -math.log(1 - margin) if higher_is_better and margin < 1 else math.log(1 + margin)
+
+
+def decide(bad: float, se: float, df: float, n: int, higher_is_better: bool, margin: float,
+           alpha: float = ALPHA) -> Decided:
+    """The three-way verdict from an estimate on the log scale.
+
+    ``bad`` is the mean log change in the worse direction (> 0: the candidate is worse), ``se`` its standard
+    error on ``df`` degrees of freedom from ``n`` pairs (or runs a side), ``margin`` the allowed change. With
+    ``[lo, hi]`` = ``bad`` ± t(1-alpha, df)·se and ``m`` the margin's log:
+
+    - *regression*: the estimate is worse than the margin and ``lo > 0`` (significantly worse, asv's rule);
+    - *better*: the mirror: better than the margin and ``hi < 0``;
+    - *same*: ``-m < lo`` and ``hi < m``: two one-sided tests (TOST) show the change within ±margin;
+    - *inconclusive* otherwise, with ``more``: the pairs that would decide were estimate and spread to stay.
+    ``not_worse`` (``hi < m``) is the gate's pass: a regression of the margin is excluded at ``alpha``."""
+    m = _bounds(higher_is_better, margin)
+    t = float(sps.t.ppf(1 - alpha, df)) if df > 0 else math.inf
+    h = t * se
+    lo, hi = bad - h, bad + h
+    level = 1 - 2 * alpha
+    # as a ratio of candidate to baseline (the worse direction is down for higher-is-better metrics)
+    sign = -1.0 if higher_is_better else 1.0
+    ratio = math.exp(sign * bad)
+    ends = sorted((math.exp(sign * lo), math.exp(sign * hi)))
+    interval = (ends[0], ends[1])
+    not_worse = hi < m
+    decision: Decision
+    if bad > m and lo > 0:
+        decision = "regression"
+    elif bad < -m and hi < 0:
+        decision = "better"
+    elif -m < lo and hi < m:
+        decision = "same"
+    else:
+        decision = "inconclusive"
+    more = 0 if decision != "inconclusive" else _more(bad, se, n, m, alpha)
+    change = f"{(ratio - 1) * 100:+.1f}% ({level * 100:.0f}% CI {(interval[0] - 1) * 100:+.1f}%.."
+    change += f"{(interval[1] - 1) * 100:+.1f}%)"
+    allowed = f"±{margin * 100:.0f}%"
+    reason = {
+        "regression": f"{change}: worse beyond the allowed {margin * 100:.0f}%",
+        "better": f"{change}: better beyond {margin * 100:.0f}%",
+        "same": f"{change}: the same within {allowed}",
+        "inconclusive": f"{change}: cannot tell within {allowed}"
+                        + ("" if more is None else f"; about {more} more {'pairs' if n else 'runs'} would decide")
+                        + ("; a worsening beyond it is excluded" if not_worse else ""),
+    }[decision]
+    return Decided(decision, ratio, interval, level, margin, not_worse, more, reason)
+
+
+def _more(bad: float, se: float, n: int, m: float, alpha: float) -> int | None:
+    """Pairs beyond ``n`` at which the same estimate and spread would be decided (same, or beyond the margin and
+    significant); None when none up to :data:`MAX_MORE` would."""
+    sd = se * math.sqrt(max(n, 1))
+    target = abs(bad) if abs(bad) > m else m - abs(bad)
+    if target <= 0 or sd <= 0:
+        return None if target <= 0 else 1
+    for k in range(n + 1, n + MAX_MORE + 1):
+        if float(sps.t.ppf(1 - alpha, k - 1)) * sd / math.sqrt(k) < target:
+            return k - n
+    return None
+
+
+def decide_groups(baseline: Values, candidate: Values, higher_is_better: bool, margin: float,
+                  paired: bool = True, alpha: float = ALPHA) -> Decided:
+    """:func:`decide` on two groups of positive values (paired: the i-th of each form a pair)."""
+    base, cand = _clean(baseline, candidate, paired)
+    need = MIN_PAIRS if paired else MIN_SAMPLES
+    if len(base) < need or len(cand) < need or (base <= 0).any() or (cand <= 0).any():
+        raise ValueError(f"need at least {need} positive values a side")
+    diff, se, df = log_difference(base, cand, paired)
+    bad = -diff if higher_is_better else diff
+    return decide(bad, max(se, 1e-12), df, len(base) if paired else min(len(base), len(cand)), higher_is_better,
+                  margin, alpha)
+
+
+# ---- sequential pairs ------------------------------------------------------------------------------
+
+def looks(first: int = 3, most: int = 20, growth: float = 1.5) -> list[int]:
+    """The numbers of pairs at which a sequential comparison is tested: ``first``, then about ``growth`` times
+    more each time, and ``most`` last."""
+    if first < MIN_PAIRS or most < first:
+        raise ValueError(f"looks need {MIN_PAIRS} <= first <= most, got {first}, {most}")
+    out, n = [first], float(first)
+    while out[-1] < most:
+        n *= growth
+        out.append(min(most, max(out[-1] + 1, round(n))))
+    return out
+
+
+def look_alpha(alpha: float, schedule: Sequence[int]) -> float:
+    """The per-look significance that keeps each one-sided error of the whole sequence at most ``alpha``
+    (Bonferroni over the looks: conservative; the real rates are measured by :func:`simulate_sequential`)."""
+    return alpha / len(schedule)
+
+
+def decide_sequential(log_ratios: Sequence[float], higher_is_better: bool, margin: float,
+                      schedule: Sequence[int], alpha: float = ALPHA) -> tuple[Decided | None, int]:
+    """Test the pairs' log ratios (candidate over baseline) at each look of ``schedule`` reached; return the first
+    decision and the pairs it used, or (None, pairs) when the pairs so far have not decided and the schedule has a
+    later look; at the last look, the decision as it stands (inconclusive included)."""
+    a = look_alpha(alpha, schedule)
+    d = np.asarray(log_ratios, dtype=np.float64)
+    last: Decided | None = None
+    for n in schedule:
+        if n > len(d):
+            return None, len(d)
+        x = d[:n]
+        sd = float(x.std(ddof=1))
+        bad = float(-x.mean() if higher_is_better else x.mean())
+        last = decide(bad, max(sd / math.sqrt(n), 1e-12), n - 1, n, higher_is_better, margin, a)
+        if last.decision != "inconclusive":
+            return last, n
+    return last, len(d[:schedule[-1]])
+
+
+def simulate_sequential(sd: float, effect: float, higher_is_better: bool, margin: float, schedule: Sequence[int],
+                        trials: int = 2000, seed: int = 0, alpha: float = ALPHA) -> dict[str, Any]:
+    """The sequential rule's outcome rates on simulated pairs: log ratios normal with spread ``sd`` (the pair
+    ratio's, measured), shifted by ``effect`` (relative, e.g. -0.05 for 5% lower); and the pairs it used."""
+    rng = np.random.default_rng(seed)
+    shift = math.log(1 + effect)
+    counts: dict[str, int] = {"regression": 0, "same": 0, "better": 0, "inconclusive": 0}
+    used: list[int] = []
+    for _ in range(trials):
+        x = rng.normal(shift, sd, schedule[-1])
+        got, n = decide_sequential(x, higher_is_better, margin, schedule, alpha)
+        assert got is not None
+        counts[got.decision] += 1
+        used.append(n)
+    return {"trials": trials, "sd": sd, "effect": effect, "margin": margin,
+            **{k: v / trials for k, v in counts.items()}, "pairs_median": float(np.median(used)),
+            "pairs_mean": float(np.mean(used))}

@@ -17,7 +17,7 @@ import ssl
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from typing import Any
 import psutil
 import yaml
 
+from kwokbench import flags
 from kwokbench.cluster import kwok_controllers, processes
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.cluster.processes import ComponentProcess
@@ -61,11 +62,11 @@ class ClusterOptions:
     apiserver_port: int | None = None
     prometheus_port: int | None = None
     extra_args: list[str] = field(default_factory=list)
+    """Components' flags, ``component=key=value`` (:mod:`kwokbench.flags`); a variant's kube-scheduler flags too."""
     feature_gates: dict[str, bool] = field(default_factory=dict)
     """Feature gates of kube-apiserver, kube-controller-manager and kube-scheduler (kwokctl's kubeFeatureGates)."""
     runtime_config: list[str] = field(default_factory=list)
     """kube-apiserver ``--runtime-config`` entries, e.g. ``scheduling.k8s.io/v1beta1=true``."""
-    """kwokctl ``--extra-args component=key=value`` entries."""
     disable: list[str] = field(default_factory=list)
     """Components not to run (kwokctl ``--disable``), e.g. kube-scheduler to measure creation alone."""
     wait_seconds: int = 180
@@ -306,21 +307,18 @@ class Kwokctl:
         cfg_dir = self.home / "configs"
         cfg_dir.mkdir(parents=True, exist_ok=True)
         cfg = cfg_dir / f"{name}.kwokctl.yaml"
-        cfg.write_text(yaml.safe_dump_all(kwokctl_documents(self.toolchain.kwokctl_options(), opts, ports)))
+        # Debian's prometheus defaults to one shared /var/lib/prometheus: give each cluster its own TSDB
+        tsdb = [f"prometheus=storage.tsdb.path={self.cluster_dir(name) / 'prometheus-data'}"] \
+            if opts.prometheus_port else []
+        cfg.write_text(yaml.safe_dump_all(kwokctl_documents(self.toolchain.kwokctl_options(), opts, ports, tsdb)))
         args = ["-c", str(cfg), "--name", name, "create", "cluster", "--runtime", "binary",
                 "--kubeconfig", str(self.kubeconfig), "--wait", f"{opts.wait_seconds}s", "--quiet-pull"]
         sc = scheduler_config(opts, cfg_dir / f"{name}.scheduler.yaml")
         args += ["--kube-scheduler-config", str(sc)]
         if opts.scheduler_binary:
             args += ["--kube-scheduler-binary", str(opts.scheduler_binary)]
-        if opts.prometheus_port:
-            # Debian's prometheus defaults to one shared /var/lib/prometheus: give each cluster its own TSDB
-            args += ["--extra-args", f"prometheus=storage.tsdb.path={self.cluster_dir(name) / 'prometheus-data'}"]
         for comp in opts.disable:
             args += ["--disable", comp]
-        kwok_configs = [f"kwok-controller=config={p}" for p in opts.kwok_configs]
-        for extra in [*_default_extra_args(), *opts.extra_args, *kwok_configs]:
-            args += ["--extra-args", extra]
         try:
             parts = [c for c in ("etcd", "kube-apiserver", "controller-manager", "scheduler", "kwok")
                      if not ({c, f"kube-{c}"} & set(opts.disable))]
@@ -459,8 +457,10 @@ class Kwokctl:
 
 
 def kwokctl_documents(toolchain_options: dict[str, object], opts: ClusterOptions,
-                      ports: dict[str, int]) -> list[dict[str, Any]]:
-    """The ``-c`` config: toolchain binaries, pinned ports, QPS limits, and kwok controller parallelism."""
+                      ports: dict[str, int], more_flags: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The ``-c`` config: toolchain binaries, pinned ports, QPS limits, kwok controller parallelism, and every
+    component's flags as ``componentsPatches`` (kwokbench's defaults, the scenario's ``extra_args``, then
+    ``more_flags``; never kwokctl's ``--extra-args``: :func:`kwokbench.flags.patches`)."""
     options = {**toolchain_options, **ports, "disableQPSLimits": not opts.qps_limits}
     if opts.prometheus_port:
         options["prometheusPort"] = opts.prometheus_port
@@ -473,9 +473,11 @@ def kwokctl_documents(toolchain_options: dict[str, object], opts: ClusterOptions
     par = opts.kwok_parallelism
     patches: list[dict[str, Any]] = [{"name": c, "extraEnvs": [{"name": "GOGC", "value": str(opts.gogc)}]}
                                      for c in ("kube-apiserver", "etcd")] if opts.gogc else []
-    if opts.kwok_controllers > 1:  # kwokctl's controller is partition 0 (ANDed with its annotation selector)
-        patches.append({"name": kwok_controllers.COMPONENT, "extraArgs": [
-            {"key": "manage-nodes-with-label-selector", "value": kwok_controllers.selector(0)}]})
+    kwok_configs = [f"kwok-controller=config={p}" for p in opts.kwok_configs]
+    # kwokctl's controller is partition 0 (ANDed with its annotation selector)
+    partition = [f"{kwok_controllers.COMPONENT}=manage-nodes-with-label-selector={kwok_controllers.selector(0)}"] \
+        if opts.kwok_controllers > 1 else []
+    patches += flags.patches([*_default_extra_args(), *opts.extra_args, *kwok_configs, *partition, *more_flags])
     return [*opts.kwok_stages,
         {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokctlConfiguration", "options": options,
          "componentsPatches": patches},

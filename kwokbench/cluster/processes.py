@@ -144,6 +144,18 @@ def from_pid_files(cluster_dir: Path) -> tuple[dict[str, ComponentProcess], list
     return found, notes
 
 
+def command_lines(cluster_dir: Path) -> dict[str, list[str]]:
+    """Component → the command line it runs with (paths, never file contents), of every running component the
+    cluster's pid files name, kwokctl's and those kwokbench started; a process gone meanwhile is left out."""
+    out: dict[str, list[str]] = {}
+    for component, known in from_pid_files(cluster_dir)[0].items():
+        proc = known.process(cluster_dir)[0]
+        with contextlib.suppress(psutil.Error):
+            if proc is not None:
+                out[component] = proc.cmdline()
+    return dict(sorted(out.items()))
+
+
 def strays(cluster_dir: Path, known: Iterable[int] = ()) -> list[ComponentProcess]:
     """Components of the cluster that no pid file names, e.g. one kwokctl started just before it was
     killed and before it wrote the pid; found by executable and working directory."""

@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from kwokbench import flags
 from kwokbench.cluster import schedulers as own
 from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions
@@ -45,10 +46,20 @@ class KubeSchedulerBase(SchedulerSpec):
     config: str | None = Field(None, description=(
         "KubeSchedulerConfiguration file (relative to the scenario). Client QPS/burst are set unlimited "
         "unless cluster.qps_limits is true."))
-    extra_args: list[str] = Field(default_factory=list, description="Extra kube-scheduler flags, key=value.")
+    extra_args: list[str] = Field(default_factory=list, description=(
+        "kube-scheduler flags of this variant, key=value (e.g. `v=3`, `feature-gates=SchedulerAsyncAPICalls=true`), "
+        "after the cluster's kube-scheduler entries: a repeated flag takes the last value, feature gates merge. "
+        "Flags kwokbench sets (config, kubeconfig, ports, leader election, client limits) are refused: each has a "
+        "setting of its own."))
     plugin_args: dict[str, dict[str, Any]] = Field(default_factory=dict, description=(
         "pluginConfig args by plugin name, merged over the configuration's (each key replaces the one there), "
         "e.g. `{GPUShare: {policy: BestFit}}`: variants that differ in one argument share one configuration file."))
+
+
+    @field_validator("extra_args")
+    @classmethod
+    def _flags(cls, v: list[str]) -> list[str]:
+        return flags.check_scheduler_flags(v)
 
 
 class KubeSchedulerSpec(KubeSchedulerBase):
@@ -95,6 +106,7 @@ class KubeScheduler(Scheduler):
     settings: ClassVar[type[SchedulerSpec]] = KubeSchedulerSpec
     fairness_from: ClassVar[Mapping[str, tuple[str, ...]]] = {
         "scheduler_config": ("config",), "extenders": ("extender",), "extra_args": ("extra_args",),
+        "scheduler_flags": ("extra_args",),
         "feature_gates": ("gangs",), "runtime_config": ("gangs",)}
     variant: KubeSchedulerBase
 
@@ -172,7 +184,8 @@ class KubeScheduler(Scheduler):
         # one variant alone is the run's scheduler: measured as kube-scheduler, like kwokctl's
         component = own_component_name(self.name) if self.setup.concurrent else "kube-scheduler"
         launch = own.plan(self.name, self.variant.effective_scheduler_name, info, copts, component,
-                          self.setup.toolchain.path("kube-scheduler"), self.binary, self.variant.extra_args,
+                          self.setup.toolchain.path("kube-scheduler"), self.binary,
+                          flags.for_component(copts.extra_args, "kube-scheduler"),
                           self.variant.ready_timeout_seconds)
         self._info = info
         with rep.status(f"starting scheduler {self.name} ({launch.scheduler_name})"):

@@ -53,16 +53,23 @@ def test_external_scheduler_binds_every_pod_it_owns(tmp_path: Path) -> None:
     assert prof.get("file") and prof["top"], prof
 
 
+GATE = "--feature-gates=SchedulerAsyncAPICalls=true"
+FLAGS = ["--set", 'cluster.extra_args=["kube-scheduler=v=3"]',
+         "--set", f'schedulers.1.extra_args=["{GATE.removeprefix("--")}"]']
+"""Scheduler flags at both levels (issue #55: any kube-scheduler flag crashed kwokctl), on this file's runs."""
+
+
 def test_two_schedulers_on_one_cluster_overcommit_nodes(tmp_path: Path) -> None:
     """200 one-CPU pods on 200 CPUs, dealt to two schedulers: each places pods on CPU the other just
-    took. The same pods under one scheduler never overcommit a node.
+    took. The same pods under one scheduler never overcommit a node. Both runs also carry scheduler flags,
+    the cluster's and a variant's, and the scheduler processes run with them.
 
     The conflict is a race: measured here 3–9 of 50 nodes overcommitted per run, and once (in ~10 runs)
     none. So a second run is allowed when the first shows none; two in a row would fail the test."""
     for attempt in range(2):
         out = tmp_path / f"two-{attempt}"
         kwokbench("run", str(REPO / "scenarios/two-schedulers.yaml"), "--out", str(out), "--profile", "scheduler",
-                  check=True)
+                  *FLAGS, check=True)
         run = _only_run(out / "two-schedulers")
         assert run.meta["status"] == "complete" and run.meta["variant"]["name"] == "together"
         s = run.summary
@@ -79,15 +86,29 @@ def test_two_schedulers_on_one_cluster_overcommit_nodes(tmp_path: Path) -> None:
     assert sum(over["pushed_over_by"].values()) == over["nodes"]
     assert over["fill_curve"][-1]["overcommitted_nodes"] == over["nodes"]
     assert not _gone([p["pid"] for p in run.meta["schedulers"]])
+    # the cluster's kube-scheduler flag reaches both schedulers kwokbench started, each variant's only its own
+    lines = run.meta["command_lines"]
+    assert "--v=3" in lines["scheduler-first"] and "--v=3" in lines["scheduler-second"], lines
+    assert GATE in lines["scheduler-second"] and GATE not in lines["scheduler-first"], lines
     # --profile scheduler with two side by side: a CPU profile of each
     assert {c: bool(p.get("file")) for c, p in s["profiles"].items()} == \
         {"scheduler-first": True, "scheduler-second": True}, s["profiles"]
 
     kwokbench("run", str(REPO / "scenarios/two-schedulers.yaml"), "--out", str(tmp_path / "one"),
-              "--set", "concurrent_schedulers=false", "--variant", "first", check=True)
+              "--set", "concurrent_schedulers=false", "--variant", "first", *FLAGS,
+              "--set", 'schedulers.0.extra_args=["v=4", "feature-gates=SchedulerAsyncAPICalls=true"]', check=True)
     single = _only_run(tmp_path / "one" / "two-schedulers")
     assert single.summary is not None and single.summary["pods_scheduled"] == 200
     assert single.summary["placement"]["overcommit"]["nodes"] == 0
+    # kwokctl's own kube-scheduler: the cluster's flag, then the variant's (the last --v wins), as run; recorded
+    argv = single.meta["command_lines"]["kube-scheduler"]
+    assert argv.index("--v=3") < argv.index("--v=4") and GATE in argv, argv
+    assert single.meta["fairness"]["scheduler_flags"] == ["v=3", "v=4", GATE.removeprefix("--")]
+    # a flag kwokbench sets is refused before any cluster exists
+    res = kwokbench("run", str(REPO / "scenarios/two-schedulers.yaml"), "--out", str(tmp_path / "owned"),
+                    "--set", 'schedulers.0.extra_args=["kubeconfig=/elsewhere"]')
+    assert res.returncode == 2 and "--kubeconfig is set by kwokbench" in res.stderr, res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1 and not (tmp_path / "owned").exists()
 
 
 def _external(tmp_path: Path, *sets: str):  # type: ignore[no-untyped-def]

@@ -74,11 +74,12 @@ def test_with_partition_on_a_node_without_labels() -> None:
 
 def test_kwokctls_controller_is_partition_0() -> None:
     ctl = kwokctl_documents({}, ClusterOptions(kwok_controllers=3), {})[0]
-    patch = [p for p in ctl["componentsPatches"] if p["name"] == "kwok-controller"]
-    assert patch == [{"name": "kwok-controller", "extraArgs": [
-        {"key": "manage-nodes-with-label-selector", "value": "kwokbench.io/kwok-partition=0"}]}]
+    [patch] = [p for p in ctl["componentsPatches"] if p["name"] == "kwok-controller"]
+    assert patch["extraArgs"][-1] == {"key": "manage-nodes-with-label-selector",
+                                      "value": "kwokbench.io/kwok-partition=0"}
     one = kwokctl_documents({}, ClusterOptions(), {})[0]
-    assert all(p["name"] != "kwok-controller" for p in one["componentsPatches"])
+    [patch] = [p for p in one["componentsPatches"] if p["name"] == "kwok-controller"]
+    assert all(a["key"] != "manage-nodes-with-label-selector" for a in patch["extraArgs"])
 
 
 def test_partition_command_lines_from_kwokctls() -> None:

@@ -17,7 +17,7 @@ PACKAGE = ROOT / "kwokbench"
 # lowest first: a module may import from its own layer's files and from layers below, never above
 LAYERS = [
     ["", "errors", "progress", "formatting", "stats", "code_version", "console", "jobs", "job_manifest", "acceptance",
-     "placement", "allocation", "gpu_choices", "toolchain", "trace", "quantity", "labels", "device_layout"],
+     "placement", "allocation", "gpu_choices", "toolchain", "trace", "quantity", "labels", "device_layout", "flags"],
     ["kind", "store", "summary", "shard", "templates", "bottleneck", "extender", "pprof", "dra"],
     ["scenario", "gate", "ceiling", "history"],
     ["cluster", "chaos", "load", "capture"],
