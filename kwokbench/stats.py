@@ -13,6 +13,7 @@ noisy samples is "inconclusive", not "pass". Every verdict says why.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -298,6 +299,12 @@ class Decided:
     reason: str
 
 
+@functools.lru_cache(maxsize=4096)
+def _t(alpha: float, df: float) -> float:
+    """The t quantile at 1 - alpha (one-sided)."""
+    return float(sps.t.ppf(1 - alpha, df))
+
+
 def _bounds(higher_is_better: bool, margin: float) -> float:
     """The margin on the log scale, in the worse direction (``bad`` units: > 0 is worse)."""
     if margin <= 0:
@@ -319,7 +326,7 @@ def decide(bad: float, se: float, df: float, n: int, higher_is_better: bool, mar
     - *inconclusive* otherwise, with ``more``: the pairs that would decide were estimate and spread to stay.
     ``not_worse`` (``hi < m``) is the gate's pass: a regression of the margin is excluded at ``alpha``."""
     m = _bounds(higher_is_better, margin)
-    t = float(sps.t.ppf(1 - alpha, df)) if df > 0 else math.inf
+    t = _t(alpha, df) if df > 0 else math.inf
     h = t * se
     lo, hi = bad - h, bad + h
     level = 1 - 2 * alpha
@@ -361,7 +368,7 @@ def _more(bad: float, se: float, n: int, m: float, alpha: float) -> int | None:
     if target <= 0 or sd <= 0:
         return None if target <= 0 else 1
     for k in range(n + 1, n + MAX_MORE + 1):
-        if float(sps.t.ppf(1 - alpha, k - 1)) * sd / math.sqrt(k) < target:
+        if _t(alpha, k - 1) * sd / math.sqrt(k) < target:
             return k - n
     return None
 
@@ -399,7 +406,7 @@ def look_alpha(alpha: float, schedule: Sequence[int]) -> float:
     return alpha / len(schedule)
 
 
-def decide_sequential(log_ratios: Sequence[float], higher_is_better: bool, margin: float,
+def decide_sequential(log_ratios: Values, higher_is_better: bool, margin: float,
                       schedule: Sequence[int], alpha: float = ALPHA) -> tuple[Decided | None, int]:
     """Test the pairs' log ratios (candidate over baseline) at each look of ``schedule`` reached; return the first
     decision and the pairs it used, or (None, pairs) when the pairs so far have not decided and the schedule has a

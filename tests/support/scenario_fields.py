@@ -14,6 +14,7 @@ Read statically, so nothing runs: what a test builds at run time from pieces (f-
 from __future__ import annotations
 
 import ast
+import inspect
 import typing
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,7 +57,7 @@ def _models_in(t: Any) -> list[type[BaseModel]]:
 def owner(c: type[BaseModel], field: str) -> str:
     """``Class.field`` of the class that declares ``field`` (the base-most one in ``c``'s ancestry)."""
     for b in reversed(c.__mro__):
-        if isinstance(b, type) and issubclass(b, BaseModel) and field in b.__dict__.get("__annotations__", {}):
+        if isinstance(b, type) and issubclass(b, BaseModel) and field in inspect.get_annotations(b):
             return f"{b.__name__}.{field}"
     return f"{c.__name__}.{field}"
 
@@ -108,13 +109,13 @@ def _constants(node: ast.AST) -> list[str]:
     return [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
 
 
-def used() -> dict[str, str]:
-    """Field → one place that sets it (the first found)."""
-    found: dict[str, str] = {}
+def used() -> dict[str, list[str]]:
+    """Field → the places that set it."""
+    found: dict[str, list[str]] = {}
 
     def add(fields: set[str], where: str) -> None:
         for f in fields:
-            found.setdefault(f, where)
+            found.setdefault(f, []).append(where)
 
     def scenario(text: str, where: str, sets: list[str]) -> None:
         try:

@@ -13,7 +13,7 @@ NOT_YET_EXERCISED = {
     "DeviceSpec.name", "ExtenderSpec.weight", "ExternalSpec.manifests", "ExternalSpec.metrics_port",
     "ExternalSpec.version_command", "GangSpec.min_member", "GangSpec.schedule_timeout_seconds", "GangSpec.template",
     "KaiConfig.schedule_period", "KaiConfig.status_controllers", "KaiQueueSpec.over_quota_weight",
-    "KaiQueueSpec.priority", "NodeGroupSpec.template", "SchedulerSpec.client_burst", "SubRequestSpec.capacity",
+    "KaiQueueSpec.priority", "NodeGroupSpec.template", "SubRequestSpec.capacity",
     "SubRequestSpec.count", "TraceSpec.nodes", "TraceSpec.time_scale", "VolcanoConfig.actions",
     "VolcanoConfig.agent_scheduler_args", "VolcanoConfig.conf_file", "VolcanoConfig.configurations",
     "VolcanoConfig.tiers", "VolcanoPlugin.name", "VolcanoQueueSpec.deserved", "VolcanoQueueSpec.priority",
@@ -25,7 +25,7 @@ NOT_YET_EXERCISED = {
 
 def test_every_documented_field_is_set_somewhere() -> None:
     doc = documented()
-    assert NOT_YET_EXERCISED <= doc, f"no longer fields: {sorted(NOT_YET_EXERCISED - doc)}"
+    assert doc >= NOT_YET_EXERCISED, f"no longer fields: {sorted(NOT_YET_EXERCISED - doc)}"
     unused = doc - set(used())
     assert not unused - NOT_YET_EXERCISED, (
         f"documented but set by no shipped scenario and no test: {sorted(unused - NOT_YET_EXERCISED)}")
@@ -37,7 +37,7 @@ def test_the_flags_are_exercised() -> None:
     """The fields issue #55 found failing on every use: each set by a test that brings a cluster up with it."""
     where = used()
     for f in ("ClusterSpec.extra_args", "KubeSchedulerBase.extra_args"):
-        assert where.get(f, "").startswith("tests/e2e/"), (f, where.get(f))
+        assert any(w.startswith("tests/e2e/") for w in where.get(f, [])), (f, where.get(f))
 
 
 def test_override_paths_resolve_through_every_kind() -> None:
