@@ -7,7 +7,7 @@ the next minor's ``.0`` are branches beside that path, not on it, and are left o
 scenario's scheduler with that tag as its control plane's release (``kubernetes:``), built from Go modules on
 first use (the build's time is recorded) and run on identical fresh clusters.
 
-The search: the path's two ends first, interleaved (A B A B…) ``--repeat`` times and again until the gate's
+The search: the path's two ends first, interleaved (A B, B A, A B…) ``--repeat`` times and again until the gate's
 test decides or ``--max-repeat`` runs are in; then the middle tag of the remaining range with both of its ends,
 interleaved in the same way, and the half whose ends differ is kept, until the range is two adjacent tags
 (log2 of the path's length rounds). Each round is compared on its own runs, paired by repeat, so the host's
@@ -143,25 +143,25 @@ def _paired(a: Sequence[float | None], b: Sequence[float | None]) -> tuple[list[
 
 def step(metric: Metric, allowed: float, before: Sequence[float | None],
          after: Sequence[float | None]) -> tuple[Step, Comparison]:
-    """Whether ``metric`` changed from the earlier tag's runs to the later one's (paired by repeat)."""
+    """Whether ``metric`` changed from the earlier tag's runs to the later one's (paired by repeat): *changed* when
+    :func:`~kwokbench.stats.decide` finds it worse or better beyond ``allowed``, *same* when it shows the change
+    within it (two one-sided tests), else *undecided*."""
     if metric.worst_run:
         b = [v for v in before if v is not None]
         a = [v for v in after if v is not None]
-        worse, better = compare_worst(metric.name, b, a), compare_worst(metric.name, a, b)
-        if "inconclusive" in (worse.verdict, better.verdict):
+        worse = compare_worst(metric.name, b, a)
+        if not b or not a:
             return "undecided", worse
-        return ("changed" if "regression" in (worse.verdict, better.verdict) else "same"), worse
+        if (max(b) > 0) != (max(a) > 0):  # a defect appeared, or went away
+            return "changed", worse if max(a) > 0 else compare_worst(metric.name, a, b)
+        if worse.decision in ("regression", "better"):
+            return "changed", worse
+        return ("same" if worse.decision == "same" else "undecided"), worse
     b, a = _paired(before, after)
-    worse = compare(metric.name, b, a, metric.higher_is_better, allowed, paired=True,
-                    noise_floor=metric.noise_floor)
-    better = compare(metric.name, b, a, not metric.higher_is_better, allowed, paired=True,
-                     noise_floor=metric.noise_floor)
-    if worse.verdict == "regression" or better.verdict == "regression":
-        return "changed", worse
-    detectable = all(c.mde is not None and c.mde <= c.allowed for c in (worse, better))
-    if worse.verdict == "pass" and better.verdict == "pass" and detectable:
-        return "same", worse
-    return "undecided", worse
+    c = compare(metric.name, b, a, metric.higher_is_better, allowed, paired=True, noise_floor=metric.noise_floor)
+    if c.decision in ("regression", "better"):
+        return "changed", c
+    return ("same" if c.decision == "same" else "undecided"), c
 
 
 def describe(c: Comparison) -> dict[str, Any]:
@@ -256,7 +256,7 @@ def sentence(doc: dict[str, Any]) -> str:
         return f"{metric}: {r['why']}"
     ratio, ci = r.get("ratio"), r.get("ci")
     change = "" if ratio is None else f" by {(ratio - 1) * 100:+.1f}%" + (
-        f" (95% CI {(ci[0] - 1) * 100:+.1f}%..{(ci[1] - 1) * 100:+.1f}%)" if ci and ci[0] != ci[1] else "")
+        f" (90% CI {(ci[0] - 1) * 100:+.1f}%..{(ci[1] - 1) * 100:+.1f}%)" if ci and ci[0] != ci[1] else "")
     return f"{metric} changed between {a} and {b}{change}, {r.get('runs')}"
 
 
@@ -366,7 +366,7 @@ def run_bisect(scenario: Scenario, scenario_path: Path, opts: BisectOptions, rep
                            submit_workers=base_runs.submit_workers, commit=base_runs.commit, ref=base_runs.ref)
         results = run_scenario(sc, scenario_path, ropts, rep, k)
         out: dict[int, list[float | None]] = {i: [] for i in idx}
-        for n, r in enumerate(results):  # repeat-major, the variants in order within a repeat
+        for n, r in enumerate(results):  # repeat-major, the variants in order within a repeat (run in either)
             i = idx[n % len(idx)]
             v = metric.get(r.summary) if r.status == "complete" and r.summary else None
             out[i].append(v)

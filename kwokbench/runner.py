@@ -196,13 +196,17 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
                 opts.on_stored(results[-1])
         return results
     for i in repeats:  # a shard deals whole repeats: each keeps its variants' A/B interleaving
-        for v in variants:
+        # counterbalanced (A B, B A, A B…): no variant always runs first in its pair, on a host still warming up
+        # from the last run; returned in the variants' order within each repeat all the same
+        done: dict[str, VariantRun] = {}
+        for position, v in enumerate(variants if i % 2 == 0 else variants[::-1]):
             if opts.repeat > 1:
                 rep.heading(f"repeat {i + 1}/{opts.repeat}, variant {v.name}")
-            results.append(run_variant(scenario, base, v, opts, rep, k, multi=len(variants) > 1,
-                                       group={"id": group, "repeat": i, "of": opts.repeat}))
+            done[v.name] = run_variant(scenario, base, v, opts, rep, k, multi=len(variants) > 1,
+                                       group={"id": group, "repeat": i, "of": opts.repeat, "position": position})
             if opts.on_stored:
-                opts.on_stored(results[-1])
+                opts.on_stored(done[v.name])
+        results.extend(done[v.name] for v in variants)
     return results
 
 

@@ -8,7 +8,9 @@ p < 0.05 at 3 vs 3) are not. When runs come in pairs made close in time (an inte
 
 A regression must be both *significant* and *larger than the allowed change* (asv's rule): a 1%
 slowdown that is statistically certain does not fail a gate set at 10%, and a 30% drop seen in two
-noisy samples is "inconclusive", not "pass". Every verdict says why.
+noisy samples is "inconclusive", not "pass". A pass must be shown too: the runs must exclude a worsening
+beyond the allowed change (non-inferiority); "same" needs both ends within it (two one-sided tests). One
+procedure decides for the gate, bisect and detect (:func:`decide`), and every verdict says why.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -45,7 +47,7 @@ class Comparison:
     ratio: float | None
     """candidate / baseline of the geometric means (paired: geometric mean of the per-pair ratios)."""
     ci: tuple[float, float] | None
-    """95% t interval of the ratio."""
+    """The ratio's t interval at ``level`` (the interval the tests used)."""
     p_value: float | None
     """One-sided p-value of the change in the worse direction (t-test on logs)."""
     max_regression: float
@@ -63,6 +65,12 @@ class Comparison:
     """Relative change below which this metric never counts as a regression."""
     noise: str = ""
     """Why the comparison is flagged noisy ("" when it is not)."""
+    decision: str = ""
+    """The three-way answer (:func:`decide`): regression, same, better, inconclusive; "" when not tested."""
+    more: int | None = None
+    """Inconclusive: about how many more pairs (runs a side) would decide; None when none would."""
+    level: float = 0.90
+    """Confidence of ``ci`` (two-sided): the one-sided tests at alpha 0.05 at each end."""
 
     @property
     def runs(self) -> str:
@@ -151,12 +159,13 @@ def inconclusive(metric: str, baseline: Values, candidate: Values, higher_is_bet
 def compare(metric: str, baseline: Values, candidate: Values, higher_is_better: bool,
             max_regression: float = 0.10, alpha: float = ALPHA, paired: bool = False,
             noise_floor: float = 0.0) -> Comparison:
-    """Candidate vs baseline values of one metric (``paired``: the i-th values of both groups form a pair).
+    """Candidate vs baseline values of one metric (``paired``: the i-th values of both groups form a pair),
+    decided by :func:`decide` at the allowed change (``max_regression``, or ``noise_floor`` if larger).
 
-    regression: the estimate is worse than the allowed change (``max_regression``, or ``noise_floor`` if
-    larger) and the one-sided p-value is below ``alpha``; pass: the estimate is within it (flagged noisy
-    when these runs could not have detected the allowed change); inconclusive: beyond it but not
-    significant, or too few runs."""
+    regression: worse than the allowed change and significantly worse; pass: the runs exclude a worsening beyond
+    the allowed change (same, better, or at least not worse: a pass these runs could have failed); inconclusive:
+    they cannot tell, and the reason says about how many more pairs (or runs a side) would. The interval printed
+    is the one the tests used (two-sided 90%: a one-sided test at alpha 0.05 at each end)."""
     base, cand = _clean(baseline, candidate, paired)
     allowed = max(max_regression, noise_floor)
     common: dict[str, Any] = dict(metric=metric, higher_is_better=higher_is_better, baseline=_floats(base),
@@ -174,17 +183,12 @@ def compare(metric: str, baseline: Values, candidate: Values, higher_is_better: 
                             paired=paired, reason="a run has a value <= 0, so there is no ratio of geometric "
                                                   "means (see the unscheduled pods)")
     diff, se, df = log_difference(base, cand, paired)
-    ratio = math.exp(diff)
     bad = -diff if higher_is_better else diff  # > 0: the candidate is worse
-    if se > 1e-12:  # below: rounding of identical log ratios
-        p = float(sps.t.sf(bad / se, df))
-        half = float(sps.t.ppf(0.975, df)) * se  # 95% interval
-        ci = (math.exp(diff - half), math.exp(diff + half))
-        mde = _worse_from_log(minimum_detectable_log(se, df, alpha), higher_is_better)
-    else:  # identical ratios in every pair (or no spread at all): the estimate is exact
-        p = 0.0 if bad > 0 else 1.0 if bad < 0 else 0.5
-        ci, mde = (ratio, ratio), 0.0
-    worse = worse_change(ratio, higher_is_better)
+    exact = se <= 1e-12  # identical ratios in every pair (or no spread at all): the estimate is exact
+    n = len(base) if paired else min(len(base), len(cand))
+    d = decide(bad, max(se, 1e-12), df, n, higher_is_better, allowed, alpha)
+    p = (0.0 if bad > 0 else 1.0 if bad < 0 else 0.5) if exact else float(sps.t.sf(bad / se, df))
+    mde = 0.0 if exact else _worse_from_log(minimum_detectable_log(se, df, alpha), higher_is_better)
     if paired:  # the spread that matters is that of the pair ratios: drift shared by a pair cancels
         spread = float(np.std(np.log(cand) - np.log(base), ddof=1))
         noise = f"the pair ratios vary by {_pct(spread)}" if spread >= NOISY_CV else ""
@@ -194,48 +198,46 @@ def compare(metric: str, baseline: Values, candidate: Values, higher_is_better: 
     if mde > allowed:
         noise = ", ".join(filter(None, [noise, f"these runs detect only changes beyond {_pct(mde)}"]))
     test = (f"paired t-test, {len(base)} pairs" if paired else f"Welch t-test, {len(base)} vs {len(cand)} runs")
-    change = f"{(ratio - 1) * 100:+.1f}% (95% CI {(ci[0] - 1) * 100:+.1f}%..{(ci[1] - 1) * 100:+.1f}%)"
     floor = f" ({metric}'s noise floor; {_pct(max_regression)} asked)" if noise_floor > max_regression else ""
-    limit = f"the allowed {_pct(allowed)}{floor}"
-    stats = f"(p={p:.3f}, {test}); minimum detectable change {_pct(mde)}"
-    verdict: Verdict
-    if worse > allowed and p < alpha:
-        verdict, reason = "regression", f"{change} is worse than {limit} {stats}"
-    elif worse <= allowed:
-        verdict = "pass"
-        if worse > max_regression:
-            reason = f"{change} is beyond the {_pct(max_regression)} asked but within {metric}'s noise floor of " \
-                     f"{_pct(noise_floor)} {stats}"
-        else:
-            reason = f"{change}, within {limit} {stats}"
-        if noise:
-            reason += f"; noisy: {noise}"
-    else:
-        verdict = "inconclusive"
-        reason = (f"estimate {(ratio - 1) * 100:+.0f}% is beyond {limit} but not significant "
-                  f"(p={p:.2f}, {test}); minimum detectable change at these runs: {_pct(mde)}")
-    return Comparison(**common, ratio=ratio, ci=ci, p_value=p, verdict=verdict, reason=reason,
-                      noisy=bool(noise), mde=mde, method="paired t-test" if paired else "Welch t-test", noise=noise)
+    stats_ = f"(p={p:.3f} worse, {test}); minimum detectable change {_pct(mde)}"
+    verdict: Verdict = ("regression" if d.decision == "regression"
+                        else "pass" if d.decision in ("same", "better") or d.not_worse else "inconclusive")
+    reason = f"{d.reason}{floor} {stats_}"
+    if verdict == "inconclusive" and noise:
+        reason += f"; noisy: {noise}"
+    return Comparison(**common, ratio=d.ratio, ci=(d.ratio, d.ratio) if exact else d.interval, p_value=p,
+                      verdict=verdict, reason=reason,
+                      noisy=bool(noise), mde=mde, method="paired t-test" if paired else "Welch t-test", noise=noise,
+                      decision=d.decision, more=d.more, level=d.level)
 
 
-def compare_worst(metric: str, baseline: Values, candidate: Values) -> Comparison:
-    """Counts where any increase is a regression (pods left unscheduled): the candidate's worst run
-    against the baseline's worst run. No test: one stranded pod is a defect, not noise."""
+def compare_worst(metric: str, baseline: Values, candidate: Values, allowed: float = 0.10) -> Comparison:
+    """Counts of defects (pods left unscheduled, gangs partly placed, devices given twice).
+
+    Where the baseline runs have none, the scenario expects none: any in a candidate run is a regression (one
+    stranded pod is a defect, not noise). Where the baseline has some (pods pending by design: a trace's fill, an
+    over-subscribed cluster), the count varies from run to run by itself, so it is compared as a figure is (counts
+    plus one, unpaired, :func:`compare` at ``allowed``): worse only when significantly worse beyond it."""
     base, cand = _clean(baseline, candidate, paired=False)
     common: dict[str, Any] = dict(metric=metric, higher_is_better=False, baseline=_floats(base),
                                   candidate=_floats(cand), max_regression=0.0, ci=None, p_value=None, noisy=False,
                                   method="worst run")
     if not len(base) or not len(cand):
-        return Comparison(**common, ratio=None, verdict="inconclusive",
+        return Comparison(**common, ratio=None, verdict="inconclusive", decision="inconclusive",
                           reason=f"no {metric} figure in {'the baseline' if not len(base) else 'the candidate'} runs")
     b, c = float(base.max()), float(cand.max())
     ratio = c / b if b else None
-    if c > b:
-        return Comparison(**common, ratio=ratio, verdict="regression",
-                          reason=f"worst candidate run {c:g} {metric}, worst baseline run {b:g} "
-                                 "(any increase is a regression)")
-    return Comparison(**common, ratio=ratio, verdict="pass",
-                      reason=f"no increase: worst candidate run {c:g} {metric}, worst baseline run {b:g}")
+    if b > 0:  # pending by design: the count's own spread decides
+        got = compare(metric, base + 1, cand + 1, False, allowed)
+        return replace(got, baseline=_floats(base), candidate=_floats(cand), method="counts (some by design)",
+                       reason=f"the baseline runs have {metric} too (by design: {b:g} at most), so the counts are "
+                              f"compared as a figure: {got.reason}")
+    if c > 0:
+        return Comparison(**common, ratio=ratio, verdict="regression", decision="regression",
+                          reason=f"worst candidate run {c:g} {metric}, the baseline runs none (the scenario expects "
+                                 "none: any is a regression)")
+    return Comparison(**common, ratio=ratio, verdict="pass", decision="same",
+                      reason=f"none: no {metric} in any run, baseline or candidate")
 
 
 def simulate_error_rates(values_by_run: Sequence[float], n: int, effect: float, higher_is_better: bool,
@@ -353,9 +355,13 @@ def decide(bad: float, se: float, df: float, n: int, higher_is_better: bool, mar
         "regression": f"{change}: worse beyond the allowed {margin * 100:.0f}%",
         "better": f"{change}: better beyond {margin * 100:.0f}%",
         "same": f"{change}: the same within {allowed}",
-        "inconclusive": f"{change}: cannot tell within {allowed}"
-                        + ("" if more is None else f"; about {more} more {'pairs' if n else 'runs'} would decide")
-                        + ("; a worsening beyond it is excluded" if not_worse else ""),
+        "inconclusive": f"{change}: " + (
+            f"not worse beyond the allowed {margin * 100:.0f}% (shown), the same within {allowed} not shown"
+            if not_worse else
+            f"beyond the allowed {margin * 100:.0f}% but not significant" if bad > m else
+            f"better by more than {margin * 100:.0f}% but not significant" if bad < -m else
+            f"within {allowed} but not shown (the interval reaches beyond it)")
+        + ("" if more is None else f"; about {more} more pairs (or runs a side) would decide"),
     }[decision]
     return Decided(decision, ratio, interval, level, margin, not_worse, more, reason)
 

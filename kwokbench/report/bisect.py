@@ -28,7 +28,7 @@ def _build(doc: dict[str, Any], tag: str) -> str:
 
 def rows(doc: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     ceilings = doc.get("ceilings") or {}
-    columns = ["round", "from", "to", "runs", f"{doc['metric']} from", f"{doc['metric']} to", "change (95% CI)",
+    columns = ["round", "from", "to", "runs", f"{doc['metric']} from", f"{doc['metric']} to", "change (90% CI)",
                "step"]
     if ceilings:
         columns += ["ceiling from", "ceiling to"]

@@ -69,7 +69,7 @@ def markdown(runs: list[StoredRun], result: GateResult | None) -> str:
     out.append("|" + "---|" * len(cols))
     out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
     if result is not None:
-        out += ["", "### Gate", "", "| metric | verdict | runs | change (95% CI) | min. detectable | detail |",
+        out += ["", "### Gate", "", "| metric | verdict | runs | change (90% CI) | min. detectable | detail |",
                 "|---|---|---|---|---|---|"]
         out += ["| " + " | ".join(x.replace("|", "\\|") for x in (c.metric, f"**{c.verdict}**", c.runs, _change(c),
                                                                  _mde(c), c.reason)) + " |"
@@ -87,11 +87,11 @@ def _median(values: tuple[float, ...]) -> str:
 
 def gate_markdown(result: GateResult, title: str = "kwokbench gate") -> str:
     """The verdict as a pull request shows it ($GITHUB_STEP_SUMMARY): one row per gated metric with both sides'
-    medians, the change and its 95% interval, and the verdict; then how runs were paired, and the warnings."""
+    medians, the change and its 90% interval (the one the tests used), and the verdict; then how runs were paired, and the warnings."""
     icon = {"pass": "✅", "regression": "❌", "inconclusive": "⚠️"}
     verdict = {0: "pass", 1: "regression", 3: "inconclusive"}[result.exit_code]
     out = [f"## {title}: {icon[verdict]} {verdict}", "",
-           "| metric | base (median) | head (median) | change (95% CI) | verdict | detail |",
+           "| metric | base (median) | head (median) | change (90% CI) | verdict | detail |",
            "|---|---|---|---|---|---|"]
     out += ["| " + " | ".join(x.replace("|", "\\|") for x in (
         c.metric, _median(c.baseline), _median(c.candidate), _change(c), f"{icon[c.verdict]} {c.verdict}",
@@ -180,7 +180,7 @@ FILE</code> for the call graph.</small></p>
 <td>{{ "%.1f%%"|format(r.cum_share * 100) }}</td></tr>{% endfor %}</table>{% endfor %}{% endif %}
 {% endfor %}{% endif %}
 {% if gate %}<h2>Against the baseline</h2>
-<table><tr><th>metric</th><th>verdict</th><th>runs</th><th>candidate / baseline</th><th>95% CI</th>
+<table><tr><th>metric</th><th>verdict</th><th>runs</th><th>candidate / baseline</th><th>90% CI</th>
 <th>min. detectable change</th><th>detail</th></tr>
 {% for c in gate.comparisons %}<tr><td>{{ c.metric }}</td><td class="{{ c.verdict }}">{{ c.verdict }}</td>
 <td>{{ c.runs }}</td><td>{{ "%.3f"|format(c.ratio) if c.ratio is not none else "-" }}</td>

@@ -127,7 +127,7 @@ def test_the_search_finds_the_step_in_log2_rounds(change_at: int) -> None:
     assert all(len(c) == 3 for c in calls[1:])
     assert [r["positions"] for r in s.rounds] == [c for n, c in enumerate(calls) if n == 0 or calls[n - 1] != c]
     doc = {"metric": "throughput", "rounds": s.rounds, "result": s.result, "builds": {}, "path": PATH}
-    assert re.search(rf"changed between {PATH[change_at - 1]} and {PATH[change_at]} by -[34]\d\.\d% \(95% CI "
+    assert re.search(rf"changed between {PATH[change_at - 1]} and {PATH[change_at]} by -[34]\d\.\d% \(90% CI "
                      r"-\d+\.\d%\.\.-\d+\.\d%\), 3 pairs$", sentence(doc)), sentence(doc)
     columns, table = rows(doc)
     assert columns[4:6] == ["throughput from", "throughput to"]
