@@ -87,7 +87,8 @@ def _median(values: tuple[float, ...]) -> str:
 
 def gate_markdown(result: GateResult, title: str = "kwokbench gate") -> str:
     """The verdict as a pull request shows it ($GITHUB_STEP_SUMMARY): one row per gated metric with both sides'
-    medians, the change and its 90% interval (the one the tests used), and the verdict; then how runs were paired, and the warnings."""
+    medians, the change and its 90% interval (the one the tests used), and the verdict; then how runs were paired,
+    and the warnings."""
     icon = {"pass": "✅", "regression": "❌", "inconclusive": "⚠️"}
     verdict = {0: "pass", 1: "regression", 3: "inconclusive"}[result.exit_code]
     out = [f"## {title}: {icon[verdict]} {verdict}", "",
