@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from kwokbench import duet
 from kwokbench.acceptance import add_counter_rates
 from kwokbench.allocation import allocation
 from kwokbench.bottleneck import limited_by
@@ -119,6 +120,9 @@ def analyse(run_dir: Path, write: bool = True) -> dict[str, Any]:
             rd.write_frame(METRICS, series)  # e.g. scheduler_pending_pods over time, per queue
     procs = pd.read_parquet(run_dir / PROCS) if (run_dir / PROCS).exists() else pd.DataFrame()
     summary["limited_by"] = limited_by(summary, meta, series, procs, with_columns(pods, POD_COLUMNS))
+    if duet_record := (meta.get("group") or {}).get("duet"):
+        summary["duet"] = duet.section(with_columns(pods, PLACEMENT_COLUMNS), duet_record, summary.get("schedulers"),
+                                       summary["limited_by"])
     if (meta.get("cluster") or {}).get("attached"):
         present = set((meta.get("cluster") or {}).get("metrics") or {})
         summary["metrics_missing"] = [c for c in METRICS_NOT_FROM_CLIENTS if c not in present]

@@ -530,6 +530,9 @@ def run_cmd(
     store: Annotated[str | None, typer.Option(help=STORE_HELP + " Each run's row is written to it once the run "
                                               "is stored; checked before any cluster is created.")] = None,
     location: Annotated[str | None, typer.Option(help=LOCATION_HELP)] = None,
+    duet: Annotated[bool, typer.Option("--duet", help="Run the scenario's two scheduler variants at the same time "
+                                       "on one control plane, each on its own identical node pool (the "
+                                       "scenario's `duet: true`).")] = False,
 ) -> None:
     """Run a scenario: cluster up, submit at the target rate, record pod timelines, store, summarise."""
 
@@ -541,7 +544,7 @@ def run_cmd(
     from kwokbench.shard import parse_shard
 
     part = parse_shard(shard) if shard is not None else None
-    sc = load_scenario(file, set_ or [])
+    sc = load_scenario(file, [*(set_ or []), *(["duet=true"] if duet else [])])
     rep = console.RichReporter()
     on_stored = None
     if store:

@@ -447,12 +447,72 @@ def _refuse_overlap(baseline: list[StoredRun], candidate: list[StoredRun]) -> No
                         f"--candidate-variant (variants present: {variants})")
 
 
+DUET_FIGURES = {"throughput": "throughput", "scheduler_cpu_per_pod": "cpu_per_pod", "latency_p50": "latency_p50",
+                "latency_p99": "latency_p99", "unscheduled": "unscheduled"}
+"""Gate metric → the figure each side of a duet has (summary ``duet.sides``)."""
+
+
+def is_duet(runs: list[StoredRun]) -> bool:
+    """Every complete run is a duet (its summary has a ``duet`` section), and there is one."""
+    done = _complete(runs)
+    return bool(done) and all("duet" in (r.summary or {}) for r in done)
+
+
+def gate_duet(runs: list[StoredRun], specs: list[str], baseline_variant: str | None = None,
+              candidate_variant: str | None = None) -> GateResult:
+    """The candidate side of duet runs against their baseline side, each run a pair: both sides ran at the same
+    instants on one host, so what slowed the host slowed both and the pair's ratio keeps the variant's effect.
+    The sides are the scenario's first and second variants unless named. No noise floor applies (the floors were
+    measured on sequential runs; the test on the duet's own pairs measures its spread)."""
+    done = _complete(runs)
+    rec = (done[0].summary or {})["duet"]
+    base_side, cand_side = baseline_variant or rec["baseline"], candidate_variant or rec["candidate"]
+    for side, option in ((base_side, "--baseline-variant"), (cand_side, "--candidate-variant")):
+        present = {str(v) for r in done for v in (r.summary or {})["duet"]["sides"]}
+        if side not in present:
+            raise ScenarioError(f"{option} {side}: no side of the duet runs is that variant (sides: "
+                                f"{', '.join(sorted(present))})")
+    if base_side == cand_side:
+        raise ScenarioError(f"a duet's side compared with itself says nothing: name two sides ({base_side} twice)")
+    gates = [parse_gate(x) for x in specs or scenario_gates(done) or DEFAULT_GATES]
+    if all(m.name != ALWAYS for m, _ in gates):
+        gates.append((METRICS[ALWAYS], 0.0))
+
+    def figure(r: StoredRun, name: str, key: str) -> float | None:
+        v = ((r.summary or {})["duet"]["sides"].get(name) or {}).get(key)
+        return None if v is None else float(v)
+
+    comps: list[Comparison] = []
+    for m, allowed in gates:
+        key = DUET_FIGURES.get(m.name)
+        if key is None:
+            comps.append(inconclusive(m.name, [], [], m.higher_is_better, allowed,
+                                      reason=f"{m.name} is not measured per side in a duet (per side: "
+                                             f"{', '.join(DUET_FIGURES)})"))
+            continue
+        pairs = [(b, c) for r in done if (b := figure(r, base_side, key)) is not None
+                 and (c := figure(r, cand_side, key)) is not None]
+        bv, cv = [b for b, _ in pairs], [c for _, c in pairs]
+        comps.append(compare_worst(m.name, bv, cv) if m.worst_run else
+                     compare(m.name, bv, cv, m.higher_is_better, allowed, paired=True))
+    warnings = [*comparability(done), *timed_out_warnings(done)]
+    warnings += [f"{r.label}: {n}" for r in done for n in (r.summary or {})["duet"].get("notes") or []]
+    warnings += [f"{x.metric}: noisy ({x.noise})" for x in comps if x.noisy]
+    swapped = sum(1 for r in done if (r.summary or {})["duet"].get("started_first") == cand_side)
+    notes = [f"{len(done)} duet run(s): {cand_side} against {base_side} at the same instants, each run a pair "
+             f"({swapped} with {cand_side} started first and the pools swapped)"]
+    return GateResult(comps, warnings, notes, done)
+
+
 def gate(baseline: list[StoredRun], candidate: list[StoredRun], specs: list[str],
          baseline_variant: str | None = None, candidate_variant: str | None = None) -> GateResult:
     """The candidate runs gated against the baseline runs. When both sides hold the same two or more scheduler
     variants and none is chosen (a plugin beside the stock scheduler, base against head), each variant is gated
     against itself, its metrics named ``metric [variant]``: pooling them would compare a mix, and a slowed
-    plugin would hide behind the stock scheduler's runs."""
+    plugin would hide behind the stock scheduler's runs. Duet runs given as both baseline and candidate are gated
+    side against side (:func:`gate_duet`)."""
+    if is_duet(baseline) and {r.path for r in baseline} == {r.path for r in candidate}:
+        return gate_duet(baseline, specs, baseline_variant, candidate_variant)
     if baseline_variant is None and candidate_variant is None:
         names = sorted({variant_name(r) for r in baseline})
         if len(names) > 1 and set(names) == {variant_name(r) for r in candidate}:

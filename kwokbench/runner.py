@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kwokbench import components, flags
+from kwokbench import components, duet, flags
 from kwokbench.analyse import analyse
 from kwokbench.chaos import COMPONENT
 from kwokbench.cluster import (
@@ -143,7 +143,8 @@ def fairness_manifest(scenario: Scenario, variant: SchedulerSpec, opts: ClusterO
         "extenders": [{k: v for k, v in e.items() if k != "urlPrefix"} for e in opts.scheduler_extenders],
         "crds": sorted({"podgroups.scheduling.x-k8s.io"} if any(w.gang for w in scenario.workloads) else set()),
         "scheduler_name": variant.effective_scheduler_name,
-        "concurrent_schedulers": [_variant_brief(v) for v in scenario.schedulers]
+        # by name: a duet's repeats start the variants in either order
+        "concurrent_schedulers": sorted((_variant_brief(v) for v in scenario.schedulers), key=lambda b: b["name"])
         if scenario.concurrent_schedulers else None,
         # only when set: runs from before they existed stay comparable with runs that set none
         **({"scheduler_flags": sf} if (sf := flags.for_component(opts.extra_args, "kube-scheduler")) else {}),
@@ -190,8 +191,9 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
     if scenario.concurrent_schedulers:
         together = SchedulerSpec(name=TOGETHER)
         for i in repeats:
-            results.append(run_variant(scenario, base, together, opts, rep, k, group={"id": group, "repeat": i,
-                                                                                       "of": opts.repeat}))
+            sc, record = duet.expand(scenario, i) if scenario.duet else (scenario, None)
+            results.append(run_variant(sc, base, together, opts, rep, k, group={
+                "id": group, "repeat": i, "of": opts.repeat, **({"duet": record} if record else {})}))
             if opts.on_stored:
                 opts.on_stored(results[-1])
         return results

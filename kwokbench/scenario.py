@@ -565,6 +565,14 @@ class Scenario(_Model):
         "Run every scheduler variant at once on one cluster (the multiple-schedulers deployment), each owning "
         "its pods by schedulerName, instead of one fresh cluster per variant. Placement then counts "
         "overcommitted nodes and which scheduler pushed each over."))
+    duet: bool = Field(False, description=(
+        "Run the two scheduler variants at the same time on one control plane (a duet), each on its own identical "
+        "node pool (every node group twice, labelled kwokbench.io/duet-pool) with the whole workload of its own, "
+        "its pods offered in lockstep with the other's (created alternately at twice the rate), so whatever slows "
+        "the host slows both; the pools and the start order swap between repeats. The summary's `duet` section "
+        "gives each side's figures over the same window and their ratio; `kwokbench gate` compares the sides of "
+        "duet runs pair by pair. Implies concurrent_schedulers; a variant without scheduler_name serves "
+        "duet-<its name>. Not with traces, DRA devices or claims, chaos, Kueue or per-phase `scheduler`."))
     workloads: list[WorkloadSpec] = Field(min_length=1, description="Workload phases, submitted in order.")
     chaos: list[ChaosEvent] = Field(default_factory=list, description=(
         "Timed disruptions during the workload; the report marks them and measures recovery."))
@@ -677,6 +685,35 @@ class Scenario(_Model):
         for w in self.workloads:
             if w.gang and w.count % w.gang.size:
                 raise ValueError(f"workload {w.name}: count {w.count} is not a multiple of gang.size {w.gang.size}")
+        return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _duet_names(cls, data: Any) -> Any:
+        """A duet runs its variants together: each serves a name of its own unless it names one."""
+        if isinstance(data, dict) and data.get("duet") is True and isinstance(data.get("schedulers"), list):
+            data = {**data, "concurrent_schedulers": True, "schedulers": [
+                {**v, "scheduler_name": f"duet-{v.get('name', 'default')}"}
+                if isinstance(v, dict) and not v.get("scheduler_name") else v for v in data["schedulers"]]}
+        return data
+
+    @model_validator(mode="after")
+    def _duet(self) -> Scenario:
+        if not self.duet:
+            return self
+        why = ("exactly two scheduler variants" if len(self.schedulers) != 2 else
+               "no trace workloads" if any(w.trace for w in self.workloads) else
+               "no per-phase `scheduler` (each side has the whole workload)" if any(w.scheduler for w in
+                                                                                    self.workloads) else
+               "no DRA devices or claims" if any(g.devices for g in self.cluster.node_groups) or any(
+                   w.claims for w in self.workloads) else
+               "no node groups from a trace" if any(g.from_trace for g in self.cluster.node_groups) else
+               "no gangs (a gang's members would be dealt to both sides)" if any(w.gang for w in
+                                                                                  self.workloads) else
+               "no chaos events" if self.chaos else
+               "no Kueue" if self.cluster.kueue else "")
+        if why:
+            raise ValueError(f"duet needs {why}")
         return self
 
     @model_validator(mode="after")

@@ -171,6 +171,9 @@ class ManifestFactory:
     scheduler_names: Sequence[str] = ()
     """When given, object i's pods get ``spec.schedulerName`` ``scheduler_names[i % len]`` (the variant owning
     them when several schedulers share the cluster)."""
+    pool_label: str = ""
+    """When given (a duet), object i's pods also get a nodeSelector of this label equal to their schedulerName:
+    the node pool of the side owning them."""
     app_labels: Sequence[str] = ()
     """Labels whose value is object i's application, ``<prefix>-app-<i // app_size>`` (YuniKorn's
     ``applicationId``)."""
@@ -308,6 +311,8 @@ class ManifestFactory:
                 pod_spec["nodeSelector"] = {**(pod_spec.get("nodeSelector") or {}), **self.node_selector}
             if scheduler and isinstance(pod_spec, dict):
                 pod_spec["schedulerName"] = scheduler
+                if self.pool_label:
+                    pod_spec["nodeSelector"] = {**(pod_spec.get("nodeSelector") or {}), self.pool_label: scheduler}
         if self.suspend and object_kind(doc) == "Job" and isinstance(doc.get("spec"), dict):
             doc["spec"]["suspend"] = True
         annotations = {**self.pod_annotations,

@@ -19,7 +19,7 @@ LAYERS = [
     ["", "errors", "progress", "formatting", "stats", "code_version", "console", "jobs", "job_manifest", "acceptance",
      "placement", "allocation", "gpu_choices", "toolchain", "trace", "quantity", "labels", "device_layout", "flags"],
     ["kind", "store", "summary", "shard", "templates", "bottleneck", "extender", "pprof", "dra"],
-    ["scenario", "gate", "ceiling", "history"],
+    ["scenario", "gate", "ceiling", "history", "duet"],
     ["cluster", "chaos", "load", "capture"],
     ["metrics"],
     ["measure", "analyse"],

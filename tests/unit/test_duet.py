@@ -1,0 +1,135 @@
+"""Duets (pure parts): one repeat's scenario (two identical pools, the workload twice, sides swapped on odd
+repeats), the sides' figures over the same window, and the gate comparing the sides of duet runs pair by pair."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kwokbench import duet
+from kwokbench.errors import ScenarioError
+from kwokbench.gate import gate, is_duet
+from kwokbench.plan import manifest_factories
+from kwokbench.scenario import parse_scenario
+from kwokbench.store import StoredRun
+
+DUET = """\
+schema_version: 1
+name: d
+duet: true
+cluster:
+  node_groups: [{name: cpu, count: 4, params: {cpu: 8, labels: {zone: z1}}}]
+schedulers:
+  - name: base
+  - name: head
+    config: configs/binpack.yaml
+workloads:
+  - name: pods
+    count: 10
+    arrival: {type: qps, qps: 50}
+"""
+
+
+def test_a_duet_is_two_pools_the_workload_twice_and_the_sides_swap() -> None:
+    sc = parse_scenario(DUET, "d.yaml")
+    assert sc.concurrent_schedulers and [v.effective_scheduler_name for v in sc.schedulers] == ["duet-base",
+                                                                                                 "duet-head"]
+    even, rec = duet.expand(sc, 0)
+    assert [(g.name, g.count, g.params["labels"]) for g in even.cluster.node_groups] == [
+        ("cpu-a", 4, {"zone": "z1", duet.POOL_LABEL: "duet-base"}),
+        ("cpu-b", 4, {"zone": "z1", duet.POOL_LABEL: "duet-head"})]
+    assert even.workloads[0].count == 20 and even.workloads[0].arrival.qps == 100  # type: ignore[union-attr]
+    assert rec == {"variants": ["base", "head"], "baseline": "base", "candidate": "head", "started_first": "base",
+                   "pools": {"base": "a", "head": "b"}, "scheduler_names": {"base": "duet-base",
+                                                                            "head": "duet-head"}}
+    odd, rec1 = duet.expand(sc, 1)
+    assert [v.name for v in odd.schedulers] == ["head", "base"] and rec1["started_first"] == "head"
+    assert rec1["pools"] == {"head": "a", "base": "b"}
+    # each pod carries its side's schedulerName and the nodeSelector of that side's pool, alternately
+    [f] = manifest_factories(even, Path("scenarios"), "r1")
+    pods = [json.loads(f.body(i)) for i in range(4)]
+    assert [(p["spec"]["schedulerName"], p["spec"]["nodeSelector"][duet.POOL_LABEL]) for p in pods] == [
+        ("duet-base", "duet-base"), ("duet-head", "duet-head")] * 2
+
+
+@pytest.mark.parametrize("extra,why", [
+    ("", "exactly two scheduler variants"),
+    ("gang", "no gangs"),
+    ("trace", "no trace workloads"),
+])
+def test_what_a_duet_refuses(extra: str, why: str) -> None:
+    text = DUET
+    if extra == "":
+        text = text.replace("  - name: head\n    config: configs/binpack.yaml\n", "")
+    elif extra == "gang":
+        text = text.replace("    count: 10\n", "    count: 10\n    gang: {size: 5}\n")
+    else:
+        text = text.replace("    count: 10\n    arrival: {type: qps, qps: 50}\n",
+                            "    trace: {file: x.csv}\n")
+    with pytest.raises(ScenarioError, match=why):
+        parse_scenario(text, "d.yaml")
+
+
+def _pods(base_times: np.ndarray, head_times: np.ndarray) -> pd.DataFrame:
+    rows = []
+    for name, ts in (("duet-base", base_times), ("duet-head", head_times)):
+        for i, t in enumerate(ts):
+            rows.append({"created": i * 0.01, "scheduled": t, "scheduler": name})
+    return pd.DataFrame(rows)
+
+
+REC = {"baseline": "base", "candidate": "head", "pools": {"base": "a", "head": "b"}, "started_first": "base",
+       "scheduler_names": {"base": "duet-base", "head": "duet-head"}}
+
+
+def test_the_sides_over_the_same_window() -> None:
+    base = np.linspace(0.1, 10.0, 1000)      # 100 pods/s for 10 s
+    head = np.linspace(0.1, 11.0, 1000)      # ~10% slower: its last pods fall after the window
+    sched = {"base": {"cpu_seconds": 5.0, "schedule_attempts": {"scheduled": 1000}},
+             "head": {"cpu_seconds": 6.0, "schedule_attempts": {"scheduled": 1000, "unschedulable": 100}}}
+    s = duet.section(_pods(base, head), REC, sched, {"verdict": "scheduler"})
+    assert s["window_seconds"] == pytest.approx(10.0)
+    assert s["sides"]["base"]["throughput"] == pytest.approx(100.0)
+    assert s["ratios"]["throughput"] == pytest.approx(0.908, abs=0.01)
+    assert s["ratios"]["cpu_per_pod"] == pytest.approx(1.2)
+    assert s["ratios"]["attempts_per_pod"] == pytest.approx(1.1)
+    assert s["notes"] == []
+    late = duet.section(_pods(base, np.linspace(0.1, 14.0, 1000)), REC, sched, {"verdict": "arrival"})
+    assert any("base finished" in n for n in late["notes"]) and any("kept up" in n for n in late["notes"])
+
+
+def _duet_run(tmp: Path, i: int, tp_base: float, tp_head: float, first: str = "base") -> StoredRun:
+    sides = {"base": {"throughput": tp_base, "cpu_per_pod": 0.01, "unscheduled": 0, "latency_p99": 1.0,
+                      "latency_p50": 0.1},
+             "head": {"throughput": tp_head, "cpu_per_pod": 0.01 * tp_base / tp_head, "unscheduled": 0,
+                      "latency_p99": 1.0, "latency_p50": 0.1}}
+    meta: dict[str, Any] = {"status": "complete", "variant": {"name": "together"}, "toolchain": {}, "host": {},
+                            "fairness": {}, "cluster": {"nodes": 8}, "phases": [], "group": {"duet": REC}}
+    summary = {"duet": {**REC, "started_first": first, "sides": sides, "notes": []}}
+    return StoredRun(tmp / f"r{i}", meta, summary, None, None)
+
+
+def test_the_gate_compares_the_sides_pair_by_pair(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    host = rng.uniform(60, 140, 6)  # the host's speed moves 2x between runs: both sides with it
+    aa = [_duet_run(tmp_path, i, h, h * float(np.exp(rng.normal(0, 0.01))), ("base", "head")[i % 2])
+          for i, h in enumerate(host)]
+    assert is_duet(aa)
+    res = gate(aa, aa, ["throughput:5%", "scheduler_cpu_per_pod:5%"])
+    assert {c.metric: c.decision for c in res.comparisons} == {"throughput": "same", "scheduler_cpu_per_pod": "same",
+                                                               "unscheduled": "same"}
+    assert res.exit_code == 0 and "6 duet run(s)" in res.notes[0] and "3 with head started first" in res.notes[0]
+    slow = [_duet_run(tmp_path, i, h, h * 0.95 * float(np.exp(rng.normal(0, 0.01)))) for i, h in enumerate(host)]
+    res = gate(slow, slow, ["throughput:2%"])
+    assert res.comparisons[0].verdict == "regression" and res.exit_code == 1
+    with pytest.raises(ScenarioError, match="no side of the duet runs is that variant"):
+        gate(aa, aa, [], "nope", None)
+    with pytest.raises(ScenarioError, match="compared with itself"):
+        gate(aa, aa, [], "base", "base")
+    other = gate(aa, aa, ["binding_rate:10%"]).comparisons[0]
+    assert other.verdict == "inconclusive" and "not measured per side" in other.reason
