@@ -1,0 +1,209 @@
+"""What the verdicts can decide on this host: sequential interleaved pairs against duets, quiet or beside a noisy
+neighbour, on real runs of scenarios/cost-ab.yaml (a Score plugin of known cost, plugins/costscore).
+
+``record`` runs the scenario's two variants ``--pairs`` times, interleaved on fresh clusters (``run --repeat``) or
+as duets on one control plane (``run --repeat --duet``), the candidate's plugin at ``--cost`` ns per Score call (0:
+an A/A), optionally beside benchmarks/noisy_neighbour.py (one core burnt in seeded random bursts), and stores each
+pair's figures (both sides' throughput and scheduler CPU per pod, the pair's wall time) in a JSON file under
+benchmarks/data/ with its origin.
+
+``analyse`` prints, for each stored file: the spread (sd of the log ratio) of the pairs per figure; the duet's
+spread as a share of the sequential pairs' of the same noise; and, resampling the A/A pairs with an effect added
+(2, 5, 10, 20% more CPU per pod), the sequential decision's rates (:func:`kwokbench.stats.decide_sequential`, looks
+at 3…20 pairs, the allowed change ``--allowed``): false alarms, detection, the median pairs and minutes to a
+decided verdict. A file with a real injected cost is decided as it ran, beside the resampled rate at its measured
+effect. The calibration (the stock CPU per pod, the cost per node call that adds 5%) is printed.
+
+    python benchmarks/bench_verdicts.py record --mode duet --pairs 8 [--noisy] [--cost 0] [--out FILE]
+    python benchmarks/bench_verdicts.py analyse benchmarks/data/verdicts-*.json [--allowed 0.02]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import subprocess
+import sys
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+SCENARIO = REPO / "scenarios" / "cost-ab.yaml"
+FIGURES = {"cpu_per_pod": False, "throughput": True}
+"""Figure → higher is better."""
+NODES_SCORED = 100
+"""Score calls per pod in cost-ab.yaml (every node of a side's pool is feasible and scored)."""
+
+
+def _seconds(meta: dict[str, Any]) -> float | None:
+    try:
+        return (datetime.fromisoformat(meta["ended_at"]) - datetime.fromisoformat(meta["started_at"])).total_seconds()
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _pairs(root: Path, mode: str) -> list[dict[str, Any]]:
+    from kwokbench.store import find_runs, load_run
+
+    runs = [load_run(p) for p in find_runs([root])]
+    out: list[dict[str, Any]] = []
+    if mode == "duet":
+        for r in sorted(runs, key=lambda r: str(r.meta.get("started_at"))):
+            d = (r.summary or {}).get("duet")
+            if r.meta.get("status") != "complete" or not d:
+                continue
+            out.append({"base": {k: d["sides"]["base"].get(k) for k in FIGURES},
+                        "head": {k: d["sides"]["head"].get(k) for k in FIGURES},
+                        "seconds": _seconds(r.meta), "started_first": d["started_first"],
+                        "notes": d.get("notes") or []})
+        return out
+    by_repeat: dict[int, dict[str, Any]] = {}
+    for r in runs:
+        if r.meta.get("status") != "complete":
+            continue
+        s = r.summary or {}
+        fig = {"cpu_per_pod": (s.get("scheduler") or {}).get("cpu_seconds_per_pod"),
+               "throughput": (s.get("throughput") or {}).get("average")}
+        slot = by_repeat.setdefault(int((r.meta.get("group") or {}).get("repeat", -1)), {"seconds": 0.0})
+        slot[str(r.meta["variant"]["name"])] = fig
+        slot["seconds"] += _seconds(r.meta) or 0.0
+    return [p for _, p in sorted(by_repeat.items()) if "base" in p and "head" in p]
+
+
+def record(a: argparse.Namespace) -> None:
+    cmd = [sys.executable, "-m", "kwokbench", "run", str(SCENARIO), "--repeat", str(a.pairs),
+           "--set", f"schedulers.1.plugin_args.CostScore.costNanos={a.cost}", *(["--duet"] if a.mode == "duet" else [])]
+    neighbour = None
+    started = datetime.now(UTC)
+    with tempfile.TemporaryDirectory(prefix="kb-verdicts-") as tmp:
+        try:
+            if a.noisy:
+                neighbour = subprocess.Popen([sys.executable, str(REPO / "benchmarks" / "noisy_neighbour.py"),
+                                              "--seconds", "36000", "--seed", str(a.seed)],
+                                             stdout=subprocess.DEVNULL)
+            subprocess.run([*cmd, "--out", tmp], check=True, stdout=subprocess.DEVNULL, cwd=REPO)
+        finally:
+            if neighbour is not None:
+                neighbour.terminate()
+                neighbour.wait(10)
+        pairs = _pairs(Path(tmp), a.mode)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO)
+    noise = f"beside benchmarks/noisy_neighbour.py --seed {a.seed}" if a.noisy else "host otherwise idle"
+    doc = {"format_version": 1, "mode": a.mode, "noisy": a.noisy, "cost_nanos": a.cost, "pairs": pairs,
+           "origin": f"benchmarks/bench_verdicts.py record --mode {a.mode} --pairs {a.pairs} --cost {a.cost} on "
+                     f"{platform.node()} ({started:%Y-%m-%d %H:%M} UTC, kwokbench {commit.stdout.strip()}), {noise}: "
+                     f"scenarios/cost-ab.yaml"}
+    out = Path(a.out or REPO / "benchmarks" / "data" /
+               f"verdicts-{a.mode}-{'noisy' if a.noisy else 'quiet'}-{a.cost}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"{len(pairs)} of {a.pairs} pairs complete; stored in {out}")
+
+
+def log_ratios(doc: dict[str, Any], figure: str) -> np.ndarray:
+    """log(head / base) of each complete pair, in run order."""
+    return np.array([math.log(p["head"][figure] / p["base"][figure]) for p in doc["pairs"]
+                     if p["base"].get(figure) and p["head"].get(figure)], dtype=np.float64)
+
+
+def resampled(aa: np.ndarray, effect: float, higher_is_better: bool, allowed: float, trials: int = 2000,
+              seed: int = 0) -> dict[str, float]:
+    """The sequential decision on pairs drawn (with replacement) from A/A log ratios centred on 0 and shifted by
+    the effect (relative, in the worse direction): outcome rates and the median pairs used."""
+    from kwokbench.stats import decide_sequential, looks
+
+    rng = np.random.default_rng(seed)
+    centred = aa - aa.mean()
+    shift = math.log(1 - effect) if higher_is_better else math.log(1 + effect)
+    schedule = looks(3, 20)
+    counts = {"regression": 0, "same": 0, "better": 0, "inconclusive": 0}
+    used = []
+    for _ in range(trials):
+        x = rng.choice(centred, size=schedule[-1], replace=True) + shift
+        got, n = decide_sequential(x, higher_is_better, allowed, schedule)
+        assert got is not None
+        counts[got.decision] += 1
+        used.append(n)
+    return {**{k: v / trials for k, v in counts.items()}, "pairs": float(np.median(used))}
+
+
+def analyse(a: argparse.Namespace) -> None:
+    from kwokbench.stats import decide_sequential, looks
+
+    docs = [(Path(f).name, json.loads(Path(f).read_text())) for f in a.files]
+    print(f"{'file':<38} {'pairs':>5} {'min/pair':>8} {'sd cpu/pod':>10} {'sd thr':>7}  origin")
+    for name, d in docs:
+        secs = [p["seconds"] for p in d["pairs"] if p.get("seconds")]
+        per = np.median(secs) / 60 if secs else float("nan")
+        print(f"{name:<38} {len(d['pairs']):>5} {per:>8.2f} {log_ratios(d, 'cpu_per_pod').std(ddof=1):>10.3f} "
+              f"{log_ratios(d, 'throughput').std(ddof=1):>7.3f}  {d['origin']}")
+    aa = {(d["mode"], d["noisy"]): d for _, d in docs if d["cost_nanos"] == 0}
+    for noisy in (False, True):
+        s, du = aa.get(("sequential", noisy)), aa.get(("duet", noisy))
+        if s and du:
+            for fig in FIGURES:
+                r = log_ratios(du, fig).std(ddof=1) / log_ratios(s, fig).std(ddof=1)
+                print(f"{'noisy' if noisy else 'quiet'} host, {fig}: the duet's pair spread is {r:.2f}x the "
+                      f"sequential pairs'")
+    for (mode, noisy), d in sorted(aa.items()):
+        base = [p["base"]["cpu_per_pod"] for p in d["pairs"] if p["base"].get("cpu_per_pod")]
+        if base:
+            cpu = float(np.median(base))
+            print(f"\ncalibration ({mode}, {'noisy' if noisy else 'quiet'}): stock CPU per pod {cpu * 1000:.2f} ms; "
+                  f"+5% is costNanos {cpu * 0.05 / NODES_SCORED * 1e9:.0f} per Score call ({NODES_SCORED} nodes)")
+        secs = [p["seconds"] for p in d["pairs"] if p.get("seconds")]
+        minutes = float(np.median(secs)) / 60 if secs else float("nan")
+        for fig, hib in FIGURES.items():
+            x = log_ratios(d, fig)
+            if len(x) < 3:
+                continue
+            print(f"{mode}, {'noisy' if noisy else 'quiet'}, {fig} (allowed {a.allowed * 100:.0f}%, looks "
+                  f"{looks(3, 20)}):")
+            for eff in (0.0, 0.02, 0.05, 0.10, 0.20):
+                r = resampled(x, eff, hib, a.allowed)
+                print(f"  effect {eff * 100:>4.0f}%: regression {r['regression'] * 100:5.1f}%  same "
+                      f"{r['same'] * 100:5.1f}%  inconclusive {r['inconclusive'] * 100:5.1f}%  median pairs "
+                      f"{r['pairs']:.0f} (~{r['pairs'] * minutes:.0f} min)")
+    for name, d in docs:
+        if d["cost_nanos"] == 0:
+            continue
+        for fig, hib in FIGURES.items():
+            x = log_ratios(d, fig)
+            if len(x) < 3:
+                continue
+            got, n = decide_sequential(x, hib, a.allowed, looks(3, max(3, len(x))))
+            measured = math.exp(float(x.mean())) - 1
+            print(f"\n{name}, {fig}: measured {measured * 100:+.1f}% over {len(x)} pairs; decided as it ran: "
+                  f"{got.decision if got else 'undecided'} after {n} pairs ({got.reason if got else ''})")
+            ref = aa.get((d["mode"], d["noisy"]))
+            if ref is not None and len(log_ratios(ref, fig)) >= 3:
+                eff = measured if not hib else -measured
+                r = resampled(log_ratios(ref, fig), max(eff, 0.0), hib, a.allowed)
+                print(f"  resampled A/A with that effect: regression {r['regression'] * 100:.1f}%")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("record")
+    r.add_argument("--mode", choices=["duet", "sequential"], required=True)
+    r.add_argument("--pairs", type=int, default=8)
+    r.add_argument("--cost", type=int, default=0, help="the candidate's costNanos per Score call")
+    r.add_argument("--noisy", action="store_true")
+    r.add_argument("--seed", type=int, default=1)
+    r.add_argument("--out")
+    an = sub.add_parser("analyse")
+    an.add_argument("files", nargs="+")
+    an.add_argument("--allowed", type=float, default=0.02)
+    a = ap.parse_args()
+    record(a) if a.cmd == "record" else analyse(a)
+
+
+if __name__ == "__main__":
+    main()
