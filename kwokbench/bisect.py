@@ -167,7 +167,8 @@ def step(metric: Metric, allowed: float, before: Sequence[float | None],
 def describe(c: Comparison) -> dict[str, Any]:
     """A comparison as bisect.json keeps it (the later tag over the earlier)."""
     return {"ratio": c.ratio, "ci": list(c.ci) if c.ci else None, "method": c.method, "runs": c.runs,
-            "mde": c.mde, "baseline": list(c.baseline), "candidate": list(c.candidate), "reason": c.reason}
+            "mde": c.mde, "baseline": list(c.baseline), "candidate": list(c.candidate), "reason": c.reason,
+            "decision": c.decision}
 
 
 # ---- the search ------------------------------------------------------------------------------------------------
@@ -242,7 +243,7 @@ def search(path: list[str], measure: Measure, metric: Metric, allowed: float, re
         if hi - lo == 1:
             assert last is not None
             s.result = {"found": True, "step": "changed", "between": [path[lo], path[hi]],
-                        **{k: last[k] for k in ("ratio", "ci", "method", "runs", "reason")}}
+                        **{k: last.get(k) for k in ("ratio", "ci", "method", "runs", "reason", "decision")}}
             return s
 
 
@@ -257,7 +258,8 @@ def sentence(doc: dict[str, Any]) -> str:
     ratio, ci = r.get("ratio"), r.get("ci")
     change = "" if ratio is None else f" by {(ratio - 1) * 100:+.1f}%" + (
         f" (90% CI {(ci[0] - 1) * 100:+.1f}%..{(ci[1] - 1) * 100:+.1f}%)" if ci and ci[0] != ci[1] else "")
-    return f"{metric} changed between {a} and {b}{change}, {r.get('runs')}"
+    how = {"regression": " (worse)", "better": " (better)"}.get(str(r.get("decision")), "")
+    return f"{metric} changed{how} between {a} and {b}{change}, {r.get('runs')}"
 
 
 def bisect_metric(spec: str) -> tuple[Metric, float]:

@@ -1,5 +1,5 @@
 """``kwokbench bisect``'s pure parts: the release path between two tags, one step's decision, and the search over
-a path, given values from a seeded random measure (the runs on real clusters: tests/e2e/test_bisect.py)."""
+a path, given values from a seeded random measure (the runs on real clusters: tests/e2e/test_kubernetes_versions.py)."""
 
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ def test_the_search_finds_the_step_in_log2_rounds(change_at: int) -> None:
     assert all(len(c) == 3 for c in calls[1:])
     assert [r["positions"] for r in s.rounds] == [c for n, c in enumerate(calls) if n == 0 or calls[n - 1] != c]
     doc = {"metric": "throughput", "rounds": s.rounds, "result": s.result, "builds": {}, "path": PATH}
-    assert re.search(rf"changed between {PATH[change_at - 1]} and {PATH[change_at]} by -[34]\d\.\d% \(90% CI "
+    assert re.search(rf"changed \(worse\) between {PATH[change_at - 1]} and {PATH[change_at]} by -[34]\d\.\d% \(90% CI "
                      r"-\d+\.\d%\.\.-\d+\.\d%\), 3 pairs$", sentence(doc)), sentence(doc)
     columns, table = rows(doc)
     assert columns[4:6] == ["throughput from", "throughput to"]
@@ -173,3 +173,13 @@ def test_a_metric_alone_takes_its_default_change() -> None:
     assert bisect_metric("throughput:5%") == (THROUGHPUT, 0.05)
     with pytest.raises(ScenarioError, match="unknown metric"):
         bisect_metric("speed")
+
+
+def test_an_unchanged_release_is_same_and_a_speed_up_reads_as_one() -> None:
+    """Bisect's steps decide with the gate's procedure: an A/A within the allowed change is shown *same* (two
+    one-sided tests), a speed-up is *changed* and says it got better (it was stored as "within the allowed 10%")."""
+    before = [100.0, 104.0, 97.0, 101.0, 99.0, 103.0]
+    assert step(THROUGHPUT, 0.10, before, [x * 1.005 for x in before])[0] == "same"
+    st, c = step(THROUGHPUT, 0.10, before, [x * 1.3 for x in before])
+    assert st == "changed" and c.decision == "better" and "better beyond 10%" in c.reason, c.reason
+    assert step(THROUGHPUT, 0.10, before[:2], [before[0] * 1.2, before[1] * 0.85])[0] == "undecided"
