@@ -14,18 +14,31 @@ from kwokbench.quantity import quantity
 from kwokbench.summary import percentile_stats
 
 
+def given(row: Any) -> list[tuple[str, bool]]:
+    """(device, given shared) of a holding's devices: per device from its ``shared`` flags, or (a run stored before
+    them) the holding's ``shareable`` for all its devices."""
+    devices = str(row.devices or "").split()
+    flags = str(getattr(row, "shared", "") or "").split()
+    if len(flags) == len(devices):
+        return [(d, f == "1") for d, f in zip(devices, flags, strict=True)]
+    return [(d, bool(row.shareable)) for d in devices]
+
+
+def _end(row: Any) -> float:
+    gone = row.released if pd.notna(getattr(row, "released", None)) else row.deleted
+    return float(gone) if pd.notna(gone) else float("inf")
+
+
 def overlapping(claims: pd.DataFrame) -> dict[str, int]:
-    """Devices held by two claims at the same time (allocated to released: the allocation cleared, or the claim
-    deleted), over claims given them whole (no share ID): device → most claims holding it at once, for those
-    above one."""
+    """Devices held whole by two holdings at the same time (each holding from its allocation to its release: the
+    allocation cleared, or the claim deleted), over every holding of every claim, and over each device a claim was
+    given whole even when it was given others shared: device → most holdings at once, for those above one."""
     out: dict[str, int] = {}
-    whole = claims[claims["allocated"].notna() & ~claims["shareable"].astype(bool)]
     spans: dict[str, list[tuple[float, float]]] = {}
-    for row in whole.itertuples(index=False):
-        gone = row.released if "released" in claims and pd.notna(row.released) else row.deleted
-        end = float(gone) if pd.notna(gone) else float("inf")
-        for dev in str(row.devices).split():
-            spans.setdefault(dev, []).append((float(row.allocated), end))
+    for row in claims[claims["allocated"].notna()].itertuples(index=False):
+        for dev, shared in given(row):
+            if not shared:
+                spans.setdefault(dev, []).append((float(row.allocated), _end(row)))
     for dev, iv in spans.items():
         if len(iv) < 2:
             continue
@@ -45,13 +58,12 @@ def peak_consumed(claims: pd.DataFrame, capacity: str = "milli") -> dict[str, fl
     if "consumed" not in claims:
         return {}
     events: dict[str, list[tuple[float, float]]] = {}
-    for row in claims[claims["allocated"].notna() & claims["shareable"].astype(bool)].itertuples(index=False):
-        gone = row.released if pd.notna(row.released) else row.deleted
-        end = float(gone) if pd.notna(gone) else float("inf")
+    for row in claims[claims["allocated"].notna()].itertuples(index=False):
+        end = _end(row)
         amounts = [dict(kv.split("=", 1) for kv in part.split(",") if "=" in kv)
                    for part in str(row.consumed or "").split()]
-        for dev, got in zip(str(row.devices).split(), amounts, strict=False):
-            if capacity in got:
+        for (dev, shared), got in zip(given(row), amounts, strict=False):
+            if shared and capacity in got:
                 q = quantity(got[capacity])
                 events.setdefault(dev, []).extend([(float(row.allocated), q), (end, -q)])
     out: dict[str, float] = {}
@@ -133,6 +145,9 @@ def claims_section(claims: pd.DataFrame, pods: pd.DataFrame | None = None,
     """The summary's ``claims`` section. A pod's claim is one (pod, claim name); kube-controller-manager may make
     more than one object for it (it did under load here: 11 of 1200, never allocated, deleted with the pod):
     those are counted as ``extra_claims``, not as claims left unallocated."""
+    every = claims  # every holding: what devices were held, and when
+    holdings = claims["holding"].fillna(0).astype(int) if "holding" in claims else pd.Series(0, index=claims.index)
+    claims = claims[holdings == 0]  # a claim's first holding (or its row, never allocated): the per-claim figures
     allocated = claims[claims["allocated"].notna()]
     owned = claims["pod"].astype(str) != ""
     slot = claims["name"].where(~owned, claims["pod"].astype(str) + "/" + (
@@ -146,12 +161,14 @@ def claims_section(claims: pd.DataFrame, pods: pd.DataFrame | None = None,
         "extra_claims": int(len(claims) - len(held)),
         "devices_allocated": len(per_device), "allocations": len(devices),
         "shared_allocations": int(allocated["shareable"].astype(bool).sum()),
-        "devices_given_twice": overlapping(claims),
-        "shared_peak_milli": max(peak_consumed(claims).values(), default=None),
+        "reallocated": int((holdings > 0).groupby(every["namespace"].astype(str) + "/" + every["name"].astype(str))
+                           .any().sum()),
+        "devices_given_twice": overlapping(every),
+        "shared_peak_milli": max(peak_consumed(every).values(), default=None),
         "seen_to_allocated": percentile_stats(wait)}
     if chosen := by_request(claims):
         out["first_available"] = chosen
-    if node_groups and (counters := counters_section(claims, node_groups)) is not None:
+    if node_groups and (counters := counters_section(every, node_groups)) is not None:
         out["counters"] = counters
     if pods is not None and len(pods) and "name" in pods:
         # a pod bound although its claim was never allocated: a scheduler that ignores DRA (a kubelet would not

@@ -97,7 +97,7 @@ class ObjectWatch(Recorder):
 
     def __init__(self) -> None:
         super().__init__()
-        self.rows: dict[tuple[str, str], dict[str, Any]] = {}
+        self.rows: dict[tuple[str, ...], dict[str, Any]] = {}
         self.errors: list[str] = []
         self.run_label = ""
         self._stop: asyncio.Event | None = None
