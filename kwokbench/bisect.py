@@ -38,7 +38,7 @@ from kwokbench import __version__
 from kwokbench.errors import ScenarioError, StoreError
 from kwokbench.gate import METRICS, Metric, parse_gate
 from kwokbench.progress import Reporter, Silent
-from kwokbench.stats import Comparison, compare, compare_worst
+from kwokbench.stats import ALPHA, Comparison, compare, compare_worst
 from kwokbench.store import _atomic_write, digest, host_info, outcome, owner, read_versioned, settle_status
 from kwokbench.toolchain import versions
 
@@ -142,7 +142,7 @@ def _paired(a: Sequence[float | None], b: Sequence[float | None]) -> tuple[list[
 
 
 def step(metric: Metric, allowed: float, before: Sequence[float | None],
-         after: Sequence[float | None]) -> tuple[Step, Comparison]:
+         after: Sequence[float | None], alpha: float = ALPHA) -> tuple[Step, Comparison]:
     """Whether ``metric`` changed from the earlier tag's runs to the later one's (paired by repeat): *changed* when
     :func:`~kwokbench.stats.decide` finds it worse or better beyond ``allowed``, *same* when it shows the change
     within it (two one-sided tests), else *undecided*."""
@@ -158,7 +158,8 @@ def step(metric: Metric, allowed: float, before: Sequence[float | None],
             return "changed", worse
         return ("same" if worse.decision == "same" else "undecided"), worse
     b, a = _paired(before, after)
-    c = compare(metric.name, b, a, metric.higher_is_better, allowed, paired=True, noise_floor=metric.noise_floor)
+    c = compare(metric.name, b, a, metric.higher_is_better, allowed, alpha=alpha, paired=True,
+                noise_floor=metric.noise_floor)
     if c.decision in ("regression", "better"):
         return "changed", c
     return ("same" if c.decision == "same" else "undecided"), c
@@ -186,13 +187,15 @@ class Search:
 def _measure_until(idx: list[int], measure: Measure, metric: Metric, allowed: float, repeat: int,
                    max_repeat: int) -> tuple[dict[int, list[float | None]], list[tuple[Step, Comparison]]]:
     """Runs the tags at ``idx`` interleaved, ``repeat`` at a time, until every adjacent step is decided or
-    ``max_repeat`` runs of each are in."""
+    ``max_repeat`` runs of each are in. Tested after each batch, each test at alpha over the most batches (a
+    sequential rule: more looks, more chances of a false "changed", so each look is stricter)."""
     values: dict[int, list[float | None]] = {i: [] for i in idx}
+    alpha = ALPHA / max(1, math.ceil(max_repeat / repeat))
     while True:
         got = measure(idx, repeat)
         for i in idx:
             values[i].extend(got.get(i, [None] * repeat))
-        steps = [step(metric, allowed, values[a], values[b]) for a, b in itertools.pairwise(idx)]
+        steps = [step(metric, allowed, values[a], values[b], alpha) for a, b in itertools.pairwise(idx)]
         if all(s != "undecided" for s, _ in steps) or len(values[idx[0]]) + repeat > max_repeat:
             return values, steps
 
