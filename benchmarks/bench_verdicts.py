@@ -1,13 +1,13 @@
 """What the verdicts can decide on this host: sequential interleaved pairs against duets, quiet or beside a noisy
 neighbour, on real runs of scenarios/cost-ab.yaml (a Score plugin of known cost, plugins/costscore).
 
-``record`` runs the scenario's two variants ``--pairs`` times, interleaved on fresh clusters (``run --repeat``) or
-as duets on one control plane (``run --repeat --duet``), the candidate's plugin at ``--cost`` ns per Score call (0:
-an A/A), optionally beside benchmarks/noisy_neighbour.py (one core burnt in seeded random bursts), and stores each
-pair's figures (both sides' throughput and scheduler CPU per pod, the pair's wall time) in a JSON file under
+``--mode`` records: it runs the scenario's two variants ``--pairs`` times, interleaved on fresh clusters
+(``run --repeat``) or as duets on one control plane (``run --repeat --duet``), the candidate's plugin at ``--cost``
+ns per Score call (0: an A/A), optionally beside benchmarks/noisy_neighbour.py (one core burnt in seeded random
+bursts), and stores each pair's figures (both sides' throughput and scheduler CPU per pod, the pair's wall time) in a JSON file under
 benchmarks/data/ with its origin.
 
-``analyse`` prints, for each stored file: the spread (sd of the log ratio) of the pairs per figure (throughput is
+``--analyse`` prints, for each stored file: the spread (sd of the log ratio) of the pairs per figure (throughput is
 the offer's in cost-ab.yaml, 100/s that the scheduler keeps up with: CPU per pod is the figure a plugin's cost moves,
 and the one decided below); the duet's
 spread as a share of the sequential pairs' of the same noise; and, resampling the A/A pairs with an effect added
@@ -16,8 +16,8 @@ at 3…20 pairs, the allowed change ``--allowed``): false alarms, detection, the
 decided verdict. A file with a real injected cost is decided as it ran, beside the resampled rate at its measured
 effect. The calibration (the stock CPU per pod, the cost per node call that adds 5%) is printed.
 
-    python benchmarks/bench_verdicts.py record --mode duet --pairs 8 [--noisy] [--cost 0] [--out FILE]
-    python benchmarks/bench_verdicts.py analyse benchmarks/data/verdicts-*.json [--allowed 0.02] [--first 3]
+    python benchmarks/bench_verdicts.py --mode duet --pairs 8 [--noisy] [--cost 0] [--out FILE]
+    python benchmarks/bench_verdicts.py --analyse benchmarks/data/verdicts-*.json [--allowed 0.02] [--first 3]
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def record(a: argparse.Namespace) -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO)
     noise = f"beside benchmarks/noisy_neighbour.py --seed {a.seed}" if a.noisy else "host otherwise idle"
     doc = {"format_version": 1, "mode": a.mode, "noisy": a.noisy, "cost_nanos": a.cost, "pairs": pairs,
-           "origin": f"benchmarks/bench_verdicts.py record --mode {a.mode} --pairs {a.pairs} --cost {a.cost} on "
+           "origin": f"benchmarks/bench_verdicts.py --mode {a.mode} --pairs {a.pairs} --cost {a.cost} on "
                      f"{platform.node()} ({started:%Y-%m-%d %H:%M} UTC, kwokbench {commit.stdout.strip()}), {noise}: "
                      f"scenarios/cost-ab.yaml"}
     out = Path(a.out or REPO / "benchmarks" / "data" /
@@ -196,21 +196,23 @@ def analyse(a: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("record")
-    r.add_argument("--mode", choices=["duet", "sequential"], required=True)
-    r.add_argument("--pairs", type=int, default=8)
-    r.add_argument("--cost", type=int, default=0, help="the candidate's costNanos per Score call")
-    r.add_argument("--noisy", action="store_true")
-    r.add_argument("--seed", type=int, default=1)
-    r.add_argument("--out")
-    an = sub.add_parser("analyse")
-    an.add_argument("files", nargs="+")
-    an.add_argument("--allowed", type=float, default=0.02)
-    an.add_argument("--first", type=int, default=3, help="pairs at the first look")
+    ap = argparse.ArgumentParser(description="Record pairs (--mode), or analyse stored files (--analyse).")
+    ap.add_argument("--mode", choices=["duet", "sequential"], help="record pairs this way")
+    ap.add_argument("--pairs", type=int, default=8)
+    ap.add_argument("--cost", type=int, default=0, help="the candidate's costNanos per Score call")
+    ap.add_argument("--noisy", action="store_true", help="beside benchmarks/noisy_neighbour.py")
+    ap.add_argument("--seed", type=int, default=1, help="the neighbour's seed")
+    ap.add_argument("--out", help="the file to store (default benchmarks/data/verdicts-<mode>-<noise>-<cost>.json)")
+    ap.add_argument("--analyse", nargs="+", metavar="FILE", dest="files", help="print the figures of stored files")
+    ap.add_argument("--allowed", type=float, default=0.02, help="the allowed change the decision uses")
+    ap.add_argument("--first", type=int, default=3, help="pairs at the first look")
     a = ap.parse_args()
-    record(a) if a.cmd == "record" else analyse(a)
+    if a.files:
+        analyse(a)
+    elif a.mode:
+        record(a)
+    else:
+        raise SystemExit("error: give --mode duet|sequential to record pairs, or --analyse FILE… to analyse them")
 
 
 if __name__ == "__main__":

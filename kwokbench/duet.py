@@ -13,12 +13,12 @@ side's pool. Between repeats the sides swap pools and start order, so only the v
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from kwokbench.scenario import NodeGroupSpec, PoissonArrival, QpsArrival, RampArrival, Scenario, WorkloadSpec
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 POOL_LABEL = "kwokbench.io/duet-pool"
 """Node label whose value is the schedulerName of the side that owns the node in this run."""
@@ -60,6 +60,8 @@ def expand(sc: Scenario, repeat: int) -> tuple[Scenario, dict[str, Any]]:
 
 
 def _side(p: pd.DataFrame, t0: float, t1: float) -> dict[str, Any]:
+    import numpy as np  # analysis only: validating a scenario loads no analysis library
+
     created, scheduled = p["created"].to_numpy(dtype=float), p["scheduled"].to_numpy(dtype=float)
     done = scheduled[~np.isnan(scheduled)]
     lat = (scheduled - created)[~np.isnan(scheduled)]
@@ -76,6 +78,9 @@ def section(pods: pd.DataFrame, record: Mapping[str, Any], schedulers: Mapping[s
             limited_by: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Each side's figures over the window both were at work (the first pod created to the earlier side's last pod
     scheduled), the candidate's over the baseline's, and what the duet could not compare."""
+    import numpy as np
+    import pandas as pd
+
     names: dict[str, str] = dict(record["scheduler_names"])
     by_name = {n: v for v, n in names.items()}
     sched = pods["scheduler"].astype("string").fillna("") if "scheduler" in pods else pd.Series([""] * len(pods))
