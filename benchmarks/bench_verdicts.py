@@ -4,8 +4,8 @@ neighbour, on real runs of scenarios/cost-ab.yaml (a Score plugin of known cost,
 ``--mode`` records: it runs the scenario's two variants ``--pairs`` times, interleaved on fresh clusters
 (``run --repeat``) or as duets on one control plane (``run --repeat --duet``), the candidate's plugin at ``--cost``
 ns per Score call (0: an A/A), optionally beside benchmarks/noisy_neighbour.py (one core burnt in seeded random
-bursts), and stores each pair's figures (both sides' throughput and scheduler CPU per pod, the pair's wall time) in a JSON file under
-benchmarks/data/ with its origin.
+bursts), and stores each pair's figures (both sides' throughput and scheduler CPU per pod, the pair's wall time)
+in a JSON file under benchmarks/data/ with its origin.
 
 ``--analyse`` prints, for each stored file: the spread (sd of the log ratio) of the pairs per figure (throughput is
 the offer's in cost-ab.yaml, 100/s that the scheduler keeps up with: CPU per pod is the figure a plugin's cost moves,
