@@ -45,7 +45,7 @@ def expand(sc: Scenario, repeat: int) -> tuple[Scenario, dict[str, Any]]:
     for g in sc.cluster.node_groups:
         for pool, v in owner.items():
             labels = {**(g.params.get("labels") or {}), POOL_LABEL: v.effective_scheduler_name}
-            groups.append(g.model_copy(update={"name": f"{g.name}-{pool}"[:30],
+            groups.append(g.model_copy(update={"name": f"{g.name[:28]}-{pool}",  # names: at most 30
                                                "params": {**g.params, "labels": labels}}))
     workloads: list[WorkloadSpec] = []
     for w in sc.workloads:

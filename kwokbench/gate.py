@@ -447,6 +447,14 @@ def _refuse_overlap(baseline: list[StoredRun], candidate: list[StoredRun]) -> No
                         f"--candidate-variant (variants present: {variants})")
 
 
+def gates_of(specs: list[str], runs: list[StoredRun]) -> list[tuple[Metric, float]]:
+    """The metrics gated: ``specs``, else the runs' scenario's gates, else the defaults; ``unscheduled`` always."""
+    gates = [parse_gate(x) for x in specs or scenario_gates(runs) or DEFAULT_GATES]
+    if all(m.name != ALWAYS for m, _ in gates):
+        gates.append((METRICS[ALWAYS], 0.0))
+    return gates
+
+
 DUET_FIGURES = {"throughput": "throughput", "scheduler_cpu_per_pod": "cpu_per_pod", "latency_p50": "latency_p50",
                 "latency_p99": "latency_p99", "unscheduled": "unscheduled"}
 """Gate metric → the figure each side of a duet has (summary ``duet.sides``)."""
@@ -474,9 +482,7 @@ def gate_duet(runs: list[StoredRun], specs: list[str], baseline_variant: str | N
                                 f"{', '.join(sorted(present))})")
     if base_side == cand_side:
         raise ScenarioError(f"a duet's side compared with itself says nothing: name two sides ({base_side} twice)")
-    gates = [parse_gate(x) for x in specs or scenario_gates(done) or DEFAULT_GATES]
-    if all(m.name != ALWAYS for m, _ in gates):
-        gates.append((METRICS[ALWAYS], 0.0))
+    gates = gates_of(specs, done)
 
     def figure(r: StoredRun, name: str, key: str) -> float | None:
         v = ((r.summary or {})["duet"]["sides"].get(name) or {}).get(key)
@@ -522,9 +528,7 @@ def gate(baseline: list[StoredRun], candidate: list[StoredRun], specs: list[str]
     if not baseline or not candidate:
         raise ScenarioError("gate needs at least one baseline and one candidate run")
     _refuse_overlap(baseline, candidate)
-    gates = [parse_gate(s) for s in specs or scenario_gates(candidate) or DEFAULT_GATES]
-    if all(m.name != ALWAYS for m, _ in gates):
-        gates.append((METRICS[ALWAYS], 0.0))
+    gates = gates_of(specs, candidate)
     comps = [compare_metric(m, max_reg, baseline, candidate) for m, max_reg in gates]
     b, c = _complete(baseline), _complete(candidate)
     warnings = [*comparability(baseline + candidate), *timed_out_warnings(b + c), *host_warnings(b, c),

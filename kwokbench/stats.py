@@ -99,11 +99,6 @@ def _pct(x: float) -> str:
     return f"{x * 100:.0f}%"
 
 
-def worse_change(ratio: float, higher_is_better: bool) -> float:
-    """Relative change in the worse direction (> 0 worse): a drop for throughput, a rise for latency."""
-    return 1.0 - ratio if higher_is_better else ratio - 1.0
-
-
 def _worse_from_log(d: float, higher_is_better: bool) -> float:
     """The relative change in the worse direction of a move of ``d`` (>= 0) on the log scale."""
     return 1.0 - math.exp(-d) if higher_is_better else math.exp(d) - 1.0
@@ -152,7 +147,8 @@ def inconclusive(metric: str, baseline: Values, candidate: Values, higher_is_bet
     return Comparison(metric=metric, higher_is_better=higher_is_better, baseline=_floats(base),
                       candidate=_floats(cand), ratio=_geo_ratio(base, cand), ci=None, p_value=None,
                       max_regression=max_regression,
-                      verdict="inconclusive", reason=reason, noisy=False, pairs=len(base) if paired else 0,
+                      verdict="inconclusive", decision="inconclusive", reason=reason, noisy=False,
+                      pairs=len(base) if paired else 0,
                       noise_floor=noise_floor)
 
 
