@@ -98,11 +98,11 @@ docs: install
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
 
 docs-ref: install
-	$(BIN)/python -m kwokbench.docs_gen
+	$(BIN)/python -m kwokbench.cli.docs_gen
 
 docs-check: install
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
-	$(BIN)/python -m kwokbench.docs_gen --check
+	$(BIN)/python -m kwokbench.cli.docs_gen --check
 
 bench: tools
 	$(BIN)/python benchmarks/bench_up.py

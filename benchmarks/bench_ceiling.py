@@ -46,8 +46,8 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=900, help="seconds a ceiling run may take")
     args = ap.parse_args()
 
-    from kwokbench import console
     from kwokbench.ceiling import measure_ceiling
+    from kwokbench.cli import console
     from kwokbench.report.table import ceiling_rows
 
     lines = []

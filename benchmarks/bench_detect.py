@@ -33,7 +33,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from kwokbench.history.detect import MIN_SEGMENT, detect  # noqa: E402
+from kwokbench.compare.detect import MIN_SEGMENT, detect  # noqa: E402
 
 DATA = REPO / "benchmarks" / "data"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

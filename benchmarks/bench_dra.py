@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from kwokbench.cluster import ClusterOptions, Kwokctl, NodeGroup, bring_up
+from kwokbench.manifests import resolve_template
 from kwokbench.store import find_runs, load_run
-from kwokbench.templates import resolve_template
 from kwokbench.toolchain import Toolchain
 
 ROOT = Path(__file__).resolve().parents[1]

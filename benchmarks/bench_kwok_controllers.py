@@ -22,7 +22,7 @@ import orjson
 from kwokbench.cluster import ClusterOptions, Kwokctl, NodeGroup, bring_up
 from kwokbench.cluster.api import Api, gather_limited
 from kwokbench.cluster.kubeconfig import Credentials
-from kwokbench.templates import resolve_template
+from kwokbench.manifests import resolve_template
 
 
 def pod(i: int, node: str) -> bytes:

@@ -66,8 +66,8 @@ def extract(run_dir: Path) -> dict[str, Any]:
 
 
 def error_rates(doc: dict[str, Any]) -> None:
-    from kwokbench.gate import METRICS
-    from kwokbench.stats import simulate_error_rates
+    from kwokbench.compare.gate import METRICS
+    from kwokbench.compare.stats import simulate_error_rates
 
     runs = sorted((r for r in doc["runs"] if r["status"] == "complete"), key=lambda r: r["order"])
     print(f"\ngate rule on {len(runs)} stored runs ({doc['origin']})")

@@ -23,9 +23,9 @@ from kwokbench.cluster import ClusterInfo, ClusterOptions, Kwokctl, NodeGroup, b
 from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.load.pacer import schedule
 from kwokbench.load.submitter import Submission, SubmitJob
+from kwokbench.manifests import ManifestFactory, resolve_template
 from kwokbench.metrics.scrape import Scraper, cluster_endpoints, write_frame
 from kwokbench.scenario import QpsArrival
-from kwokbench.templates import ManifestFactory, resolve_template
 from kwokbench.toolchain import Toolchain
 
 

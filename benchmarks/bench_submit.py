@@ -34,7 +34,7 @@ import orjson
 import psutil
 
 from kwokbench.load.submitter import Submission, SubmitJob
-from kwokbench.templates import ManifestFactory, resolve_template
+from kwokbench.manifests import ManifestFactory, resolve_template
 
 if TYPE_CHECKING:
     from kwokbench.cluster import ClusterInfo
@@ -72,7 +72,7 @@ def _rates(scheduled: np.ndarray, dispatched: np.ndarray, sent: np.ndarray, answ
     """Offered, sent and accepted rates over the whole phase, as kwokbench's summary computes them."""
     import pandas as pd
 
-    from kwokbench.acceptance import phase_rates
+    from kwokbench.figures.acceptance import phase_rates
 
     r = phase_rates(pd.DataFrame({"scheduled": scheduled, "dispatched": dispatched, "sent": sent,
                                   "latency": answered - dispatched, "status": status}))

@@ -70,7 +70,7 @@ def per_gpu_fragmentation(run: Path) -> float | None:
     """The paper's fragmentation at the end of the run, from the GPU each pod was given (pods.parquet's gpu_index):
     each GPU node's F_n(M) against the trace's typical pods, summed, as % of the GPU capacity. None without
     recorded choices."""
-    from kwokbench.gpu_choices import held
+    from kwokbench.figures.overbooking import held
     from kwokbench.trace.alibaba import read_openb_pods
     from kwokbench.trace.fgd import fragmentation, typical_pods
 

@@ -23,7 +23,7 @@ from kwokbench.cluster import ClusterOptions, Kwokctl, NodeGroup, bring_up
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.cluster.nodes import is_ready
-from kwokbench.templates import resolve_template
+from kwokbench.manifests import resolve_template
 from kwokbench.toolchain import Toolchain
 
 

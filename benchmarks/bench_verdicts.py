@@ -9,12 +9,12 @@ in a JSON file under benchmarks/data/ with its origin.
 
 ``--analyse`` prints, for each stored file: the spread (sd of the log ratio) of the pairs per figure (throughput is
 the offer's in cost-ab.yaml, 100/s that the scheduler keeps up with: CPU per pod is the figure a plugin's cost moves,
-and the one decided below); the duet's
-spread as a share of the sequential pairs' of the same noise; and, resampling the A/A pairs with an effect added
-(2, 5, 10, 20% more CPU per pod), the sequential decision's rates (:func:`kwokbench.stats.decide_sequential`, looks
-at 3…20 pairs, the allowed change ``--allowed``): false alarms, detection, the median pairs and minutes to a
-decided verdict. A file with a real injected cost is decided as it ran, beside the resampled rate at its measured
-effect. The calibration (the stock CPU per pod, the cost per node call that adds 5%) is printed.
+and the one decided below); the duet's spread as a share of the sequential pairs' of the same noise; and, resampling
+the A/A pairs with an effect added (2, 5, 10, 20% more CPU per pod), the sequential decision's rates
+(:func:`kwokbench.compare.stats.decide_sequential`, looks at 3…20 pairs, the allowed change ``--allowed``): false
+alarms, detection, the median pairs and minutes to a decided verdict. A file with a real injected cost is decided as
+it ran, beside the resampled rate at its measured effect. The calibration (the stock CPU per pod, the cost per node
+call that adds 5%) is printed.
 
     python benchmarks/bench_verdicts.py --mode duet --pairs 8 [--noisy] [--cost 0] [--out FILE]
     python benchmarks/bench_verdicts.py --analyse benchmarks/data/verdicts-*.json [--allowed 0.02] [--first 3]
@@ -120,7 +120,7 @@ def resampled(aa: np.ndarray, effect: float, higher_is_better: bool, allowed: fl
     ``parametric``, from a normal of their spread — shifted by the effect (relative, in the worse direction):
     outcome rates and the median pairs used. Drawing from a handful of values makes ties (a draw of 3 alike has no
     spread), which inflates the false alarms at an early look: the parametric draw bounds it from the other side."""
-    from kwokbench.stats import decide_sequential, looks
+    from kwokbench.compare.stats import decide_sequential, looks
 
     rng = np.random.default_rng(seed)
     centred = aa - aa.mean()
@@ -140,7 +140,7 @@ def resampled(aa: np.ndarray, effect: float, higher_is_better: bool, allowed: fl
 
 
 def analyse(a: argparse.Namespace) -> None:
-    from kwokbench.stats import decide_sequential, looks
+    from kwokbench.compare.stats import decide_sequential, looks
 
     docs = [(Path(f).name, json.loads(Path(f).read_text())) for f in a.files]
     print(f"{'file':<38} {'pairs':>5} {'min/pair':>8} {'sd cpu/pod':>10} {'sd thr':>7}  origin")

@@ -11,18 +11,18 @@ from typing import TYPE_CHECKING
 
 from kwokbench import components
 from kwokbench.cluster.claims import pod_claims
-from kwokbench.cluster.kueue import COMPLETE_DELAY_ANNOTATION, QUEUE_LABEL
 from kwokbench.cluster.nodes import NodeGroup
 from kwokbench.components import Base as Component
 from kwokbench.components import PodSettings, Setup
-from kwokbench.components.kueue import Kueue
-from kwokbench.duet import POOL_LABEL as DUET_POOL_LABEL
+from kwokbench.components.kueue.cluster import COMPLETE_DELAY_ANNOTATION, QUEUE_LABEL
+from kwokbench.components.kueue.component import Kueue
 from kwokbench.errors import ScenarioError
-from kwokbench.kind import SchedulerSpec
 from kwokbench.labels import RUN_LABEL, WORKLOAD_LABEL
+from kwokbench.manifests import JOB_KINDS, WORKLOAD_KINDS, ManifestFactory, pod_templates, resolve_template
 from kwokbench.progress import Reporter
 from kwokbench.scenario import Scenario, WorkloadSpec
-from kwokbench.templates import JOB_KINDS, WORKLOAD_KINDS, ManifestFactory, pod_templates, resolve_template
+from kwokbench.scenario.duet import POOL_LABEL as DUET_POOL_LABEL
+from kwokbench.scheduler_kinds import SchedulerSpec
 from kwokbench.toolchain import versions
 from kwokbench.trace.kube import DELETE_AFTER_ANNOTATION, dra_pod_params, pod_annotations, pod_params
 

@@ -1,7 +1,7 @@
-"""How the core reports progress without importing rich: the CLI injects :mod:`kwokbench.console`.
+"""How the core reports progress without importing rich: the CLI injects :mod:`kwokbench.cli.console`.
 
 The core speaks in events (a step with a count, a section of the work, something found in the cache, a
-warning); how they look is the console's business, so no markup string leaves :mod:`kwokbench.console`."""
+warning); how they look is the console's business, so no markup string leaves :mod:`kwokbench.cli.console`."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Record first, analyse later: the run writes raw per-request and per-pod records and the measurements'
 raw files (:mod:`kwokbench.measure`); the summary is derived from them after the cluster is gone
-(:mod:`kwokbench.analyse`). Whatever happens (a timeout, a bad template discovered late, Ctrl-C, an
+(:mod:`kwokbench.figures.analyse`). Whatever happens (a timeout, a bad template discovered late, Ctrl-C, an
 error in analysis), what was measured is stored, the cluster is deleted, and ``meta.json`` says how the
 run ended.
 """
@@ -23,9 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kwokbench import components, duet, flags
-from kwokbench.analyse import analyse
-from kwokbench.chaos import COMPONENT
+from kwokbench import components, flags
 from kwokbench.cluster import (
     ClusterInfo,
     ClusterOptions,
@@ -37,6 +35,7 @@ from kwokbench.cluster import (
 )
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.attach import AttachedCluster
+from kwokbench.cluster.chaos import COMPONENT
 from kwokbench.cluster.claims import claim_objects, create_claims
 from kwokbench.cluster.kwokctl import scheduler_client_limits, scheduler_config_document
 from kwokbench.cluster.nodes import wait_service_account
@@ -45,10 +44,11 @@ from kwokbench.code_version import code_version
 from kwokbench.components import Base as Component
 from kwokbench.components import Setup, cluster_options
 from kwokbench.errors import ClusterError, KwokbenchError, ScenarioError
-from kwokbench.kind import SchedulerSpec
+from kwokbench.figures.analyse import analyse
 from kwokbench.load.pacer import connection_cap, schedule, target_rate
 from kwokbench.load.submitter import RequestLog, Submission, SubmitJob
 from kwokbench.load.watcher import PROGRESS, Watcher
+from kwokbench.manifests import ManifestFactory
 from kwokbench.measure import Measurement, RunContext
 from kwokbench.measure.run import for_run
 from kwokbench.measure.watch import PodTimeline
@@ -62,10 +62,10 @@ from kwokbench.plan import (
     setup_of,
 )
 from kwokbench.progress import Reporter, Silent
-from kwokbench.scenario import QpsArrival, Scenario, WorkloadSpec
+from kwokbench.scenario import QpsArrival, Scenario, WorkloadSpec, duet
+from kwokbench.scheduler_kinds import SchedulerSpec
 from kwokbench.shard import Shard, shard_cells
 from kwokbench.store import REQUESTS, RunDir, host_info, owner
-from kwokbench.templates import ManifestFactory
 from kwokbench.toolchain import versions
 
 AnyCluster = ClusterInfo | AttachedCluster

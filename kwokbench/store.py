@@ -44,6 +44,8 @@ SCENARIO_SCHEMA_VERSION = 1
 its resolved scenario in ``meta.json``, and one written by a newer kwokbench is refused, not half-read."""
 WATCH, SCRAPE_STATS, HOST, CHAOS = "watch.json", "scrape_stats.json", "host.json", "chaos.json"
 EXTENDER, FAILED_SCHEDULING, PROMETHEUS = "extender.json", "failed_scheduling.json", "prometheus.json"
+PROFILES, PROFILE_INDEX, PROFILE_FORMAT_VERSION = "profiles", "profiles.json", 1
+"""The run's folder of profiles (``<component>.pb.gz``) and its index (history: 1, the first)."""
 
 
 def _identity(doc: Any) -> dict[str, Any]:
@@ -53,7 +55,7 @@ def _identity(doc: Any) -> dict[str, Any]:
 # Versioned documents of a run: name → (current version, migrations from each older version to the next).
 # Version 0 is a document written before it carried a ``format_version`` (its shape is given here).
 # Summary history: 1 (no key) pacer send rates, stranded pods left out of latencies; 2 offered / sent /
-# accepted rates, stranded pods censored at the phase timeout (kwokbench.summary).
+# accepted rates, stranded pods censored at the phase timeout (kwokbench.figures.summary).
 DOCS: dict[str, tuple[int, dict[int, Any]]] = {
     "summary.json": (2, {0: _identity, 1: _identity}),  # a v1 summary is read as it is: readers tolerate both
     CHAOS: (1, {0: lambda d: {"events": d}}),  # was a bare list of events

@@ -53,14 +53,14 @@ def _kubernetes_next() -> object:
 
 
 def _kueue() -> object:
-    from kwokbench.toolchain.kueue import build_kueue
+    from kwokbench.components.kueue.build import build_kueue
 
     return build_kueue(_Log())
 
 
 def _from_sources(name: str) -> Callable[[], object]:
     def build() -> object:
-        from kwokbench.kind import source_built
+        from kwokbench.scheduler_kinds import source_built
         from tests.e2e.sources import SOURCES
 
         return source_built()[name].build(SOURCES, _Log())

@@ -40,7 +40,7 @@ from typing import Any
 
 from kwokbench.cluster.nodes import is_ready
 from kwokbench.load.watcher import creation_time
-from kwokbench.templates import is_quantity
+from kwokbench.manifests import is_quantity
 from kwokbench.trace.anonymise import Anonymiser
 from kwokbench.trace.format import (
     DEFAULT_MAX_PODS,
@@ -95,7 +95,7 @@ DROPPED: dict[str, str] = {
 """What a capture keeps of its objects but cannot express, by key (the keys of :attr:`Captured.dropped`)."""
 
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
-"""The number a quantity starts with (:data:`kwokbench.templates.QUANTITY` checks the whole)."""
+"""The number a quantity starts with (:data:`kwokbench.manifests.QUANTITY` checks the whole)."""
 _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _MIB = Decimal(1 << 20)

@@ -20,8 +20,8 @@ from kwokbench.cluster.devices import API
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.errors import ApiError, ScenarioError
 from kwokbench.labels import RUN_LABEL, WORKLOAD_LABEL
+from kwokbench.manifests import PodClaim
 from kwokbench.scenario import ClaimSpec, SubRequestSpec, WorkloadSpec
-from kwokbench.templates import PodClaim
 from kwokbench.trace.kube import DRA_GPU_DRIVER, claim_template_name, dra_claim_shape, dra_template_name
 
 

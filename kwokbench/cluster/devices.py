@@ -1,6 +1,6 @@
 """DRA devices of fake nodes: the DeviceClasses claims name, and the ResourceSlices of each node and driver, as
 a DRA driver's kubelet plugin would publish them (the node's own pool, generation 1: one slice, more past a
-slice's limits or for counter sets). What the devices are: :mod:`kwokbench.device_layout`.
+slice's limits or for counter sets). What the devices are: :mod:`kwokbench.scenario.devices`.
 
 No driver process and no kubelet take part: kube-scheduler's DynamicResources plugin allocates claims from the
 slices and writes the allocation, and kwok moves the bound pod to Running. The slices are posted with the nodes,
@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from kwokbench.device_layout import counter_sets_of, devices_of
 from kwokbench.labels import NODE_GROUP_LABEL
+from kwokbench.scenario.devices import counter_sets_of, devices_of
 
 API = "resource.k8s.io/v1"
 SLICES = f"/apis/{API}/resourceslices"

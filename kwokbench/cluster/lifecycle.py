@@ -10,8 +10,8 @@ from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions, Kwokctl
 from kwokbench.cluster.nodes import NodeGroup, NodesResult, create_nodes, wait_service_account
 from kwokbench.cluster.objects import apply_crds
 from kwokbench.errors import ClusterError
+from kwokbench.manifests import ManifestFactory
 from kwokbench.progress import Reporter, Silent
-from kwokbench.templates import ManifestFactory
 
 
 @dataclass

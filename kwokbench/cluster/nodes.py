@@ -16,7 +16,7 @@ from kwokbench.cluster.api import Api, gather_limited
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.cluster.kwok_controllers import partition_of, with_partition
 from kwokbench.errors import ApiError, ClusterError
-from kwokbench.templates import ManifestFactory
+from kwokbench.manifests import ManifestFactory
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import yaml
 from kwokbench.cluster.api import Api, gather_limited
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.errors import ApiError, ClusterError
-from kwokbench.quantity import quantity
+from kwokbench.scenario.quantity import quantity
 
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 

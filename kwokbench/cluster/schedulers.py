@@ -34,7 +34,7 @@ from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions, free_port, scheduler_config_document
 from kwokbench.cluster.objects import apply_crds
 from kwokbench.errors import ClusterError, ScenarioError
-from kwokbench.templates import collection_path
+from kwokbench.manifests import collection_path
 
 SETTLE_SECONDS = 3.0
 """Without a readiness path, a scheduler is ready once its process stayed up this long."""

@@ -3,7 +3,8 @@ Go duration: kwok's delay counts from the moment the pod matches the stage (for 
 
 - :func:`delete_after_stage`: a replayed trace's pod ends when its lifetime is over: deleted once the duration in
   ``kwokbench.io/delete-after`` has passed, so the cluster fills and drains as in production.
-- the complete-after stage of Jobs (:func:`kwokbench.cluster.kueue.delayed_completion_stage`) is one of them too.
+- the complete-after stage of Jobs (:func:`kwokbench.components.kueue.cluster.delayed_completion_stage`) is one of
+  them too.
 
 Each is a kwok config file given to the controller beside its defaults; a pod without the annotation never
 matches it."""

@@ -11,9 +11,9 @@ cluster's configuration names, started before the cluster: the extender) → *th
 ``start`` (started and ready, with a record for ``meta.json``) → *measured*: ``endpoints`` (metrics and
 pprof), ``measurements`` (its own recorders) → ``stop`` (always, whatever state the run is in).
 
-A new scheduler kind is one file here (a :class:`Scheduler` subclass that also says what :class:`kwokbench.kind.Kind`
-asks: its settings, fairness keys, metrics, report rows, source build) plus one line in ``pyproject.toml``'s
-``kwokbench.schedulers`` entry points (the ``binary:`` value that selects it).
+A new scheduler kind is one file here (a :class:`Scheduler` subclass that also says what
+:class:`kwokbench.scheduler_kinds.Kind` asks: its settings, fairness keys, metrics, report rows, source build) plus
+one line in ``pyproject.toml``'s ``kwokbench.schedulers`` entry points (the ``binary:`` value that selects it).
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 import yaml
 from pydantic import BaseModel
 
-from kwokbench import kind
+from kwokbench import scheduler_kinds
 from kwokbench.cluster import stages
 from kwokbench.cluster.endpoints import Endpoint
-from kwokbench.cluster.kueue import write_stage_config
 from kwokbench.cluster.kwokctl import ClusterOptions, free_port, home_dir
-from kwokbench.kind import SchedulerSpec
+from kwokbench.components.kueue.cluster import write_stage_config
+from kwokbench.scheduler_kinds import SchedulerSpec
 
 if TYPE_CHECKING:
     from kwokbench.cluster.attach import AttachedCluster
@@ -79,7 +79,7 @@ class PodSettings:
     scheduling_group: bool = False
     """A gang member names its group in ``spec.schedulingGroup.podGroupName`` (kube-scheduler's own gangs)."""
     object_kinds: frozenset[str] = frozenset({"Pod", "Job"})
-    """The workload objects it runs (:func:`kwokbench.templates.object_kind`): a Volcano Job's pods, say, are
+    """The workload objects it runs (:func:`kwokbench.manifests.object_kind`): a Volcano Job's pods, say, are
     made by Volcano's own controller, which only Volcano runs."""
     object_spec: dict[str, Any] = field(default_factory=dict)
     """Fields it sets on a workload object's own spec (a Volcano Job's queue and schedulerName)."""
@@ -181,8 +181,8 @@ class Base:
 
 class Scheduler(Base):
     """What every scheduler kind holds: its variant and run, the binary it built, and once started on a
-    cluster, that cluster and its record. Its class attributes are what :class:`kwokbench.kind.Kind` asks of a
-    kind (the defaults: nothing of its own)."""
+    cluster, that cluster and its record. Its class attributes are what
+    :class:`kwokbench.scheduler_kinds.Kind` asks of a kind (the defaults: nothing of its own)."""
 
     role = "scheduler"
     cluster_process = True
@@ -217,8 +217,8 @@ class Scheduler(Base):
 
 
 def scheduler(setup: Setup) -> Base:
-    """The scheduler component of ``setup.variant``: its kind's (:func:`kwokbench.kind.kind_of`)."""
-    return cast(type[Scheduler], kind.kind_of(setup.variant.binary)).create(setup)
+    """The scheduler component of ``setup.variant``: its kind's (:func:`kwokbench.scheduler_kinds.kind_of`)."""
+    return cast(type[Scheduler], scheduler_kinds.kind_of(setup.variant.binary)).create(setup)
 
 
 def own_component_name(variant: str) -> str:

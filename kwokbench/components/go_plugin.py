@@ -15,8 +15,8 @@ from kwokbench.cluster.kwokctl import ClusterOptions
 from kwokbench.components import Base, Setup
 from kwokbench.components.kube_scheduler import KubeScheduler, KubeSchedulerSpec
 from kwokbench.errors import ScenarioError
-from kwokbench.kind import named
 from kwokbench.progress import Reporter
+from kwokbench.scheduler_kinds import named
 from kwokbench.toolchain.plugin import build_scheduler, plugin_dir
 from kwokbench.toolchain.wasm import HOST_PLUGIN, build_guest, guest_dir
 

@@ -68,10 +68,10 @@ from kwokbench.cluster.objects import apply_crds
 from kwokbench.components import PodSettings, Scheduler, Setup, own_component_name
 from kwokbench.errors import ClusterError, ScenarioError
 from kwokbench.formatting import fmt, ms
-from kwokbench.kind import SchedulerSpec
 from kwokbench.progress import Reporter
-from kwokbench.quantity import quantity
 from kwokbench.scenario import WorkloadSpec
+from kwokbench.scenario.quantity import quantity
+from kwokbench.scheduler_kinds import SchedulerSpec
 from kwokbench.toolchain import versions
 from kwokbench.toolchain.sources import PinnedSource, SourceBuild
 

@@ -18,11 +18,11 @@ from kwokbench.cluster import schedulers as own
 from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions
 from kwokbench.components import Base, PodSettings, Scheduler, cluster_options, own_component_name
-from kwokbench.components.extender import Extender
+from kwokbench.components.extender.component import Extender
 from kwokbench.errors import ScenarioError
-from kwokbench.kind import SchedulerSpec
 from kwokbench.progress import Reporter
 from kwokbench.scenario import ExtenderSpec, WorkloadSpec
+from kwokbench.scheduler_kinds import SchedulerSpec
 from kwokbench.toolchain import versions
 
 NATIVE_GANGS_FROM = "v1.36.0"

@@ -64,9 +64,9 @@ from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions, port_in_use
 from kwokbench.components import PodSettings, Scheduler, Setup, own_component_name
 from kwokbench.errors import ClusterError, ScenarioError
 from kwokbench.formatting import fmt, ms, to_ms
-from kwokbench.kind import SchedulerSpec
 from kwokbench.progress import Reporter
 from kwokbench.scenario import WorkloadSpec
+from kwokbench.scheduler_kinds import SchedulerSpec
 from kwokbench.toolchain import versions
 from kwokbench.toolchain.sources import PinnedSource, SourceBuild
 

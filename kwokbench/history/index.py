@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from kwokbench.compare.gate import METRICS
 from kwokbench.errors import ScenarioError, StoreError
-from kwokbench.gate import METRICS
 from kwokbench.history.rows import COLUMNS, ROW_COLUMNS, Filters, read_row, select
 from kwokbench.store import META, SUMMARY, find_runs
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from kwokbench.ceiling import host_fingerprint
+from kwokbench.compare.gate import METRICS
 from kwokbench.errors import ScenarioError
-from kwokbench.gate import METRICS
 from kwokbench.store import SUMMARY, read_doc, read_meta, settle_status
 
 Row = dict[str, Any]

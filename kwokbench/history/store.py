@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from kwokbench import __version__
+from kwokbench.compare.gate import METRICS
 from kwokbench.errors import ScenarioError, StoreError
-from kwokbench.gate import METRICS
 from kwokbench.history.rows import COLUMNS, Filters, Row, read_row, select
 
 if TYPE_CHECKING:

@@ -6,9 +6,9 @@ request waits for one). Four moments are kept per request: when it was due (``sc
 pacer handed it to the connection pool (``dispatched``; its lateness is the harness's own), when a
 connection actually carried it (``sent``; the gap is the wait for a connection) and its answer
 (``latency`` after ``dispatched``), with the HTTP status. A 429 or 5xx is a measured outcome and is never
-retried. Rates are judged from these (offered, sent, accepted) by :mod:`kwokbench.summary`.
+retried. Rates are judged from these (offered, sent, accepted) by :mod:`kwokbench.figures.summary`.
 
-Bodies are rendered by :class:`~kwokbench.templates.ManifestFactory` inside the worker (the fast path
+Bodies are rendered by :class:`~kwokbench.manifests.ManifestFactory` inside the worker (the fast path
 splices names into pre-rendered JSON) and sent as whole pre-built requests through
 :mod:`kwokbench.load.http1`; responses are not deserialised.
 """
@@ -29,7 +29,7 @@ from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.errors import ApiError
 from kwokbench.load.child import send_to_parent, spawn_parent
 from kwokbench.load.http1 import Pool, build_request, request_prefix
-from kwokbench.templates import ManifestFactory
+from kwokbench.manifests import ManifestFactory
 
 TICK = 0.001
 """Shortest pacing sleep (s)."""

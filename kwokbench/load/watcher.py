@@ -25,7 +25,7 @@ from kwokbench.cluster.api import Api
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.labels import RUN_LABEL, WORKLOAD_LABEL
 from kwokbench.load.child import Flag, send_to_parent, spawn_parent
-from kwokbench.quantity import quantity
+from kwokbench.scenario.quantity import quantity
 from kwokbench.trace.format import GPU_DEMAND_ANNOTATION, GPU_INDEX_ANNOTATION
 
 STATES = ("created", "scheduled", "running", "finished")

@@ -5,7 +5,7 @@ The lifecycle, as kube-burner's measurement factory: ``start`` before the first 
 ``stop`` after the last one (or when the run fails: it must be safe to call whatever state the run is
 in, and write what was recorded), ``collect`` after every ``stop`` and before the cluster is deleted,
 for what only the live cluster can still tell (its nodes, events, a Prometheus). Measurements write
-raw files into the run directory; figures are derived afterwards by :func:`kwokbench.analyse.analyse`.
+raw files into the run directory; figures are derived afterwards by :func:`kwokbench.figures.analyse.analyse`.
 """
 
 from __future__ import annotations

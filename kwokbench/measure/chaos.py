@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kwokbench.chaos import Chaos
+from kwokbench.cluster.chaos import Chaos
 from kwokbench.measure import Recorder, RunContext
 from kwokbench.store import CHAOS
 

@@ -3,7 +3,7 @@
 (the scheduler's allocation written), reserved for its pod and released (allocation cleared, or the claim deleted),
 with the devices it was given and whether each was given shared; written as ``claims.parquet``, a row per holding
 (``holding`` 0, 1, …; a claim never allocated has its row 0). The analysis reads it for the claims' section of the
-summary (:func:`kwokbench.dra.claims_section`)."""
+summary (:func:`kwokbench.figures.claims.claims_section`)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ or several side by side: ``scheduler`` then profiles each) is asked on its metri
 no pprof there gets its error recorded. N is the first phase's expected duration plus the lead before
 its first request, at most :data:`MAX_SECONDS`. The profile is stored as it came,
 ``profiles/<component>.pb.gz`` (read it with ``go tool pprof``); ``profiles/profiles.json`` says what was
-asked and what failed. The analysis reads the top functions from it (:mod:`kwokbench.pprof`).
+asked and what failed. The analysis reads the top functions from it (:mod:`kwokbench.figures.pprof`).
 
 The kwok controller serves ``/debug/pprof/`` only for named runtime profiles, not the CPU profile: it is
 not offered.
@@ -30,9 +30,10 @@ from kwokbench.load.pacer import schedule
 from kwokbench.measure import RunContext
 from kwokbench.measure.scrape import endpoints as scraped_endpoints
 from kwokbench.metrics.derive import OWN_PREFIX
-from kwokbench.pprof import FORMAT_VERSION, INDEX, PROFILES
 from kwokbench.scenario import Scenario
-from kwokbench.store import RunDir, _atomic_write
+from kwokbench.store import PROFILE_FORMAT_VERSION as FORMAT_VERSION
+from kwokbench.store import PROFILE_INDEX as INDEX
+from kwokbench.store import PROFILES, RunDir, _atomic_write
 
 TARGETS = {"scheduler": "kube-scheduler", "apiserver": "kube-apiserver",
            "controller-manager": "kube-controller-manager"}

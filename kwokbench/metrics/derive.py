@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from prometheus_client.parser import text_string_to_metric_families
 
-from kwokbench import kind
+from kwokbench import scheduler_kinds
 from kwokbench.metrics import writes
 from kwokbench.metrics.parse import increase, prefilter
 from kwokbench.metrics.scrape import PROCS, SCRAPES, read_snapshots
@@ -72,7 +72,7 @@ def keep_of(component: str) -> dict[str, Any]:
     """What a scrape of ``component`` keeps. A scheduler component (``kube-scheduler``, or one of several) may be
     of any kind kwokbench starts in kube-scheduler's place: it keeps every kind's own families too."""
     if component == "kube-scheduler" or component.startswith(OWN_PREFIX):
-        own = {f: p for k in kind.registry().values() for f, p in k.keep.items()}
+        own = {f: p for k in scheduler_kinds.registry().values() for f, p in k.keep.items()}
         return {**KEEP["kube-scheduler"], **own}
     return KEEP.get(component) or {}
 
@@ -350,7 +350,7 @@ def derive(run_dir: Path, pods: pd.DataFrame,
             "cpu_seconds": (out["processes"].get(c) or {}).get("cpu_seconds"),
             "metrics": bool(len(series)) and bool((series["component"] == c).any())} for c in own}
     for comp in ["kube-scheduler", *own] if len(series) else []:
-        for key, k in kind.with_sections().items():  # a scheduler kind's own account (its queues…)
+        for key, k in scheduler_kinds.with_sections().items():  # a scheduler kind's own account (its queues…)
             assert k.section is not None
             sec = k.section(series, comp, window, out["processes"].get(comp) or {})
             if sec is not None and comp == "kube-scheduler":

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from kwokbench.acceptance import OK, normalise_requests
+from kwokbench.figures.acceptance import OK, normalise_requests
 from kwokbench.store import BINDING_RATE, StoredRun
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kwokbench.history.detect import MIN_POINTS, ChangePoint, DetectResult, Point
+from kwokbench.compare.detect import MIN_POINTS, ChangePoint, DetectResult, Point
 
 
 def _commit(p: Point) -> str:

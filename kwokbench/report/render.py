@@ -16,12 +16,12 @@ from typing import Any
 
 import jinja2
 
+from kwokbench.compare.gate import DEFAULT_GATES, GateResult, comparability, gate
+from kwokbench.compare.stats import Comparison
 from kwokbench.errors import StoreError
-from kwokbench.gate import DEFAULT_GATES, GateResult, comparability, gate
 from kwokbench.report import variants
 from kwokbench.report.charts import CHARTS, NotApplicable
 from kwokbench.report.table import summary_rows
-from kwokbench.stats import Comparison
 from kwokbench.store import StoredRun
 
 
@@ -120,7 +120,7 @@ def junit(result: GateResult, name: str = "kwokbench-gate") -> str:
                        failures=str(sum(c.verdict == "regression" for c in result.comparisons)),
                        skipped=str(sum(c.verdict == "inconclusive" for c in result.comparisons)))
     for c in result.comparisons:
-        case = ET.SubElement(suite, "testcase", classname="kwokbench.gate", name=c.metric)
+        case = ET.SubElement(suite, "testcase", classname="kwokbench.compare.gate", name=c.metric)
         props = ET.SubElement(case, "properties")
         for k, v in (("verdict", c.verdict), ("runs", c.runs), ("method", c.method),
                      ("ratio", c.ratio), ("ci_low", c.ci[0] if c.ci else None), ("ci_high", c.ci[1] if c.ci else None),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kwokbench import kind
-from kwokbench.dra import claims_rows
+from kwokbench import scheduler_kinds
+from kwokbench.figures.claims import claims_rows
 from kwokbench.formatting import fmt as _f
 from kwokbench.formatting import ms as _ms
 from kwokbench.formatting import to_ms as _ms_f
@@ -73,7 +73,7 @@ def summary_rows(s: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     rows += claims_rows(s.get("claims"))
     rows += job_rows(s.get("jobs"))
     rows += kueue_rows(s.get("kueue"))
-    for key, k in kind.with_sections().items():  # a scheduler kind's own account of the run
+    for key, k in scheduler_kinds.with_sections().items():  # a scheduler kind's own account of the run
         if k.rows is not None:
             rows += k.rows(s.get(key) or {}, k.title)
             for name, sc in (s.get("schedulers") or {}).items():

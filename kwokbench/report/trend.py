@@ -21,8 +21,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from kwokbench.gate import METRICS
-from kwokbench.history.detect import COUNTS, MIN_POINTS, RATES, ChangePoint, DetectResult, Point, SeriesResult
+from kwokbench.compare.detect import COUNTS, MIN_POINTS, RATES, ChangePoint, DetectResult, Point, SeriesResult
+from kwokbench.compare.gate import METRICS
 from kwokbench.report.history import detect_rows
 
 FILE_NAME = "trend.html"

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from kwokbench.cluster import ClusterInfo, ClusterOptions, Kwokctl, NodeGroup, bring_up
-from kwokbench.templates import resolve_template
+from kwokbench.manifests import resolve_template
 from kwokbench.toolchain import Toolchain
 
 E2E_NODES = 100

@@ -19,8 +19,8 @@ import yaml
 
 from kwokbench.cluster import ClusterInfo, ClusterOptions, Kwokctl, NodeGroup, bring_up
 from kwokbench.cluster.api import Api
+from kwokbench.manifests import resolve_template
 from kwokbench.store import load_run
-from kwokbench.templates import resolve_template
 from kwokbench.trace.format import read_trace
 from tests.conftest import assert_one_line_error, kwokbench
 

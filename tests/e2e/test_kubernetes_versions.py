@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from kwokbench.gate import comparability
+from kwokbench.compare.gate import comparability
 from kwokbench.store import find_runs, load_run
 from kwokbench.toolchain import Toolchain
 from tests.conftest import REPO, assert_one_line_error, kwokbench
@@ -103,7 +103,7 @@ def test_bisect_an_a_a_over_one_release_reports_no_change(toolchain: Toolchain, 
                     "--out", str(tmp_path / "out"), env={"KWOKBENCH_CACHE": str(cache)}, check=True, timeout=1800)
     assert "unscheduled: no change from v1.36.4 to v1.36.4" in res.stdout, res.stdout
     [path] = list((tmp_path / "out").glob("dra-shared/bisect-*"))
-    from kwokbench.bisect import load
+    from kwokbench.bisection import load
 
     doc = load(path)
     assert doc["status"] == "complete" and doc["path"] == ["v1.36.4", "v1.36.4"]

@@ -22,7 +22,7 @@ from kwokbench.cluster import ClusterInfo, ClusterOptions, Kwokctl, NodeGroup, b
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.kwok_controllers import PARTITION_LABEL
 from kwokbench.cluster.nodes import is_ready
-from kwokbench.templates import resolve_template
+from kwokbench.manifests import resolve_template
 from tests.conftest import alive
 
 NODES, K = 200, 2

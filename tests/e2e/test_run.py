@@ -9,9 +9,9 @@ import orjson
 import pandas as pd
 import pytest
 
-from kwokbench.acceptance import ACCEPTED_MIN
-from kwokbench.analyse import analyse
 from kwokbench.cluster import ClusterInfo, Kwokctl
+from kwokbench.figures.acceptance import ACCEPTED_MIN
+from kwokbench.figures.analyse import analyse
 from kwokbench.store import PROMETHEUS, load_run, read_doc
 from tests.conftest import REPO, assert_one_line_error, kwokbench
 

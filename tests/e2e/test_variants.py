@@ -99,7 +99,7 @@ def test_extender_receives_calls_and_its_rule_holds(tmp_path: Path) -> None:
     assert run.meta["fairness"]["extenders"] == [{"weight": 1, "enableHTTPS": False, "nodeCacheCapable": False,
                                                   "httpTimeout": "30s", "filterVerb": "filter",
                                                   "prioritizeVerb": "prioritize"}]
-    assert not list_processes("kwokbench.extender")  # stopped with the run
+    assert not list_processes("kwokbench.components.extender.server")  # stopped with the run
 
 
 def list_processes(pattern: str) -> list[str]:

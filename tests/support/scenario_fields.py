@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from kwokbench import kind
+from kwokbench import scheduler_kinds
 from kwokbench.errors import ScenarioError
 from kwokbench.scenario import parse_scenario, scenario_model
 
@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def models() -> dict[str, type[BaseModel]]:
     """Every model a scenario is made of (each scheduler kind's settings too), by class name."""
-    roots = [scenario_model(), *(k.settings for k in kind.registry().values())]
+    roots = [scenario_model(), *(k.settings for k in scheduler_kinds.registry().values())]
     seen: dict[str, type[BaseModel]] = {}
     todo = list(roots)
     while todo:

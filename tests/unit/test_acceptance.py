@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from kwokbench.figures.summary import summarize
 from kwokbench.report.table import submit_rows, summary_rows
-from kwokbench.summary import summarize
 
 N, QPS = 1000, 100.0
 

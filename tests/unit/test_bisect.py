@@ -9,9 +9,9 @@ import re
 import numpy as np
 import pytest
 
-from kwokbench.bisect import bisect_metric, parse_tags, release_path, search, sentence, slug, step
+from kwokbench.bisection import bisect_metric, parse_tags, release_path, search, sentence, slug, step
+from kwokbench.compare.gate import METRICS
 from kwokbench.errors import ScenarioError
-from kwokbench.gate import METRICS
 from kwokbench.report.bisect import rows
 
 # what the module proxy had on 2026-11-26 for these minors (a subset: enough to walk every rule)

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kwokbench.bottleneck import BUSY_CORES, backlog, cores, limited_by
+from kwokbench.figures.bottleneck import BUSY_CORES, backlog, cores, limited_by
 from kwokbench.report.table import summary_rows
 from kwokbench.sweep import evaluate, first_failure, sentence
 
@@ -227,8 +227,8 @@ def test_a_client_limit_counts_only_when_binding_fell_behind() -> None:
 
 def _cap_bound_phase(offered: float, accepted: float, wire_p99: float) -> dict[str, Any]:
     """A submission phase every connection of which was busy while the wire's median stayed fast: what
-    :func:`kwokbench.acceptance.verdict` alone calls harness-bound."""
-    from kwokbench.acceptance import verdict
+    :func:`kwokbench.figures.acceptance.verdict` alone calls harness-bound."""
+    from kwokbench.figures.acceptance import verdict
 
     ph: dict[str, Any] = {
         "phase": "pods", "offered_qps": offered, "accepted_qps": accepted, "requests": 3000, "created": 3000,

@@ -6,8 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kwokbench.chaos import pick_nodes, pods_lost, rate_from_pods, recovery, rescheduling
+from kwokbench.cluster.chaos import pick_nodes
 from kwokbench.errors import ScenarioError
+from kwokbench.figures.chaos import pods_lost, rate_from_pods, recovery, rescheduling
 from kwokbench.scenario import parse_scenario
 
 

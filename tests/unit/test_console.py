@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kwokbench import console
+from kwokbench.cli import console
 from kwokbench.toolchain.install import Component, Toolchain
 
 

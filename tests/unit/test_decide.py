@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from kwokbench import stats
+from kwokbench.compare import stats
 
 
 def _pairs(effect: float, sd: float, n: int, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from kwokbench.compare.detect import MIN_POINTS, Ack, detect, load_acks, parse_spec, points
 from kwokbench.errors import ScenarioError
-from kwokbench.history.detect import MIN_POINTS, Ack, detect, load_acks, parse_spec, points
 from kwokbench.history.index import build_index
 from tests.unit.fake_runs import run_dir
 

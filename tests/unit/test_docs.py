@@ -23,12 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from kwokbench import docs_gen
+from kwokbench.cli import docs_gen
 from kwokbench.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-REGENERATE = f"`{docs_gen.REGENERATE}` (python -m kwokbench.docs_gen)"
+REGENERATE = f"`{docs_gen.REGENERATE}` (python -m kwokbench.cli.docs_gen)"
 
 
 @pytest.mark.parametrize("page", sorted(str(p) for p in docs_gen.GENERATED))
@@ -209,8 +209,8 @@ def _keys(module: Path, function: str, names: tuple[str, ...]) -> set[str]:
 
 def test_every_section_of_the_summary_is_described() -> None:
     pkg = ROOT / "kwokbench"
-    sections = (_keys(pkg / "summary.py", "summarize", ())
-                | _keys(pkg / "analyse.py", "analyse", ("summary", "section"))
+    sections = (_keys(pkg / "figures" / "summary.py", "summarize", ())
+                | _keys(pkg / "figures" / "analyse.py", "analyse", ("summary", "section"))
                 | _keys(pkg / "metrics" / "derive.py", "derive", ("out",))
                 | _keys(pkg / "ceiling.py", "cpu_shares", ("summary",)))
     page = (DOCS / "reference" / "summary.md").read_text()

@@ -14,11 +14,11 @@ import pytest
 from kwokbench.cluster import devices
 from kwokbench.cluster.claims import allocated_devices, claim_objects, pod_claims
 from kwokbench.cluster.nodes import NodeGroup, node_bodies, with_slices
-from kwokbench.dra import claims_rows, claims_section, counters_section, overlapping
 from kwokbench.errors import ScenarioError
+from kwokbench.figures.claims import claims_rows, claims_section, counters_section, overlapping
+from kwokbench.manifests import ManifestFactory, resolve_template
 from kwokbench.plan import manifest_factories, node_groups
 from kwokbench.scenario import load_scenario, parse_scenario
-from kwokbench.templates import ManifestFactory, resolve_template
 from tests.conftest import REPO
 
 DRA = REPO / "scenarios" / "dra.yaml"
@@ -159,8 +159,8 @@ def test_the_shipped_dra_scenarios_are_valid() -> None:
 
 
 def test_console_rows_and_gate_metrics_of_a_run_with_claims() -> None:
-    from kwokbench.dra import claims_rows
-    from kwokbench.gate import METRICS
+    from kwokbench.compare.gate import METRICS
+    from kwokbench.figures.claims import claims_rows
 
     claims = _claims([("a", 10.0, 10.5, None, "d/p/gpu-0", False), ("b", 10.0, 10.6, None, "d/p/gpu-0", False)])
     pods = pd.DataFrame([{"name": "p-a", "created": 9.9, "scheduled": 10.6, "running": 11.0},
@@ -189,8 +189,8 @@ def test_a_second_claim_object_for_the_same_pod_claim_is_extra_not_unallocated()
 
 def test_pods_bound_with_a_claim_never_allocated_are_flagged() -> None:
     """What YuniKorn v1.8.0 does with a pod's claims (measured in docs/results/dra.md): binds, never allocates."""
-    from kwokbench.dra import claims_rows
-    from kwokbench.gate import METRICS
+    from kwokbench.compare.gate import METRICS
+    from kwokbench.figures.claims import claims_rows
 
     claims = _claims([("a", 0, None, None, "", False), ("b", 0, None, None, "", False)])
     claims["pod_claim"] = ["gpu", "gpu"]
@@ -203,7 +203,7 @@ def test_pods_bound_with_a_claim_never_allocated_are_flagged() -> None:
 
 
 def test_the_capacity_shared_claims_hold_at_once_is_summed_per_device() -> None:
-    from kwokbench.dra import peak_consumed
+    from kwokbench.figures.claims import peak_consumed
 
     claims = _claims([("a", 0, 1, 5, "d/p/gpu-0", True), ("b", 0, 2, None, "d/p/gpu-0", True),
                       ("c", 0, 5, None, "d/p/gpu-0", True), ("e", 0, 1, None, "d/p/gpu-1 d/p/gpu-2", False)])

@@ -11,11 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kwokbench import duet
+from kwokbench.compare.gate import gate, is_duet
 from kwokbench.errors import ScenarioError
-from kwokbench.gate import gate, is_duet
 from kwokbench.plan import manifest_factories
-from kwokbench.scenario import parse_scenario
+from kwokbench.scenario import duet, parse_scenario
 from kwokbench.store import StoredRun
 
 DUET = """\

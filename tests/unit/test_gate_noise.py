@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kwokbench.gate import METRICS
-from kwokbench.stats import simulate_error_rates
+from kwokbench.compare.gate import METRICS
+from kwokbench.compare.stats import simulate_error_rates
 
 DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
 DEFAULT_REPEAT = 5

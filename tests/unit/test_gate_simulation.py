@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kwokbench.stats import simulate_error_rates
+from kwokbench.compare.stats import simulate_error_rates
 
 
 def _series(n: int, sd: float, drift: float = 0.0, seed: int = 0) -> list[float]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from kwokbench.gpu_choices import gpu_choices
+from kwokbench.figures.overbooking import gpu_choices
 
 NODES = pd.DataFrame({"name": ["a", "b", "c"], "gpus": [2, 4, 0], "gpu_milli": [2000, 4000, 0]})
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from kwokbench.job_manifest import indexed_job, job_name, sweep_args
+from kwokbench.cli.job_manifest import indexed_job, job_name, sweep_args
 
 
 def test_indexed_job_shape() -> None:

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from kwokbench.errors import ScenarioError
-from kwokbench.jobs import job_name_of_pod, jobs, queue_depth
+from kwokbench.figures.jobs import job_name_of_pod, jobs, queue_depth
 from kwokbench.scenario import parse_scenario
 
 PHASE = [{"name": "j", "kind": "Job", "count": 2, "pods_expected": 4}]

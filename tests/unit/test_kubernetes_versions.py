@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from kwokbench.compare.gate import comparability
 from kwokbench.errors import ScenarioError
-from kwokbench.gate import comparability
 from kwokbench.plan import check_scenario
 from kwokbench.scenario import parse_scenario
 from kwokbench.store import StoredRun

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kwokbench.cluster import kueue as kq
 from kwokbench.cluster import processes
+from kwokbench.components.kueue import build as tk
+from kwokbench.components.kueue import cluster as kq
 from kwokbench.errors import ClusterError, ToolchainError
-from kwokbench.toolchain import kueue as tk
 from kwokbench.toolchain import versions
 
 PORTS = kq.KueuePorts(metrics=18443, health=18081, webhook=19443)

@@ -14,8 +14,8 @@ from kwokbench.cluster import processes
 from kwokbench.cluster.kwokctl import ClusterOptions, kwokctl_documents
 from kwokbench.cluster.nodes import NodeGroup, node_bodies
 from kwokbench.errors import ClusterError, ScenarioError
+from kwokbench.manifests import ManifestFactory, resolve_template
 from kwokbench.scenario import parse_scenario
-from kwokbench.templates import ManifestFactory, resolve_template
 
 KWOKCTL_ARGV = [
     "/h/kwok/clusters/c/bin/kwok-controller", "--manage-all-nodes=true", "--kubeconfig=/h/kwok/clusters/c/kubeconfig",

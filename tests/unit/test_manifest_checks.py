@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kwokbench.errors import ScenarioError
-from kwokbench.templates import MAX_OBJECT_BYTES, ManifestFactory, bad_quantities, is_quantity, resolve_template
+from kwokbench.manifests import MAX_OBJECT_BYTES, ManifestFactory, bad_quantities, is_quantity, resolve_template
 
 
 @pytest.mark.parametrize("q", ["1", "100m", "0.5", ".5", "5.", "+2", "-1", "1.5Gi", "128Mi", "1Ki", "2Ei", "1n",

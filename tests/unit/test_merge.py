@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from kwokbench.compare.gate import gate
 from kwokbench.errors import StoreError
-from kwokbench.gate import gate
 from kwokbench.merge import GROUP, merge
 from kwokbench.store import find_runs, load_run
 from kwokbench.sweep import load

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import zstandard
 
-from kwokbench.analyse import kueue_cross_check
+from kwokbench.figures.analyse import kueue_cross_check
 from kwokbench.metrics.derive import (
     SCRAPED,
     _bucket_quantile,

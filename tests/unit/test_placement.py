@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from kwokbench import extender
-from kwokbench.placement import failed_scheduling_reasons, gpu_rule, placement
-from kwokbench.quantity import quantity
+from kwokbench.components.extender import server as extender
+from kwokbench.figures.placement import failed_scheduling_reasons, gpu_rule, placement
+from kwokbench.scenario.quantity import quantity
 
 NODES = pd.DataFrame([
     {"name": "small-0", "group": "small", "cpu_m": 1500.0, "gpus": 0.0, "pods": 110.0},

@@ -10,8 +10,8 @@ import orjson
 import pytest
 
 from kwokbench.errors import ScenarioError, StoreError
+from kwokbench.figures.pprof import FORMAT_VERSION, INDEX, PROFILES, decode, profiles_section, top, top_of_file
 from kwokbench.measure.profile import MAX_SECONDS, MIN_SECONDS, components, profile_seconds
-from kwokbench.pprof import FORMAT_VERSION, INDEX, PROFILES, decode, profiles_section, top, top_of_file
 from kwokbench.report.render import write_report
 from kwokbench.report.table import summary_rows
 from kwokbench.scenario import parse_scenario

@@ -13,9 +13,9 @@ from kwokbench.cluster.kwokctl import ClusterOptions
 from kwokbench.cluster.schedulers import stand_in_config, version
 from kwokbench.components.external import ExternalSpec, check_command, fill
 from kwokbench.errors import ScenarioError
-from kwokbench.placement import overcommit, pending, per_scheduler
+from kwokbench.figures.placement import overcommit, pending, per_scheduler
+from kwokbench.manifests import ManifestFactory, resolve_template
 from kwokbench.scenario import parse_scenario
-from kwokbench.templates import ManifestFactory, resolve_template
 
 BASE = """
 schema_version: 1

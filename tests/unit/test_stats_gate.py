@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from kwokbench.compare.gate import GateResult, comparability, gate, host_warnings, pair_runs, parse_gate
+from kwokbench.compare.stats import compare, compare_worst
 from kwokbench.errors import ScenarioError
-from kwokbench.gate import GateResult, comparability, gate, host_warnings, pair_runs, parse_gate
 from kwokbench.report.render import gate_markdown, github_annotations, junit, markdown
-from kwokbench.stats import compare, compare_worst
 from kwokbench.store import StoredRun
 
 RNG = np.random.default_rng(42)
@@ -420,7 +420,7 @@ def test_the_pull_requests_verdict_table_and_annotations(tmp_path: Path) -> None
 
 
 def test_gang_metrics_read_every_gang_phase() -> None:
-    from kwokbench.gate import METRICS
+    from kwokbench.compare.gate import METRICS
 
     s = {"placement": {"gangs": [{"partial": 1, "time_to_place": {"per_second": 2.0, "p90": 3.0}},
                                  {"partial": 0, "time_to_place": {"per_second": 0.5, "p90": 1.0}},

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from kwokbench.errors import StoreError
+from kwokbench.figures.summary import per_second, summarize, throughput
 from kwokbench.load.watcher import Timeline
 from kwokbench.store import RunDir, find_runs, load_run, owner, read_meta, settle_status
-from kwokbench.summary import per_second, summarize, throughput
 from kwokbench.sweep import SWEEP_FORMAT_VERSION, load, save
 
 
@@ -155,7 +155,7 @@ def test_a_running_document_whose_writer_is_gone_reads_as_interrupted(tmp_path: 
 def test_a_run_of_several_phases_splits_each_phases_pod_startup() -> None:
     """clusterloader2's DRA test reports pod startup per phase (fast fill, churn): created → scheduled and
     scheduled → running, each phase apart."""
-    from kwokbench.summary import pod_latencies
+    from kwokbench.figures.summary import pod_latencies
 
     pods = pd.DataFrame([
         {"name": "a", "workload": "fill", "created": 0.0, "scheduled": 0.1, "running": 0.3, "finished": np.nan,

@@ -11,26 +11,14 @@ from pathlib import Path
 
 import pytest
 
+import kwokbench
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "kwokbench"
 
-# lowest first: a module may import from its own layer's files and from layers below, never above
-LAYERS = [
-    ["", "errors", "progress", "formatting", "stats", "code_version", "console", "jobs", "job_manifest", "acceptance",
-     "placement", "allocation", "gpu_choices", "toolchain", "trace", "quantity", "labels", "device_layout", "flags"],
-    ["kind", "store", "summary", "shard", "templates", "bottleneck", "extender", "pprof", "dra"],
-    ["scenario", "gate", "ceiling", "history", "duet"],
-    ["cluster", "chaos", "load", "capture"],
-    ["metrics"],
-    ["measure", "analyse"],
-    ["components"],
-    ["plan"],
-    ["runner"],
-    ["sweep", "bisect"],
-    ["report", "merge"],
-    ["cli", "__main__", "docs_gen"],
-]
-NO_KIND = ["scenario.py", "gate.py", "metrics/derive.py", "report/table.py", "runner.py", "plan.py"]
+LAYERS = [names for _, names in kwokbench.LAYERS]
+"""Lowest first (the table is :data:`kwokbench.LAYERS`)."""
+NO_KIND = ["scenario/__init__.py", "compare/gate.py", "metrics/derive.py", "report/table.py", "runner.py", "plan.py"]
 """Modules that must name no scheduler kind (they learn of kinds from the registry)."""
 
 
@@ -137,7 +125,7 @@ def test_the_checks_can_fail() -> None:
     """The cycle finder and the layer table see a cycle and an upward import when there is one."""
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _layer("kwokbench.cli") > _layer("kwokbench.runner") > _layer("kwokbench.components.yunikorn") \
-        > _layer("kwokbench.scenario") > _layer("kwokbench.kind")
+        > _layer("kwokbench.scenario") > _layer("kwokbench.scheduler_kinds")
 
 
 def _kinds() -> dict[str, str]:
@@ -179,3 +167,12 @@ def test_validate_loads_no_analysis_library_and_no_http_client() -> None:
             "print(sorted(m for m in ('pandas', 'pyarrow', 'aiohttp') if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_every_module_and_package_is_in_one_layer() -> None:
+    """The layer table names every top-level module and package once, and nothing that is gone."""
+    have = {p.stem for p in PACKAGE.glob("*.py") if p.name != "__init__.py"} | {
+        p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    named = [n for names in LAYERS for n in names if n]
+    assert sorted(named) == sorted(set(named)), "a name in two layers"
+    assert set(named) == have, f"not in a layer: {sorted(have - set(named))}; gone: {sorted(set(named) - have)}"

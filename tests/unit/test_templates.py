@@ -6,7 +6,7 @@ import orjson
 import pytest
 
 from kwokbench.errors import ScenarioError
-from kwokbench.templates import POD_GROUP_LABEL, ManifestFactory, collection_path, render_manifest, resolve_template
+from kwokbench.manifests import POD_GROUP_LABEL, ManifestFactory, collection_path, render_manifest, resolve_template
 
 
 def test_builtin_node_template_defaults() -> None:

@@ -1,5 +1,5 @@
 """Scenarios that replay a trace (pure): from_trace node groups, a trace workload's pods and times, its
-manifests, what it offered, and the figures of a cluster under pressure (kwokbench.allocation)."""
+manifests, what it offered, and the figures of a cluster under pressure (kwokbench.figures.allocation)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import orjson
 import pandas as pd
 import pytest
 
-from kwokbench.allocation import allocated_vs_arrived, allocation, at_arrived, pod_class
 from kwokbench.errors import ScenarioError
+from kwokbench.figures.allocation import allocated_vs_arrived, allocation, at_arrived, pod_class
 from kwokbench.plan import manifest_factories
 from kwokbench.runner import trace_offered
 from kwokbench.scenario import load_scenario
@@ -173,8 +173,8 @@ def test_the_lifetime_stage_deletes_running_pods_after_their_annotation() -> Non
 
 def test_a_cluster_gets_the_stages_its_workloads_need(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Jobs that complete after a delay and a trace with lifetimes: both kwok configs, whatever else is imported
-    (kwokbench.components.kueue once shadowed the cluster module of the same name)."""
-    import kwokbench.components.kueue  # noqa: F401
+    (kwokbench.components.kueue.component once shadowed the cluster module of the same name)."""
+    import kwokbench.components.kueue.component  # noqa: F401
     from kwokbench.components import cluster_options
 
     monkeypatch.setenv("KWOKBENCH_HOME", str(tmp_path / "home"))

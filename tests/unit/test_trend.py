@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from kwokbench.gate import METRICS
-from kwokbench.history.detect import Ack, DetectResult
-from kwokbench.history.detect import detect as detect_
+from kwokbench.compare.detect import Ack, DetectResult
+from kwokbench.compare.detect import detect as detect_
+from kwokbench.compare.gate import METRICS
 from kwokbench.history.index import build_index
 from kwokbench.report.trend import COLOURS, DIV_ID, METRICS_ID, RUNS_ID, figure, trend_html, write_trend
 from tests.unit.fake_runs import run_dir

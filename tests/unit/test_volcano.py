@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from kwokbench import kind
+from kwokbench import scheduler_kinds
 from kwokbench.cluster import processes
 from kwokbench.components import Setup
 from kwokbench.components import volcano as vc
@@ -38,9 +38,9 @@ def _kind(sc: Scenario, tmp_path: Path, i: int = 0) -> vc.Volcano:
 
 
 def test_it_is_a_registered_kind() -> None:
-    k = kind.registry()["volcano"]
-    assert k is vc.Volcano and k.recipe is vc.RECIPE and "volcano" in kind.workload_blocks()
-    assert kind.with_sections()["volcano"] is vc.Volcano
+    k = scheduler_kinds.registry()["volcano"]
+    assert k is vc.Volcano and k.recipe is vc.RECIPE and "volcano" in scheduler_kinds.workload_blocks()
+    assert scheduler_kinds.with_sections()["volcano"] is vc.Volcano
 
 
 def test_default_configuration_is_the_charts(tmp_path: Path) -> None:

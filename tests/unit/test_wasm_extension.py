@@ -13,9 +13,9 @@ import yaml
 from kwokbench.cluster.kwokctl import ClusterOptions, scheduler_config_document
 from kwokbench.components import Setup, scheduler
 from kwokbench.components import wasm_extension as wx
+from kwokbench.components.extender.server import RULES, nodenumber_score, priorities
 from kwokbench.components.wasm_extension import WasmExtension
 from kwokbench.errors import ScenarioError, ToolchainError
-from kwokbench.extender import RULES, nodenumber_score, priorities
 from kwokbench.scenario import parse_scenario
 from kwokbench.toolchain import sources
 

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kwokbench.device_layout import counter_sets_of, devices_of
-from kwokbench.quantity import quantity
-from kwokbench.summary import percentile_stats
+from kwokbench.figures.summary import percentile_stats
+from kwokbench.scenario.devices import counter_sets_of, devices_of
+from kwokbench.scenario.quantity import quantity
 
 
 def given(row: Any) -> list[tuple[str, bool]]:

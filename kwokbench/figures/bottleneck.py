@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kwokbench.acceptance import verdict as acceptance_verdict
+from kwokbench.figures.acceptance import verdict as acceptance_verdict
 
 VERDICTS = ("arrival", "scheduler-client", "scheduler", "apiserver", "etcd", "host", "harness", "kwok")
 BUSY_CORES = 0.8
@@ -349,7 +349,7 @@ def limited_by(summary: dict[str, Any], meta: dict[str, Any], series: pd.DataFra
     """``{"verdict", "sentence", "evidence"}`` for a stored run (verdict None when nothing was scheduled).
 
     When the verdict is the apiserver or etcd, the submission phases' ``not_accepted`` notes (written
-    before, by :func:`kwokbench.acceptance.verdict`) are rewritten to name it too: one cause per run."""
+    before, by :func:`kwokbench.figures.acceptance.verdict`) are rewritten to name it too: one cause per run."""
     ev = evidence(summary, meta, series, procs, pods)
     if ev is None:
         return {"verdict": None, "sentence": "undetermined: no pod was scheduled", "evidence": {}}

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kwokbench.acceptance import OK, acceptance_ratio, normalise_requests, phase_rates, verdict
+from kwokbench.figures.acceptance import OK, acceptance_ratio, normalise_requests, phase_rates, verdict
 
 PERCENTILES = (50, 90, 99)
 SUMMARY_FORMAT_VERSION = 2
@@ -107,7 +107,7 @@ def phase_startup(pods: pd.DataFrame) -> dict[str, Any]:
 
 def request_stats(requests: pd.DataFrame, phases: list[dict[str, Any]],
                   pods: pd.DataFrame | None = None) -> list[dict[str, Any]]:
-    """Per phase: offered, sent and accepted rates (see :mod:`kwokbench.acceptance`), where requests waited,
+    """Per phase: offered, sent and accepted rates (see :mod:`kwokbench.figures.acceptance`), where requests waited,
     lateness of the pacer, latency, errors by status, and a sentence when the load was not accepted."""
     requests = normalise_requests(requests)
     out = []

@@ -32,7 +32,7 @@ def handled(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from kwokbench import console
+        from kwokbench.cli import console
 
         try:
             return fn(*args, **kwargs)
@@ -111,8 +111,8 @@ def tools_install(
 ) -> None:
     """Build (or download) kwok, kwokctl, Kubernetes, etcd and scheduler-plugins into the version-keyed cache;
     or, named, a scheduler built from pinned sources (yunikorn, volcano, kai, wasm-extension)."""
-    from kwokbench import console
-    from kwokbench.kind import source_built
+    from kwokbench.cli import console
+    from kwokbench.scheduler_kinds import source_built
     from kwokbench.toolchain import Toolchain, versions
     from kwokbench.toolchain.install import OPTIONAL
 
@@ -149,7 +149,7 @@ def tools_build_scheduler(
     force: Annotated[bool, typer.Option(help="Rebuild even when a binary of this plugin version is cached.")] = False,
 ) -> None:
     """Compile an out-of-tree scheduler plugin into kube-scheduler (cached per plugin version)."""
-    from kwokbench import console
+    from kwokbench.cli import console
     from kwokbench.toolchain.plugin import build_scheduler
 
     binary = build_scheduler(plugin, console.RichReporter(), force=force)
@@ -165,7 +165,7 @@ def tools_build_wasm(
     force: Annotated[bool, typer.Option(help="Rebuild even if cached.")] = False,
 ) -> None:
     """Compile a WebAssembly scheduler-plugin guest (GOOS=wasip1, standard Go) into the cache."""
-    from kwokbench import console
+    from kwokbench.cli import console
     from kwokbench.toolchain.wasm import build_guest
 
     wasm = build_guest(directory, console.RichReporter(), force)
@@ -181,8 +181,8 @@ def tools_kinds() -> None:
     kwokbench.schedulers): each kind's module and whether it is built from pinned sources."""
     from importlib.metadata import entry_points
 
-    from kwokbench import console
-    from kwokbench.kind import GROUP, registry
+    from kwokbench.cli import console
+    from kwokbench.scheduler_kinds import GROUP, registry
 
     where = {ep.name: ep.value for ep in entry_points(group=GROUP)}
     rows = [[name, k.title, where.get(name, "?"), "yes" if k.recipe is not None else "no"]
@@ -194,7 +194,7 @@ def tools_kinds() -> None:
 @handled
 def tools_doctor() -> None:
     """Show every component with version, path and status; exit 2 if anything is missing."""
-    from kwokbench import console
+    from kwokbench.cli import console
     from kwokbench.toolchain import Toolchain
     from kwokbench.toolchain.install import check_go
 
@@ -218,7 +218,7 @@ def tools_doctor() -> None:
                      console.styled("ok", "ok") if s.ok else console.styled("problem", s.problem)])
         if not s.ok:
             problems.append(f"{s.binary} {s.version}: {s.problem} at {s.path}; run `kwokbench tools install`")
-    from kwokbench.kind import source_built
+    from kwokbench.scheduler_kinds import source_built
 
     for name, r in source_built().items():
         ok, where, detail = r.status()
@@ -262,16 +262,16 @@ def up(
         "nodes labelled kwokbench.io/kwok-partition=i.")] = "1",
 ) -> None:
     """Create a kwokctl cluster with N Ready fake nodes (or attach to an existing one with --kubeconfig)."""
-    from kwokbench import console
+    from kwokbench.cli import console
     from kwokbench.cluster import ClusterOptions, Kwokctl, NodeGroup, bring_up
     from kwokbench.cluster.kwok_controllers import check_count
     from kwokbench.cluster.kwokctl import free_port
     from kwokbench.cluster.lifecycle import check_node_groups
     from kwokbench.components import cluster_options
-    from kwokbench.kind import SchedulerSpec
+    from kwokbench.manifests import resolve_template
     from kwokbench.plan import node_groups
     from kwokbench.scenario import load_scenario
-    from kwokbench.templates import resolve_template
+    from kwokbench.scheduler_kinds import SchedulerSpec
 
     k = check_count(kwok_controllers)
     described = None
@@ -322,7 +322,7 @@ def _attach(name: str, kubeconfig: Path, context: str | None, groups: list[Any],
             kwok_controllers: int = 1) -> None:
     import sys
 
-    from kwokbench import console
+    from kwokbench.cli import console
     from kwokbench.cluster import Kwokctl, attach
 
     if not kubeconfig.is_file():
@@ -355,7 +355,7 @@ def status() -> None:
     """List the clusters kwokbench owns, their components and node counts."""
     import asyncio
 
-    from kwokbench import console
+    from kwokbench.cli import console
     from kwokbench.cluster import ClusterInfo, Kwokctl
     from kwokbench.cluster.api import Api
 
@@ -395,7 +395,7 @@ def down(
 ) -> None:
     """Delete a cluster (or all of kwokbench's); no process of it is left running. For an attachment
     (up --kubeconfig): delete exactly what kwokbench labelled there and stop its kwok controller."""
-    from kwokbench import console
+    from kwokbench.cli import console
     from kwokbench.cluster import Kwokctl, attach
 
     k = Kwokctl()
@@ -441,8 +441,8 @@ def capture(
     LIST calls on nodes and pods, never a write. Pods of DaemonSets and static (mirror) pods are skipped; names
     and label values become salted hashes unless --keep-names; capture.json records the salt and what was
     left out."""
-    from kwokbench import console
     from kwokbench.capture import capture as capture_cluster
+    from kwokbench.cli import console
 
     res = capture_cluster(kubeconfig, context, output, namespace or [], salt, keep_names, force,
                           console.RichReporter())
@@ -471,7 +471,7 @@ def validate(
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: path=value.")] = None,
 ) -> None:
     """Check a scenario file (errors name the YAML line and field path) and its templates."""
-    from kwokbench import console
+    from kwokbench.cli import console
     from kwokbench.plan import check_scenario
     from kwokbench.scenario import load_scenario
 
@@ -536,7 +536,7 @@ def run_cmd(
 ) -> None:
     """Run a scenario: cluster up, submit at the target rate, record pod timelines, store, summarise."""
 
-    from kwokbench import console
+    from kwokbench.cli import console
     from kwokbench.measure.profile import components
     from kwokbench.report.table import summary_rows
     from kwokbench.runner import RunOptions, run_scenario
@@ -622,8 +622,8 @@ def sweep(
 ) -> None:
     """Capacity planning: every cluster size × submit rate; the knee of each size within the SLO."""
 
-    from kwokbench import console
-    from kwokbench.job_manifest import sweep_args
+    from kwokbench.cli import console
+    from kwokbench.cli.job_manifest import sweep_args
     from kwokbench.report import sweep as sweep_report
     from kwokbench.runner import RunOptions
     from kwokbench.scenario import load_scenario
@@ -680,8 +680,8 @@ def bisect(
     differ by more than the metric's allowed change (the gate's test, runs interleaved), with each release's
     build time and, with --ceiling, its in-process ceiling."""
 
-    from kwokbench import console
-    from kwokbench.bisect import BisectOptions, load, run_bisect, sentence
+    from kwokbench.bisection import BisectOptions, load, run_bisect, sentence
+    from kwokbench.cli import console
     from kwokbench.report import bisect as bisect_report
     from kwokbench.runner import RunOptions
     from kwokbench.scenario import load_scenario
@@ -704,7 +704,7 @@ def _emit_job(file: Path, scenario: str, shards: int, image: str | None, paralle
               results_claim: str | None, namespace: str | None, sharded: bool, args: list[str]) -> None:
     import yaml
 
-    from kwokbench.job_manifest import indexed_job, job_name
+    from kwokbench.cli.job_manifest import indexed_job, job_name
 
     if sharded:
         raise ScenarioError("--emit-job N deals the shards itself; drop --shard")
@@ -728,7 +728,7 @@ def merge(
     output: Annotated[Path, typer.Option("--output", "-o", help="New folder for the merged sweep or run group.")],
 ) -> None:
     """Join shards run on several machines into one sweep (or run group) that report and gate read as one."""
-    from kwokbench import console
+    from kwokbench.cli import console
     from kwokbench.merge import merge as merge_shards
 
     merged = merge_shards(shards, output)
@@ -781,8 +781,8 @@ def ceiling(
     on its workload nearest the size (SchedulingBasic, or a DRA test case); stored per host and Kubernetes
     version, and shown next to every run's throughput."""
 
-    from kwokbench import console
     from kwokbench.ceiling import STEADY_DRA_TEST_CASE, measure_ceiling, result_rows, unstable
+    from kwokbench.cli import console
     from kwokbench.scenario import load_scenario
     from kwokbench.toolchain import versions
 
@@ -826,8 +826,8 @@ def analyse(
     runs: Annotated[list[Path], typer.Argument(help="Run directories, or folders holding runs.")],
 ) -> None:
     """Derive each run's summary.json again from its stored raw files (offline; after analysis code improves)."""
-    from kwokbench import console
-    from kwokbench.analyse import analyse as analyse_run
+    from kwokbench.cli import console
+    from kwokbench.figures.analyse import analyse as analyse_run
     from kwokbench.report.table import summary_rows
     from kwokbench.store import find_runs
 
@@ -867,7 +867,7 @@ def report(
 ) -> None:
     """Charts (PNG), one self-contained HTML file and a Markdown summary from stored runs (offline); with
     --history, the trend of a history instead."""
-    from kwokbench import console
+    from kwokbench.cli import console
 
     if history:
         _trend(runs or [], output, metric or [], scenario, variant, lookback, ack, normalise, index, store,
@@ -896,7 +896,7 @@ def _history_rows(runs: list[Path], index: Path | None, store: str | None, scena
                   variant: str | None, what: str) -> list[dict[str, Any]]:
     """The history ``detect`` and the trend page read: stored runs through the embedded index, or a store's rows
     — one or the other; the index's warnings (an unreadable run skipped) are printed."""
-    from kwokbench import console
+    from kwokbench.cli import console
     from kwokbench.history.index import LocalIndex, sources
     from kwokbench.history.rows import Filters
     from kwokbench.history.store import Store, open_store
@@ -915,8 +915,8 @@ def _history_rows(runs: list[Path], index: Path | None, store: str | None, scena
 def _trend(runs: list[Path], output: Path, metric: list[str], scenario: str | None, variant: str | None,
            lookback: int | None, ack: Path | None, normalise: str, index: Path | None, store: str | None,
            baseline: bool) -> None:
-    from kwokbench import console
-    from kwokbench.history.detect import detect, load_acks
+    from kwokbench.cli import console
+    from kwokbench.compare.detect import detect, load_acks
     from kwokbench.report.trend import write_trend
 
     if baseline:
@@ -935,7 +935,7 @@ def _trend(runs: list[Path], output: Path, metric: list[str], scenario: str | No
 
 def _verdicts(title: str, columns: list[str], rows: list[list[str]], notes: list[str], warnings: list[str]) -> None:
     """A verdict table (its second column styled by the verdict), then its notes and warnings."""
-    from kwokbench import console
+    from kwokbench.cli import console
 
     console.table(title, columns, [[r[0], console.styled(r[1], r[1]), *r[2:]] for r in rows])
     for n in notes:
@@ -965,7 +965,7 @@ def gate_cmd(
     Both sides holding the same scheduler variants, none chosen: each variant is gated against itself."""
     import os
 
-    from kwokbench.gate import gate
+    from kwokbench.compare.gate import gate
     from kwokbench.report.render import gate_markdown, gate_rows, github_annotations
     from kwokbench.report.render import junit as junit_xml
 
@@ -1013,7 +1013,7 @@ def history_cmd(
 ) -> None:
     """Index stored runs (DuckDB, incrementally) and list one row per run: scenario, variant, commit, host,
     ceiling and figures; with --store, push them to a store a team shares, or list what it holds."""
-    from kwokbench import console
+    from kwokbench.cli import console
     from kwokbench.history.index import FORMATS, LocalIndex, export, figure_columns, sources
     from kwokbench.history.rows import Filters
     from kwokbench.history.store import check_location, open_store, push_rows
@@ -1085,7 +1085,7 @@ def detect_cmd(
 ) -> None:
     """Change points over stored runs in commit order (E-divisive means): exit 0 none new, 1 new regression,
     3 not enough history, 2 bad input."""
-    from kwokbench.history.detect import detect, load_acks
+    from kwokbench.compare.detect import detect, load_acks
     from kwokbench.report.history import detect_json, detect_rows
 
     acks = load_acks(ack) if ack else []

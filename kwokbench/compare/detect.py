@@ -25,8 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kwokbench.compare.gate import METRICS, Metric
 from kwokbench.errors import ScenarioError, ToolchainError
-from kwokbench.gate import METRICS, Metric
 
 MIN_POINTS = 7
 """Commits a metric needs: on 6 or fewer even a clean 30% step is never significant at p <= 0.05 (too

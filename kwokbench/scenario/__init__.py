@@ -28,11 +28,11 @@ from pydantic import (
     model_validator,
 )
 
-from kwokbench import flags, kind
+from kwokbench import flags, scheduler_kinds
 from kwokbench.errors import ScenarioError
-from kwokbench.kind import SchedulerSpec
-from kwokbench.quantity import quantity
-from kwokbench.templates import is_quantity
+from kwokbench.manifests import is_quantity
+from kwokbench.scenario.quantity import quantity
+from kwokbench.scheduler_kinds import SchedulerSpec
 from kwokbench.toolchain import versions
 from kwokbench.trace import alibaba
 from kwokbench.trace import format as trace_format
@@ -761,22 +761,24 @@ def _by_kind(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
     """A ``schedulers:`` entry is validated by the settings of the kind its ``binary`` names (errors keep their
     field paths, e.g. ``schedulers.1.<its block>.queues.0.name``)."""
     if isinstance(value, dict):
-        return kind.kind_of(str(value.get("binary") or kind.DEFAULT_KIND)).settings.model_validate(value)
+        kind = scheduler_kinds.kind_of(str(value.get("binary") or scheduler_kinds.DEFAULT_KIND))
+        return kind.settings.model_validate(value)
     return value if isinstance(value, SchedulerSpec) else handler(value)
 
 
 @functools.cache
 def scenario_model() -> type[Scenario]:
     """The scenario model with every registered scheduler kind: each ``schedulers:`` entry its kind's settings,
-    each workload the blocks kinds add to it (named after the kind). Built on first use, from :func:`kind.registry`."""
-    kinds = kind.registry()
+    each workload the blocks kinds add to it (named after the kind). Built on first use,
+    from :func:`kwokbench.scheduler_kinds.registry`."""
+    kinds = scheduler_kinds.registry()
     settings = tuple(dict.fromkeys(k.settings for k in kinds.values()))
     entry = Annotated[Union[settings], WrapValidator(_by_kind)]  # type: ignore[valid-type]  # noqa: UP007
     blocks = {key: (model, Field(default_factory=model, description=f"Read by `{key}` variants only: "
                                                                    f"{(model.__doc__ or '').strip()}"))
-              for key, model in kind.workload_blocks().items()}
+              for key, model in scheduler_kinds.workload_blocks().items()}
     workload = create_model("WorkloadSpec", __base__=WorkloadSpec, **blocks)  # type: ignore[call-overload]
-    default = kinds[kind.DEFAULT_KIND].settings
+    default = kinds[scheduler_kinds.DEFAULT_KIND].settings
     return create_model(
         "Scenario", __base__=Scenario,
         schedulers=(list[entry], Field(default_factory=lambda: [default()], min_length=1,
@@ -849,8 +851,9 @@ def _not_of_kind(doc: dict[str, Any], loc: tuple[int | str, ...]) -> str | None:
     if len(loc) != 3 or loc[0] != "schedulers" or not isinstance(loc[1], int):
         return None
     entry = (doc.get("schedulers") or [])[loc[1]]
-    binary = str(entry.get("binary") or kind.DEFAULT_KIND) if isinstance(entry, dict) else kind.DEFAULT_KIND
-    owners = [n for n, k in kind.registry().items() if loc[2] in k.settings.model_fields]
+    default = scheduler_kinds.DEFAULT_KIND
+    binary = str(entry.get("binary") or default) if isinstance(entry, dict) else default
+    owners = [n for n, k in scheduler_kinds.registry().items() if loc[2] in k.settings.model_fields]
     return (f"not a setting of binary: {binary}" +
             (f" (it applies to binary: {', '.join(owners)})" if owners else " (no scheduler kind takes it)"))
 

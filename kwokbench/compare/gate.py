@@ -15,10 +15,10 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from kwokbench import kind
-from kwokbench.acceptance import ACCEPTED_MIN
+from kwokbench import scheduler_kinds
+from kwokbench.compare.stats import Comparison, compare, compare_worst, inconclusive
 from kwokbench.errors import ScenarioError
-from kwokbench.stats import Comparison, compare, compare_worst, inconclusive
+from kwokbench.figures.acceptance import ACCEPTED_MIN
 from kwokbench.store import StoredRun
 
 # Per metric: (noise floor, minimum pods scheduled per run). A relative change below the noise floor is
@@ -271,7 +271,7 @@ class GateResult:
 
 
 # fairness-manifest field → the variant fields it comes from; runs whose variants differ there compare
-# exactly that difference, so it is not a fairness problem (each scheduler kind adds its own: kind.Kind)
+# exactly that difference, so it is not a fairness problem (each scheduler kind adds its own: scheduler_kinds.Kind)
 FROM_VARIANT: dict[str, tuple[str, ...]] = {
     "scheduler_binary": ("binary",),
     # another kind of scheduler has client limits of its own form: they vary with the binary
@@ -288,14 +288,14 @@ base and head by design)."""
 def from_variant() -> dict[str, tuple[str, ...]]:
     """:data:`FROM_VARIANT` with every scheduler kind's own fields (a field several kinds write: all sources)."""
     out = dict(FROM_VARIANT)
-    for k in kind.registry().values():
+    for k in scheduler_kinds.registry().values():
         for key, sources in k.fairness_from.items():
             out[key] = tuple(dict.fromkeys([*out.get(key, ()), *sources]))
     return out
 
 
 def under_test() -> set[str]:
-    return UNDER_TEST.union(*(k.under_test for k in kind.registry().values()))
+    return UNDER_TEST.union(*(k.under_test for k in scheduler_kinds.registry().values()))
 
 
 def _canonical(v: Any) -> str:

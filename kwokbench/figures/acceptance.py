@@ -124,7 +124,7 @@ def acceptance_ratio(rates: dict[str, Any]) -> tuple[float | None, str]:
 def verdict(ph: dict[str, Any], server: str | None = None) -> str | None:
     """Why a phase did not get its offered load, as one sentence with the evidence (None: it did).
 
-    ``server`` ("apiserver" or "etcd") is the run's own verdict (:mod:`kwokbench.bottleneck`) when it found
+    ``server`` ("apiserver" or "etcd") is the run's own verdict (:mod:`kwokbench.figures.bottleneck`) when it found
     that component saturated: then busy connections and a lagging pacer are the server's doing (its slow
     answers held every connection), and the sentence says so instead of blaming the harness, so a run has
     one cause wherever it is printed."""

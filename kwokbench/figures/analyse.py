@@ -13,19 +13,20 @@ from typing import Any
 
 import pandas as pd
 
-from kwokbench import duet
-from kwokbench.acceptance import add_counter_rates
-from kwokbench.allocation import allocation
-from kwokbench.bottleneck import limited_by
 from kwokbench.ceiling import ceiling_section, cpu_shares
-from kwokbench.chaos import pods_lost, rate_from_pods, recovery, rescheduling
-from kwokbench.dra import claims_section
-from kwokbench.gpu_choices import gpu_choices
-from kwokbench.jobs import jobs
+from kwokbench.figures.acceptance import add_counter_rates
+from kwokbench.figures.allocation import allocation
+from kwokbench.figures.bottleneck import limited_by
+from kwokbench.figures.chaos import pods_lost, rate_from_pods, recovery, rescheduling
+from kwokbench.figures.claims import claims_section
+from kwokbench.figures.jobs import jobs
+from kwokbench.figures.overbooking import gpu_choices
+from kwokbench.figures.placement import placement
+from kwokbench.figures.pprof import profiles_section
+from kwokbench.figures.summary import POD_COLUMNS, summarize, with_columns
 from kwokbench.metrics.derive import create_rates, derive
 from kwokbench.metrics.scrape import PROCS, SCRAPES
-from kwokbench.placement import placement
-from kwokbench.pprof import profiles_section
+from kwokbench.scenario import duet
 from kwokbench.store import (
     BINDING_RATE,
     CHAOS,
@@ -44,7 +45,6 @@ from kwokbench.store import (
     load_run,
     read_doc,
 )
-from kwokbench.summary import POD_COLUMNS, summarize, with_columns
 
 PLACEMENT_COLUMNS: dict[str, type] = {**POD_COLUMNS, "namespace": str, "name": str, "workload": str, "node": str,
                                       "cpu_m": float, "gpus": float, "deleted": bool, "scheduler": str,

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from kwokbench.cluster.kueue import API_VERSION, condition_time
+from kwokbench.components.kueue.cluster import API_VERSION, condition_time
 from kwokbench.measure import ObjectWatch
 from kwokbench.store import KUEUE_WORKLOADS
 

@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from kwokbench import __version__
+from kwokbench.compare.gate import METRICS, Metric, parse_gate
+from kwokbench.compare.stats import ALPHA, Comparison, compare, compare_worst
 from kwokbench.errors import ScenarioError, StoreError
-from kwokbench.gate import METRICS, Metric, parse_gate
 from kwokbench.progress import Reporter, Silent
-from kwokbench.stats import ALPHA, Comparison, compare, compare_worst
 from kwokbench.store import _atomic_write, digest, host_info, outcome, owner, read_versioned, settle_status
 from kwokbench.toolchain import versions
 
@@ -144,7 +144,7 @@ def _paired(a: Sequence[float | None], b: Sequence[float | None]) -> tuple[list[
 def step(metric: Metric, allowed: float, before: Sequence[float | None],
          after: Sequence[float | None], alpha: float = ALPHA) -> tuple[Step, Comparison]:
     """Whether ``metric`` changed from the earlier tag's runs to the later one's (paired by repeat): *changed* when
-    :func:`~kwokbench.stats.decide` finds it worse or better beyond ``allowed``, *same* when it shows the change
+    :func:`~kwokbench.compare.stats.decide` finds it worse or better beyond ``allowed``, *same* when it shows the change
     within it (two one-sided tests), else *undecided*."""
     if metric.worst_run:
         b = [v for v in before if v is not None]

@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kwokbench.cluster import kueue, processes
+from kwokbench.cluster import processes
 from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.cluster.kwokctl import ClusterInfo, free_port
 from kwokbench.components import Base
+from kwokbench.components.kueue import cluster as kueue
 from kwokbench.errors import ScenarioError
 from kwokbench.measure import Measurement
 from kwokbench.progress import Reporter
@@ -35,12 +36,12 @@ class Kueue(Base):
         self._proc: kueue.KueueProcess | None = None
 
     def build(self, rep: Reporter) -> None:
-        from kwokbench.toolchain import kueue as kueue_toolchain
+        from kwokbench.components.kueue import build as kueue_toolchain
 
         self.binary = kueue_toolchain.build_kueue(rep)
 
     def start(self, info: Any, rep: Reporter) -> dict[str, Any] | None:
-        from kwokbench.toolchain import kueue as kueue_toolchain
+        from kwokbench.components.kueue import build as kueue_toolchain
 
         if not isinstance(info, ClusterInfo):
             raise ScenarioError("cluster.kueue: kwokbench starts Kueue only on clusters it creates")
@@ -68,7 +69,7 @@ class Kueue(Base):
         return self.record
 
     def version(self) -> str:
-        from kwokbench.toolchain import kueue as kueue_toolchain
+        from kwokbench.components.kueue import build as kueue_toolchain
 
         return f"kueue {kueue_toolchain.KUEUE_VERSION}"
 
@@ -85,6 +86,6 @@ class Kueue(Base):
             self._proc = None
 
     def measurements(self) -> list[Measurement]:
-        from kwokbench.measure.kueue import KueueWorkloads
+        from kwokbench.components.kueue.measure import KueueWorkloads
 
         return [KueueWorkloads()]

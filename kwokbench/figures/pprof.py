@@ -19,12 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from kwokbench.errors import StoreError
+from kwokbench.store import PROFILE_FORMAT_VERSION as FORMAT_VERSION
+from kwokbench.store import PROFILE_INDEX as INDEX
+from kwokbench.store import PROFILES
 
-PROFILES = "profiles"
-"""The run's folder of profiles: ``<component>.pb.gz`` and the index below."""
-INDEX = "profiles.json"
-FORMAT_VERSION = 1
-"""profiles/profiles.json history: 1, the first."""
 TOP = 10
 
 

@@ -11,7 +11,7 @@ names as JSON keys). The rule, identical to the Go plugin:
 * ``workload-type: CPU-intensive`` pods need at least 2000m allocatable CPU;
 * prioritize: 10 when the node's kind (GPU or not) matches the pod's, else 0.
 
-``kwokbench run`` starts it (``python -m kwokbench.extender --port N``) for variants with an
+``kwokbench run`` starts it (``python -m kwokbench.components.extender.server --port N``) for variants with an
 ``extender:``, wires it into the scheduler configuration, and stores its call counts and handling
 time (``GET /stats``) in the run directory. It exits by itself when its parent process goes away,
 so a killed kwokbench never leaves it behind.
@@ -29,8 +29,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from kwokbench.placement import WORKLOAD_TYPE, gpu_rule
-from kwokbench.quantity import quantity
+from kwokbench.figures.placement import WORKLOAD_TYPE, gpu_rule
+from kwokbench.scenario.quantity import quantity
 
 GPU = "nvidia.com/gpu"
 MAX_PRIORITY = 10
@@ -152,7 +152,8 @@ async def _serve(host: str, port: int, parent: int, rule: str = "gpu") -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m kwokbench.extender", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m kwokbench.components.extender.server",
+                                 description=__doc__.splitlines()[0])
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--rule", choices=sorted(RULES), default="gpu")

@@ -3,9 +3,9 @@ configuration names by URL, so it starts before the cluster and stops with the r
 
 from __future__ import annotations
 
-from kwokbench.cluster.extender import ExtenderProcess
 from kwokbench.cluster.kwokctl import ClusterOptions
 from kwokbench.components import Base
+from kwokbench.components.extender.process import ExtenderProcess
 from kwokbench.measure import Measurement
 from kwokbench.progress import Reporter
 from kwokbench.scenario import ExtenderSpec
@@ -28,7 +28,7 @@ class Extender(Base):
         self.process.start()
 
     def measurements(self) -> list[Measurement]:
-        from kwokbench.measure.extender import ExtenderStats
+        from kwokbench.components.extender.measure import ExtenderStats
 
         return [ExtenderStats(self.process.url)]
 

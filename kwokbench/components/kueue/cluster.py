@@ -49,7 +49,7 @@ from kwokbench.cluster.kwokctl import free_ports
 from kwokbench.cluster.objects import apply_crds
 from kwokbench.cluster.processes import ComponentProcess
 from kwokbench.errors import ClusterError
-from kwokbench.templates import collection_path
+from kwokbench.manifests import collection_path
 
 COMPONENT = "kueue"
 NAMESPACE = "kueue-system"
@@ -325,7 +325,7 @@ def start_kueue(cluster_dir: Path, kubeconfig: Path, binary: Path, metrics_port:
     (see :func:`wait_ready`). The settings are :func:`render_config`'s; ports left out are picked free;
     ``log_level`` is zap's (``2`` logs every admission decision)."""
     if not binary.is_file():
-        raise ClusterError(f"no Kueue binary at {binary} (build it with kwokbench.toolchain.kueue.build_kueue)")
+        raise ClusterError(f"no Kueue binary at {binary} (build it with kwokbench.components.kueue.build.build_kueue)")
     picked = iter(free_ports(2))
     ports = KueuePorts(metrics_port, health_port or next(picked), webhook_port or next(picked))
     home = cluster_dir / COMPONENT

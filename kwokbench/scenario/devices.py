@@ -1,7 +1,7 @@
 """The devices a node group's ``devices:`` spec (``DeviceSpec.model_dump()``) gives each node: their names,
 attributes, capacity and, for partitionable devices, the counter sets they draw on. Pure: rendered into
 ResourceSlices by :mod:`kwokbench.cluster.devices`, and read back by the claims' analysis
-(:func:`kwokbench.dra.counters_section`) from the scenario a run stored, so both see one layout."""
+(:func:`kwokbench.figures.claims.counters_section`) from the scenario a run stored, so both see one layout."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""kwokbench's builtin scheduler extender as a process of the run (``python -m kwokbench.extender``).
+"""kwokbench's builtin scheduler extender as a process of the run (``python -m kwokbench.components.extender.server``).
 
 It is part of the cluster a variant runs on (kube-scheduler's configuration names its URL), so it starts
-before the cluster and stops with it; its own counts are read by :mod:`kwokbench.measure.extender`.
+before the cluster and stops with it; its own counts are read by :mod:`kwokbench.components.extender.measure`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ class ExtenderProcess:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 20.0) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "kwokbench.extender", "--port", str(self.port),
+        self.proc = subprocess.Popen([sys.executable, "-m", "kwokbench.components.extender.server",
+                                      "--port", str(self.port),
                                       "--rule", self.rule, "--parent", str(os.getpid())],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
