@@ -56,16 +56,16 @@ lint-workflows: install
 
 # The builds the e2e files need beyond the core toolchain (the next Kubernetes release, scheduler_perf, the batch
 # schedulers), begun first, in the background at the lowest CPU priority, beside the toolchain, the linters and the
-# tests: cold, they are the suite's longest path (tests/prebuild.py). Stopped when make ends; pytest takes them over.
+# tests: cold, they are the suite's longest path (tests/support/prebuild.py). Stopped when make ends; pytest takes them over.
 # $$PPID is make's pid; KWOKBENCH_PREBUILD=0 turns them off.
 prebuild: install
-	@$(BIN)/python -m tests.prebuild --for-make $$PPID
+	@$(BIN)/python -m tests.support.prebuild --for-make $$PPID
 
 # Two pytest-xdist workers, each taking whole files (a file's clusters and builds are module fixtures, and its
 # tests stay in order): the e2e tier waits on clusters more than it computes (the serial suite kept 0.6 of this
 # machine's 2 cores busy), so two files at a time halve the wall time. TEST_WORKERS=0 runs it in one process.
 # --no-loadscope-reorder: the files run in tests/conftest.py's order (those that need a build last, in the order
-# tests/prebuild.py builds them in the background from the start: cold, the builds overlap the other tests).
+# tests/support/prebuild.py builds them in the background from the start: cold, the builds overlap the other tests).
 TEST_WORKERS ?= 2
 # the Go plugins' vet and tests compile the Kubernetes packages as `make tools` built them (kwokbench's own Go
 # environment, kwokbench/toolchain/install.py, and -trimpath): cold, they reuse that build (611 of the framework's

@@ -10,14 +10,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.traces import use_stand_in_without_the_real_trace
+
 REPO = Path(__file__).resolve().parent.parent
+use_stand_in_without_the_real_trace()  # before any test module reads the traces folder
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--keep-cluster", action="store_true", help="do not delete the e2e cluster at the end")
     parser.addoption("--times", metavar="PATH", default=None,
                      help="write every test's setup, call and teardown seconds to PATH as JSON (python -m "
-                          "tests.times PATH prints them as the time table of docs/development/tests.md)")
+                          "tests.support.times PATH prints them as the time table of docs/development/tests.md)")
 
 
 _PHASES: dict[str, dict[str, float | str]] = {}
@@ -32,12 +35,22 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         row["outcome"] = report.outcome
 
 
-@pytest.hookimpl(hookwrapper=True)
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    """Under pytest-xdist, a test marked ``quiet_host`` runs with no other worker's test beside it: its claim is
+    """A test of a file that needs a background build (:data:`tests.support.prebuild.NEEDS`) first waits for it, before
+    its timeout starts (this wrapper runs outside pytest-timeout's): the build's time is not the test's.
+
+    Under pytest-xdist, a test marked ``quiet_host`` runs with no other worker's test beside it: its claim is
     about where this host's CPU went (CI saw the arrival-bound case judged host-bound, 48% of the 2 CPUs taken by
     the other worker's cluster). Every other test holds a shared lock; a quiet one waits for the exclusive lock,
     and the turnstile keeps shared tests from starting meanwhile. One process: no lock."""
+    from tests.support import prebuild
+
+    builds = prebuild.NEEDS.get(_file(item.nodeid))
+    if builds:
+        waited = prebuild.wait_for(builds, item.config.rootpath / ".pytest_cache" / "prebuild.log")
+        if waited >= 1:
+            item.user_properties.append(("waited_for_builds_seconds", round(waited)))
     run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
     if not run:
         yield
@@ -64,9 +77,9 @@ def _file(nodeid: str) -> str:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The e2e marker; the files in the order they run (:func:`tests.prebuild.order`: those that need a build
+    """The e2e marker; the files in the order they run (:func:`tests.support.prebuild.order`: those that need a build
     last, under pytest-xdist with ``--no-loadscope-reorder``); in one process, the background builds begun."""
-    from tests import prebuild
+    from tests.support import prebuild
 
     for item in items:
         if "tests/e2e/" in str(item.fspath).replace(os.sep, "/"):
@@ -90,7 +103,7 @@ _BUILDS: dict[str, object] = {}
 def _start_builds(config: pytest.Config, files: list[str]) -> None:
     """The builds ``files`` need: those ``make test`` began before the linters (it runs this session), or begun
     now."""
-    from tests import prebuild
+    from tests.support import prebuild
 
     if "run" in _BUILDS:
         return
@@ -101,7 +114,7 @@ def _start_builds(config: pytest.Config, files: list[str]) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    from tests import prebuild
+    from tests.support import prebuild
 
     run = _BUILDS.get("run")
     if isinstance(run, prebuild.Running):
@@ -116,7 +129,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """One line for the background builds: what each took (``cached`` when warm), and how they ended."""
-    from tests import prebuild
+    from tests.support import prebuild
 
     run = _BUILDS.get("run")
     if isinstance(run, prebuild.Running) and "outcome" in _BUILDS:

@@ -3,7 +3,7 @@
 A throwaway plugin repository (plugins/nodenumber's Score plugin as its own module) gets three commits: the
 plugin; the pull request that adds the gate (scenarios/plugin-gate.yaml copied to perf/ with its config, as
 docs/guides/ci-action.md says); and a pull request whose Score spins ~0.2 ms per node. The action's own steps
-run as a runner runs them (tests/e2e/action_runner.py): the pull request that adds the gate runs on a base
+run as a runner runs them (tests/support/action_runner.py): the pull request that adds the gate runs on a base
 that has no perf/ folder, and its one pair is inconclusive, a warning; the slowed plugin is a regression of
 the plugin variant (not of the stock one beside it) that fails the job with its table in the job summary; a
 pull request whose scenario names a directory its base lacks is measured on the head only, with a warning; a
@@ -25,8 +25,8 @@ import pytest
 
 from kwokbench.store import find_runs, load_run
 from tests.conftest import REPO
-from tests.e2e.action_runner import ActionRun, run_action
-from tests.e2e.plugins import CONFIG, write_score_plugin
+from tests.support.action_runner import ActionRun, run_action
+from tests.support.plugins import CONFIG, write_score_plugin
 
 RUN_ARGS = "--set workloads.0.count=300"
 

@@ -15,7 +15,7 @@ import pytest
 from kwokbench.cluster import ClusterInfo
 from kwokbench.store import load_run
 from tests.conftest import REPO, kwokbench
-from tests.e2e.plugins import CONFIG, write_score_plugin
+from tests.support.plugins import CONFIG, write_score_plugin
 
 QUICKSTART = str(REPO / "scenarios/quickstart.yaml")
 
@@ -49,7 +49,7 @@ def test_arrival_bound(cluster: ClusterInfo, tmp_path: Path) -> None:
 
 def test_scheduler_bound(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
     """A scheduler that does more work per pod than the rest of the control plane: a Score plugin that spins
-    0.2 ms per node (tests/e2e/plugins.py; ~20 ms of scheduler CPU per pod on 100 nodes, so at most ~100 pods/s on
+    0.2 ms per node (tests/support/plugins.py; ~20 ms of scheduler CPU per pod on 100 nodes, so at most ~100 pods/s on
     two cores, fewer with the apiserver beside it), 600 pods offered at 150/s, which the apiserver takes.
 
     (This case used to score all of 5000 nodes with the stock scheduler: the same verdict, 5000 nodes' bring-up

@@ -13,7 +13,7 @@ import pytest
 
 from kwokbench.store import find_runs, load_run
 from tests.conftest import kwokbench
-from tests.e2e.plugins import CONFIG, write_score_plugin
+from tests.support.plugins import CONFIG, write_score_plugin
 
 DUET = """\
 schema_version: 1

@@ -9,18 +9,17 @@ Time: the plugin's kube-scheduler build (cached by its files' contents; ~5 min c
 from __future__ import annotations
 
 import csv
-import os
 from pathlib import Path
 
 import pytest
 
 from kwokbench.store import load_run
 from tests.conftest import REPO, kwokbench
+from tests.support.traces import ALIBABA, NEEDS_ALIBABA
 
-TRACES = Path(os.environ.get("KWOKBENCH_TRACES") or REPO.parent / "shared" / "traces")
-OPENB = TRACES / "alibaba-gpu-2023"
+OPENB = ALIBABA
 pytestmark = pytest.mark.skipif(not (OPENB / "openb_pod_list_default.csv").is_file(),
-                                reason=f"the Alibaba GPU trace is not in {TRACES}")
+                                reason=NEEDS_ALIBABA)
 
 
 def _slice(dest: Path, nodes: int = 50, pods: int = 300) -> None:

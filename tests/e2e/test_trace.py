@@ -11,17 +11,15 @@ the trace's 30 s) here on 2026-11-26. Budget: 2 min for the two."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from kwokbench.store import load_run
 from tests.conftest import REPO, assert_one_line_error, kwokbench
+from tests.support.traces import HAVE_ALIBABA, NEEDS_ALIBABA
 
-TRACES = Path(os.environ.get("KWOKBENCH_TRACES") or REPO.parent / "shared" / "traces")
-pytestmark = pytest.mark.skipif(not (TRACES / "alibaba-gpu-2023" / "openb_pod_list_default.csv").is_file(),
-                                reason=f"the Alibaba GPU trace is not in {TRACES}")
+pytestmark = pytest.mark.skipif(not HAVE_ALIBABA, reason=NEEDS_ALIBABA)
 
 
 def test_a_slice_of_the_trace_fills_and_drains_the_cluster(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ import pytest
 from kwokbench.cluster import ClusterInfo
 from kwokbench.store import SUMMARY, find_runs, read_meta
 from tests.conftest import REPO, kwokbench
-from tests.e2e.browser import headless
+from tests.support.browser import headless
 
 COMMITS = [f"{i:02d}" + "7e2e" * 9 + "ab" for i in range(10)]
 STEP_AT = 5

@@ -16,7 +16,7 @@ import pytest
 
 from kwokbench.cluster import processes as processes_module
 from tests.conftest import REPO, assert_one_line_error, kwokbench
-from tests.e2e.sources import ENV, SOURCES, install, only_run, processes
+from tests.support.sources import ENV, SOURCES, install, only_run, processes
 
 ARCHIVE = "volcano-v1.15.1.tar.gz"
 pytestmark = pytest.mark.skipif(not (SOURCES / ARCHIVE).is_file(),

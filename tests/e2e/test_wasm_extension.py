@@ -13,7 +13,7 @@ import pytest
 
 from kwokbench.store import load_run
 from tests.conftest import REPO, assert_one_line_error, kwokbench
-from tests.e2e.sources import ENV, SOURCES, install, processes
+from tests.support.sources import ENV, SOURCES, install, processes
 
 ARCHIVE = "kube-scheduler-wasm-extension-9b2791f.tar.gz"
 pytestmark = pytest.mark.skipif(not (SOURCES / ARCHIVE).is_file(), reason=f"no pinned {ARCHIVE} in {SOURCES}")

@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from tests.conftest import REPO, alive, assert_one_line_error, kwokbench
-from tests.e2e.sources import ENV, SOURCES, install, only_run, processes
+from tests.support.sources import ENV, SOURCES, install, only_run, processes
 
 pytestmark = pytest.mark.skipif(not (SOURCES / "yunikorn-k8shim-v1.8.0.tar.gz").is_file(),
                                 reason=f"the pinned YuniKorn sources are not in {SOURCES}")

@@ -8,9 +8,8 @@ import pytest
 from kwokbench.toolchain.gorand import GoRand
 from kwokbench.trace import alibaba
 from kwokbench.trace.inflate import capacity, request_milli, simulator_list
-from kwokbench.trace.paths import traces_dir
-
-TRACE = traces_dir() / "alibaba-gpu-2023"
+from tests.support.traces import ALIBABA as TRACE
+from tests.support.traces import HAVE_ALIBABA, NEEDS_ALIBABA
 
 
 def test_gorand_draws_are_gos() -> None:
@@ -22,7 +21,7 @@ def test_gorand_draws_are_gos() -> None:
         assert r.perm(5) == [1, 0, 2, 3, 4]
 
 
-@pytest.mark.skipif(not (TRACE / "openb_pod_list_default.csv").is_file(), reason=f"the Alibaba trace is not in {TRACE}")
+@pytest.mark.skipif(not HAVE_ALIBABA, reason=NEEDS_ALIBABA)
 def test_the_default_traces_list_for_seed_42_is_the_simulators() -> None:
     """Expected figures from an independent Go program written from the simulator's published rules (pods sorted
     by name; rand.Int spent; rand.Shuffle; rand.Intn over the sorted list until a copy's per-GPU milli would pass

@@ -3,7 +3,6 @@ configuration that carries it (scenarios/configs/gpushare.yaml)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -13,9 +12,9 @@ from kwokbench.trace.alibaba import read_openb_pods
 from kwokbench.trace.fgd import main, typical_pods
 from kwokbench.trace.format import TracePod
 from tests.conftest import REPO
+from tests.support.traces import ALIBABA, HAVE_ALIBABA, NEEDS_ALIBABA
 
-TRACES = Path(os.environ.get("KWOKBENCH_TRACES") or REPO.parent / "shared" / "traces")
-DEFAULT = TRACES / "alibaba-gpu-2023" / "openb_pod_list_default.csv"
+DEFAULT = ALIBABA / "openb_pod_list_default.csv"
 
 
 def _pod(i: int, cpu: int, gpu: int = 0, milli: int = 0, models: tuple[str, ...] = ()) -> TracePod:
@@ -38,7 +37,7 @@ def test_keys_are_kept_most_frequent_first_until_they_cover_95_percent() -> None
     assert [t.get("models") for t in typical_pods(tie, cover=1.0)] == [None, ["V100M16", "V100M32"], ["T4"]]
 
 
-@pytest.mark.skipif(not DEFAULT.is_file(), reason=f"the Alibaba GPU trace is not in {TRACES}")
+@pytest.mark.skipif(not HAVE_ALIBABA, reason=NEEDS_ALIBABA)
 def test_the_default_pod_lists_typical_pods_are_the_simulators_and_the_configs() -> None:
     pods = read_openb_pods(DEFAULT)
     w = typical_pods(pods)

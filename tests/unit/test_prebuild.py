@@ -1,4 +1,4 @@
-"""The suite's background builds (tests/prebuild.py): which builds the collected files need, the order the files
+"""The suite's background builds (tests/support/prebuild.py): which builds the collected files need, the order the files
 run in, the log's summary line, and stopping the builds with every process they started."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests import prebuild
 from tests.conftest import REPO
+from tests.support import prebuild
 
 
 def test_every_file_that_needs_a_build_exists_and_names_builds_the_suite_makes() -> None:
@@ -117,7 +117,7 @@ def test_stop_ends_the_builds_and_every_process_they_started(tmp_path: Path) -> 
 def test_the_builds_stop_with_every_process_when_the_process_they_watch_ends() -> None:
     """make's builds outlive its shell; when make ends (a linter failed, ^C), they must not run on."""
     watched = subprocess.Popen(["sleep", "60"])
-    code = ("import sys; from tests import prebuild; "
+    code = ("import sys; from tests.support import prebuild; "
             "sys.exit(prebuild._coordinate([['sleep', '60'], ['sh', '-c', 'sleep 60; sleep 1']], int(sys.argv[1])))")
     coord = subprocess.Popen([sys.executable, "-c", code, str(watched.pid)], cwd=REPO, start_new_session=True,
                              stdout=subprocess.DEVNULL)
@@ -140,7 +140,7 @@ def test_the_builds_session_is_at_the_lowest_priority_and_no_other() -> None:
     """With autogroups a nice value counts only within a session: the builds' own session is niced as a whole."""
     if not Path("/proc/self/autogroup").exists():
         pytest.skip("this kernel has no autogroups: nice 19 alone is the lowest priority")
-    code = "from tests import prebuild; prebuild.lowest_priority(); print(open('/proc/self/autogroup').read())"
+    code = "from tests.support import prebuild; prebuild.lowest_priority(); print(open('/proc/self/autogroup').read())"
     own = subprocess.run([sys.executable, "-c", code], cwd=REPO, start_new_session=True, capture_output=True,
                          text=True, check=True)
     assert own.stdout.split()[-2:] == ["nice", "19"]
@@ -163,3 +163,34 @@ def test_a_session_under_make_takes_over_its_builds_and_no_other(tmp_path: Path)
     (tmp_path / prebuild.PIDFILE).write_text("{")
     assert prebuild.adopt(tmp_path, ["kai"]) is None
     assert prebuild.adopt(tmp_path / "none", ["kai"]) is None
+
+
+def test_a_test_waits_for_its_build_until_it_is_ready_or_no_build_runs(tmp_path: Path) -> None:
+    """The wait a test makes before its timeout starts: while a background build of this checkout runs and the log
+    has not said the build's end, it waits; the line of its end, or the builds gone, ends the wait."""
+    import threading
+
+    log = tmp_path / "prebuild.log"
+    log.write_text("== kueue\n")
+    assert prebuild.wait_for(["kueue"], log, poll=0.05) < 1  # nothing runs: no wait
+    fake = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "tests.support.prebuild"], cwd=REPO)
+    try:
+        done: list[float] = []
+        waiter = threading.Thread(target=lambda: done.append(prebuild.wait_for(["kueue"], log, poll=0.05)))
+        waiter.start()
+        time.sleep(1.0)
+        assert not done  # the build runs and has not ended: still waiting
+        log.write_text("== kueue\n== kueue: ready after 412s\n")
+        waiter.join(10)
+        assert done and done[0] >= 1.0
+        log.write_text("== volcano\n")
+        waiter = threading.Thread(target=lambda: done.append(prebuild.wait_for(["volcano"], log, poll=0.05)))
+        waiter.start()
+        time.sleep(0.5)
+        assert len(done) == 1
+        fake.kill()  # the builds stopped before volcano: the test goes on (and kwokbench builds or says why not)
+        waiter.join(10)
+        assert len(done) == 2
+    finally:
+        fake.kill()
+        fake.wait()

@@ -1,4 +1,4 @@
-"""The suite's time table (tests/times.py) from a hand-made time file."""
+"""The suite's time table (tests/support/times.py) from a hand-made time file."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.times import by_file, by_tier, load_times, table
+from tests.support.times import by_file, by_tier, load_times, table
 
 TIMES = {
     "tests/e2e/test_a.py::test_one": {"setup": 100.0, "call": 20.0, "teardown": 0.5, "outcome": "passed"},

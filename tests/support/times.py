@@ -1,6 +1,6 @@
 """The test suite's time table, from the file ``pytest --times PATH`` writes (``make test`` writes
-``.pytest_cache/kwokbench-times.json``): ``python -m tests.times PATH [--top N]`` prints, as Markdown, the time per
-tier and per file (setup, where a file pays for the clusters and builds it is the first to use, apart from its
+``.pytest_cache/kwokbench-times.json``): ``python -m tests.support.times PATH [--top N]`` prints, as Markdown, the
+time per tier and per file (setup, where a file pays for the clusters and builds it is the first to use, apart from its
 tests' own calls) and the slowest tests. docs/development/tests.md keeps one such table with its date."""
 
 from __future__ import annotations

@@ -1,16 +1,16 @@
 """The builds the e2e files wait for, begun in the background at the lowest CPU priority, so that on a cold
 machine they run beside the work that needs none instead of inside the tests that need them.
 
-Cold, the builds inside the suite took about 28 of its 38 minutes (2026-11-27), each begun only when a worker
-reached the file that needs it. ``make test`` now begins them first (``python -m tests.prebuild --for-make PID``),
+``make test`` begins them first (``python -m tests.support.prebuild --for-make PID``),
 beside the core toolchain's build, the linters and the Go plugins' tests, and the pytest session it runs takes them
 over (:func:`adopt`); a pytest run on its own begins the ones its files need (:func:`start`). They run in two
 lanes side by side (:data:`LANES`), niced (the tests' and the toolchain's processes keep the CPU they ask for; the
 builds take what is left), and the files that need them run last, in the order they are ready (:func:`order`). A
-test reaching a build still in progress waits for it (``toolchain.install.build_lock``) rather than building it
-again. Warm, every build is found cached in a few seconds.
+test of such a file waits for its builds' end before its timeout starts (:func:`wait_for`), and a kwokbench that
+reaches a build still in progress waits for it (``toolchain.install.build_lock``) rather than building it again.
+Warm, every build is found cached in a few seconds.
 
-``python -m tests.prebuild NAME...`` runs the named builds; a build that fails is one line in its log and the
+``python -m tests.support.prebuild NAME...`` runs the named builds; a build that fails is one line in its log and the
 next is tried (the test that needs it then fails with kwokbench's own message). They stop with the process they
 watch (the session, or make). ``KWOKBENCH_PREBUILD=0`` turns them off."""
 
@@ -61,7 +61,7 @@ def _kueue() -> object:
 def _from_sources(name: str) -> Callable[[], object]:
     def build() -> object:
         from kwokbench.scheduler_kinds import source_built
-        from tests.e2e.sources import SOURCES
+        from tests.support.sources import SOURCES
 
         return source_built()[name].build(SOURCES, _Log())
     return build
@@ -168,7 +168,7 @@ class Running:
             return self.proc.poll() is None
         try:
             p = psutil.Process(self.pid)
-            return p.status() != psutil.STATUS_ZOMBIE and "tests.prebuild" in " ".join(p.cmdline())
+            return p.status() != psutil.STATUS_ZOMBIE and "tests.support.prebuild" in " ".join(p.cmdline())
         except psutil.Error:
             return False
 
@@ -208,9 +208,9 @@ def start(builds: list[str], log: Path, watch: int | None = None) -> Running | N
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_bytes(b"")
     with log.open("ab") as out:  # appended to: two lanes write it
-        proc = subprocess.Popen(["nice", "-n", "19", sys.executable, "-m", "tests.prebuild",
+        proc = subprocess.Popen(["nice", "-n", "19", sys.executable, "-m", "tests.support.prebuild",
                                  "--watch", str(watch or os.getpid()), *builds],
-                                cwd=Path(__file__).resolve().parent.parent, stdout=out, stderr=subprocess.STDOUT,
+                                cwd=Path(__file__).resolve().parents[2], stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     return Running(proc.pid, log, proc)
 
@@ -247,6 +247,30 @@ def _read(log: Path) -> str:
         return log.read_text(errors="replace")
     except OSError:
         return ""
+
+
+def _running_here() -> bool:
+    """Whether background builds of this checkout still run (begun by ``make test`` or by a session)."""
+    root = str(Path(__file__).resolve().parents[2])
+    for proc in psutil.process_iter(["cmdline", "cwd"]):
+        with contextlib.suppress(psutil.Error):
+            if "tests.support.prebuild" in " ".join(proc.info["cmdline"] or ()) and proc.info["cwd"] == root \
+                    and proc.pid != os.getpid():
+                return True
+    return False
+
+
+def wait_for(builds: Iterable[str], log: Path, poll: float = 5.0) -> float:
+    """Until each of ``builds`` is ready (or failed) in ``log``, or no background build of this checkout runs;
+    the seconds waited. A test calls it before its timeout starts (tests/conftest.py): on a slow machine a niced
+    build can take longer than any test's own limit, and that wait is the build's time, not the test's."""
+    t0 = time.monotonic()
+    while True:
+        text = _read(log)
+        left = [b for b in builds if not re.search(rf"^== {re.escape(b)}: (ready|failed) after", text, flags=re.M)]
+        if not left or not log.exists() or not _running_here():
+            return time.monotonic() - t0
+        time.sleep(poll)
 
 
 def summary(log: Path) -> str:
@@ -311,7 +335,7 @@ def _coordinate(commands: list[list[str]], watch: int) -> int:
     return 1 if any(p.returncode for p in procs) else 0
 
 
-USAGE = ("python -m tests.prebuild [--watch PID] BUILD... | --lane BUILD... | --for-make MAKE_PID "
+USAGE = ("python -m tests.support.prebuild [--watch PID] BUILD... | --lane BUILD... | --for-make MAKE_PID "
          f"(builds: {', '.join(BUILDS)})")
 
 
@@ -320,7 +344,7 @@ def main(argv: list[str]) -> int:
         if len(argv) != 2 or not argv[1].isdigit():
             print(f"error: --for-make takes make's pid ({USAGE})", file=sys.stderr)
             return 2
-        folder = Path(__file__).resolve().parent.parent / ".pytest_cache"
+        folder = Path(__file__).resolve().parents[2] / ".pytest_cache"
         print(begin_for_make(folder, int(argv[1])), flush=True)
         return 0
     lane, watch = argv[:1] == ["--lane"], os.getppid()
@@ -337,7 +361,7 @@ def main(argv: list[str]) -> int:
     if lane:
         return _lane(names)
     lowest_priority()
-    return _coordinate([[sys.executable, "-m", "tests.prebuild", "--lane", *ln] for ln in lanes(names)], watch)
+    return _coordinate([[sys.executable, "-m", "tests.support.prebuild", "--lane", *ln] for ln in lanes(names)], watch)
 
 
 if __name__ == "__main__":
