@@ -363,16 +363,20 @@ def _calibrations(run: StoredRun) -> list[float]:
             if isinstance(cal, dict) and isinstance(cal.get(k), int | float) and cal[k] > 0]
 
 
+def host_shift(baseline: list[StoredRun], candidate: list[StoredRun]) -> tuple[float, float] | None:
+    """The median CPU calibration of the baseline runs and of the candidate runs (seconds a fixed loop took: the
+    candidate's host was slower when its figure is larger); None without calibrations on both sides."""
+    medians = [statistics.median(per_run) for runs in (baseline, candidate)
+               if (per_run := [statistics.fmean(cal) for r in runs if (cal := _calibrations(r))])]
+    return (medians[0], medians[1]) if len(medians) == 2 else None
+
+
 def host_warnings(baseline: list[StoredRun], candidate: list[StoredRun]) -> list[str]:
     """Evidence that the host, not the scheduler, made the groups differ: CPU calibration (seconds a fixed
     loop took: lower is faster) apart between or moving within groups, CPU steal, another machine."""
     out: list[str] = []
-    medians: dict[str, float] = {}
     for name, runs in (("baseline", baseline), ("candidate", candidate)):
-        per_run = [statistics.fmean(cal) for r in runs if (cal := _calibrations(r))]
         every = [x for r in runs for x in _calibrations(r)]
-        if per_run:
-            medians[name] = statistics.median(per_run)
         if every and max(every) / min(every) > CALIBRATION_WITHIN_GROUP:
             out.append(f"host speed moved inside the {name} group: CPU calibration {min(every):.2f}–"
                        f"{max(every):.2f} s ({(max(every) / min(every) - 1) * 100:.0f}% apart)")
@@ -380,8 +384,8 @@ def host_warnings(baseline: list[StoredRun], candidate: list[StoredRun]) -> list
         if steal and statistics.fmean(steal) > STEAL_WARN:
             out.append(f"{name} runs lost {statistics.fmean(steal) * 100:.0f}% of CPU time to steal on average "
                        "(a busy hypervisor): their figures are noisy")
-    if len(medians) == 2:
-        b, c = medians["baseline"], medians["candidate"]
+    if (shift := host_shift(baseline, candidate)) is not None:
+        b, c = shift
         if c / b > CALIBRATION_GROUPS_APART:
             out.append(f"candidate ran on a host {(c / b - 1) * 100:.0f}% slower (CPU calibration {c:.2f} s vs "
                        f"{b:.2f} s)")
@@ -393,6 +397,35 @@ def host_warnings(baseline: list[StoredRun], candidate: list[StoredRun]) -> list
     if all(hosts) and hosts[0] != hosts[1]:
         out.append(f"baseline and candidate ran on different hosts ({', '.join(sorted(hosts[0]))} vs "
                    f"{', '.join(sorted(hosts[1]))}): a stored baseline from another machine is not comparable")
+    return out
+
+
+def host_explains(comps: list[Comparison], baseline: list[StoredRun],
+                  candidate: list[StoredRun]) -> list[Comparison]:
+    """Host evidence counts, and never makes a regression by itself: a timing figure's regression whose
+    worsening (the bound of its interval nearest to no change) is no larger than how much slower the candidate's
+    host was (its CPU calibration, beyond :data:`CALIBRATION_GROUPS_APART`) is inconclusive. A count of defects
+    (a worst-run metric) is not the host's to explain."""
+    shift = host_shift(baseline, candidate)
+    if shift is None or shift[1] / shift[0] <= CALIBRATION_GROUPS_APART:
+        return comps
+    slower = shift[1] / shift[0]
+    out = []
+    for x in comps:
+        metric = METRICS.get(x.metric.split(" [")[0])
+        if x.verdict != "regression" or x.ci is None or x.ratio is None or (metric and metric.worst_run):
+            out.append(x)
+            continue
+        lo, hi = x.ci
+        least = 1 / hi if x.higher_is_better else lo  # the smallest worsening the interval allows, as a factor
+        if least > slower:
+            out.append(x)
+            continue
+        out.append(replace(x, verdict="inconclusive", decision="inconclusive", more=None, reason=(
+            f"{f'lower by {(1 - hi) * 100:.0f}%' if x.higher_is_better else f'higher by {(lo - 1) * 100:.0f}%'} at "
+            f"least, but the candidate ran on a host {(slower - 1) * 100:.0f}% "
+            f"slower (CPU calibration {shift[1]:.2f} s vs {shift[0]:.2f} s): the host can explain it; repeat on "
+            "a steadier host, or run both sides at once (run --duet)")))
     return out
 
 
@@ -529,8 +562,8 @@ def gate(baseline: list[StoredRun], candidate: list[StoredRun], specs: list[str]
         raise ScenarioError("gate needs at least one baseline and one candidate run")
     _refuse_overlap(baseline, candidate)
     gates = gates_of(specs, candidate)
-    comps = [compare_metric(m, max_reg, baseline, candidate) for m, max_reg in gates]
     b, c = _complete(baseline), _complete(candidate)
+    comps = host_explains([compare_metric(m, max_reg, baseline, candidate) for m, max_reg in gates], b, c)
     warnings = [*comparability(baseline + candidate), *timed_out_warnings(b + c), *host_warnings(b, c),
                 *load_warnings(b, c)]
     warnings += [f"{x.metric}: noisy ({x.noise})" for x in comps if x.noisy]

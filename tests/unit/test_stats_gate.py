@@ -319,6 +319,31 @@ def test_host_warnings(tmp_path: Path) -> None:
     assert host_warnings(old, old) == []
 
 
+
+def test_a_regression_the_candidate_hosts_slowdown_can_explain_is_inconclusive(tmp_path: Path) -> None:
+    """Host evidence never makes a regression by itself: 20% lower throughput on a host 30% slower (its CPU
+    calibration) is inconclusive, saying why; on a host 5% slower, or with the same drop beyond what a 10%
+    slower host explains, it stays a regression; a defect count is not the host's to explain."""
+    def h(cal: float) -> dict[str, Any]:
+        return {"calibration_seconds": {"before": cal, "after": cal}, "cpu_steal_fraction": 0.0}
+
+    base = [_run(tmp_path, f"b{i}", v, host=h(0.40)) for i, v in enumerate(BASE)]
+    for cal, verdict in ((0.52, "inconclusive"), (0.42, "regression"), (0.45, "regression")):
+        cand = [_run(tmp_path / str(cal), f"c{i}", v, host=h(cal), unscheduled=3) for i, v in enumerate(SLOWER)]
+        res = gate(base, cand, ["throughput:10%"])
+        tp = res.comparisons[0]
+        assert (tp.metric, tp.verdict, tp.decision) == ("throughput", verdict, verdict), (cal, tp.reason)
+        unscheduled = next(x for x in res.comparisons if x.metric == "unscheduled")
+        assert unscheduled.verdict == "regression"  # three pods left where none were: a defect, whatever the host
+        if verdict == "inconclusive":
+            assert tp.reason.startswith("lower by 1") and "host 30% slower (CPU calibration 0.52 s vs 0.40 s): " \
+                "the host can explain it" in tp.reason and "run --duet" in tp.reason, tp.reason
+            assert res.exit_code == 1  # the defect still fails the gate
+    # a faster candidate host explains no regression away (nor does a host without calibrations)
+    cand = [_run(tmp_path / "fast", f"c{i}", v, host=h(0.30)) for i, v in enumerate(SLOWER)]
+    assert gate(base, cand, ["throughput:10%"]).comparisons[0].verdict == "regression"
+
+
 def test_not_comparable_runs_name_each_field(tmp_path: Path) -> None:
     a = _run(tmp_path, "a", 400, variant="a")
     b = _run(tmp_path, "b", 400, variant="b")
