@@ -91,14 +91,18 @@ class Api:
     async def watch(self, path: str, handler: Handler, stop: asyncio.Event,
                     params: dict[str, str] | None = None,
                     on_error: Callable[[str], None] | None = None,
-                    synced: asyncio.Event | None = None) -> None:
+                    synced: asyncio.Event | None = None,
+                    on_listed: Callable[[], None] | None = None) -> None:
         """List then watch ``path`` until ``stop`` is set, calling ``handler`` for every object.
 
         Listed objects are delivered as ``SYNC`` events; a relist after 410 delivers them again, so
-        handlers must be idempotent. ``on_error`` is told about every restart (recorded, not hidden).
+        handlers must be idempotent. ``on_error`` is told about every restart (recorded, not hidden), and
+        ``on_listed`` after every list has delivered its last object: after a relist, an object not listed again
+        went away in the gap, when exactly no one can say.
         """
         # stop cancels the stream once, instead of racing a new task against every line read
-        loop = asyncio.ensure_future(self._watch_loop(path, handler, stop, dict(params or {}), on_error, synced))
+        loop = asyncio.ensure_future(self._watch_loop(path, handler, stop, dict(params or {}), on_error, synced,
+                                                      on_listed))
         stopped = asyncio.ensure_future(stop.wait())
         try:
             await asyncio.wait({loop, stopped}, return_when=asyncio.FIRST_COMPLETED)
@@ -111,7 +115,8 @@ class Api:
             raise exc
 
     async def _watch_loop(self, path: str, handler: Handler, stop: asyncio.Event, params: dict[str, str],
-                          on_error: Callable[[str], None] | None, synced: asyncio.Event | None) -> None:
+                          on_error: Callable[[str], None] | None, synced: asyncio.Event | None,
+                          on_listed: Callable[[], None] | None = None) -> None:
         rv = ""
         need_list = True
         while not stop.is_set():
@@ -119,6 +124,8 @@ class Api:
                 if need_list:
                     rv = await self._list_into(path, params, handler)
                     need_list = False
+                    if on_listed is not None:
+                        on_listed()
                     if synced is not None:
                         synced.set()
                 rv = await self._watch_once(path, params, rv, handler)

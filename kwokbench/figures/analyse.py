@@ -24,6 +24,7 @@ from kwokbench.figures.overbooking import gpu_choices
 from kwokbench.figures.placement import placement
 from kwokbench.figures.pprof import profiles_section
 from kwokbench.figures.summary import POD_COLUMNS, summarize, with_columns
+from kwokbench.measure import WATCH_DOC_VERSION
 from kwokbench.metrics.derive import create_rates, derive
 from kwokbench.metrics.scrape import PROCS, SCRAPES
 from kwokbench.scenario import duet
@@ -44,6 +45,7 @@ from kwokbench.store import (
     RunDir,
     load_run,
     read_doc,
+    read_versioned,
 )
 
 PLACEMENT_COLUMNS: dict[str, type] = {**POD_COLUMNS, "namespace": str, "name": str, "workload": str, "node": str,
@@ -76,6 +78,21 @@ def kueue_cross_check(kueue: dict[str, Any], jobs: list[dict[str, Any]]) -> dict
             "agrees": diff <= 0.01}
 
 
+def watch_gaps(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """Per object watch of the run that restarted: its restarts, and the gaps in which it relisted (how many, how
+    long in all, the objects that vanished in them): the records those objects are in say where they are cut."""
+    out: dict[str, dict[str, Any]] = {}
+    for f in sorted(run_dir.glob("*_watch.json")):
+        doc = read_versioned(run_dir, f.name, WATCH_DOC_VERSION, "watch record")
+        errors, gaps = doc.get("errors") or [], doc.get("gaps") or []
+        if errors or gaps:
+            out[str(doc.get("watch") or f.stem)] = {
+                "restarts": len(errors), "gaps": len(gaps),
+                "gap_seconds": round(sum(float(g.get("seconds") or 0) for g in gaps), 3),
+                "vanished": sum(len(g.get("vanished") or []) for g in gaps)}
+    return out
+
+
 def analyse(run_dir: Path, write: bool = True) -> dict[str, Any]:
     """The run's summary (and, with ``write``, summary.json and the derived series written)."""
     rd, stored = RunDir(run_dir), load_run(run_dir)
@@ -83,6 +100,8 @@ def analyse(run_dir: Path, write: bool = True) -> dict[str, Any]:
     phases: list[dict[str, Any]] = meta.get("phases") or []
     summary = summarize(pods, requests, phases, sum(p.get("pods_expected", 0) for p in phases))
     summary["watch_errors"] = (read_doc(run_dir, WATCH) or {}).get("errors", [])
+    if gaps := watch_gaps(run_dir):
+        summary["watch_gaps"] = gaps
     host = read_doc(run_dir, HOST)
     if host:
         summary["host"] = {k: v for k, v in host.items() if k != "format_version"}

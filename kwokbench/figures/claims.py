@@ -164,6 +164,7 @@ def claims_section(claims: pd.DataFrame, pods: pd.DataFrame | None = None,
         "reallocated": int((holdings > 0).groupby(every["namespace"].astype(str) + "/" + every["name"].astype(str))
                            .any().sum()),
         "devices_given_twice": overlapping(every),
+        "released_in_gap": int(every["gap"].eq(True).sum()) if "gap" in every else 0,
         "shared_peak_milli": max(peak_consumed(every).values(), default=None),
         "seen_to_allocated": percentile_stats(wait)}
     if chosen := by_request(claims):

@@ -83,10 +83,24 @@ class Recorder:
         pass
 
 
+WATCH_DOC_VERSION = 1
+"""``<stem>_watch.json`` history: 1, the first (errors, gaps)."""
+
+
+def watch_doc(file: str) -> str:
+    """The document of an :class:`ObjectWatch`'s errors and gaps, beside its table ``file``."""
+    return f"{file.rsplit('.', 1)[0]}_watch.json"
+
+
 class ObjectWatch(Recorder):
     """A watch of one collection over the run, on its own thread and event loop: ``handle`` keeps a row per
     object (local receive times), written as ``file`` at ``stop``. Errors are recorded, never raised into
-    the run."""
+    the run.
+
+    Gaps are data: a watch whose resourceVersion expired (410) relists, and what was deleted meanwhile is not in
+    the new list. Each such gap is written beside ``file`` (``<stem>_watch.json``: from, to, the objects that
+    vanished in it) with the watch's errors, and each vanished object is handed to :meth:`vanished` with the
+    gap's bounds, so a record never holds an object for ever that went while no one was looking."""
 
     name = "object watch"
     path = ""
@@ -99,7 +113,12 @@ class ObjectWatch(Recorder):
         super().__init__()
         self.rows: dict[tuple[str, ...], dict[str, Any]] = {}
         self.errors: list[str] = []
+        self.gaps: list[dict[str, Any]] = []
         self.run_label = ""
+        self._live: set[tuple[str, str]] = set()
+        """Objects seen and not seen deleted: (namespace, name)."""
+        self._gap_from: float | None = None
+        self._relisted: set[tuple[str, str]] = set()
         self._stop: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -107,6 +126,48 @@ class ObjectWatch(Recorder):
 
     def handle(self, typ: str, obj: dict[str, Any], t: float) -> None:
         raise NotImplementedError
+
+    def mine(self, obj: dict[str, Any]) -> bool:
+        """Whether ``obj`` belongs to this run's record (the live set and the gaps count only those)."""
+        return True
+
+    def vanished(self, key: tuple[str, str], gap_from: float, gap_to: float) -> None:
+        """Object ``key`` was deleted somewhere in a gap of the watch (between the two times): close its row."""
+
+    def event(self, typ: str, obj: dict[str, Any], t: float) -> None:
+        """What the watch delivers: the live set kept, the object handed to :meth:`handle`."""
+        meta = obj.get("metadata") or {}
+        key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
+        if not self.mine(obj):
+            return
+        if typ == "DELETED":
+            self._live.discard(key)
+        else:
+            self._live.add(key)
+            if typ == "SYNC" and self._gap_from is not None:
+                self._relisted.add(key)
+        self.handle(typ, obj, t)
+
+    def error(self, msg: str) -> None:
+        """A restart of the watch; one that relists opens a gap."""
+        now = time.time()
+        self.errors.append(f"{now:.3f} {msg}")
+        if "relisting" in msg and self._gap_from is None:
+            self._gap_from = now
+            self._relisted = set()
+
+    def listed(self) -> None:
+        """A list delivered its last object: after a relist, what it did not list again vanished in the gap."""
+        if self._gap_from is None:
+            return
+        now = time.time()
+        gone = sorted(self._live - self._relisted)
+        for key in gone:
+            self._live.discard(key)
+            self.vanished(key, self._gap_from, now)
+        self.gaps.append({"from": self._gap_from, "to": now, "seconds": round(now - self._gap_from, 3),
+                          "vanished": [f"{ns}/{name}" if ns else name for ns, name in gone]})
+        self._gap_from = None
 
     def start(self, ctx: RunContext) -> None:
         from kwokbench.cluster.api import Api  # the package is imported by `validate`, which needs no HTTP client
@@ -120,8 +181,8 @@ class ObjectWatch(Recorder):
                 self._stop = asyncio.Event()
                 synced = asyncio.Event()
                 async with Api(creds) as api:
-                    task = asyncio.create_task(api.watch(self.path, self.handle, self._stop,
-                                                         on_error=self.errors.append, synced=synced))
+                    task = asyncio.create_task(api.watch(self.path, self.event, self._stop, on_error=self.error,
+                                                         synced=synced, on_listed=self.listed))
                     await synced.wait()
                     self._synced.set()
                     await task
@@ -130,7 +191,7 @@ class ObjectWatch(Recorder):
             try:
                 self._loop.run_until_complete(main())
             except Exception as e:  # recorded, never raised into the run
-                self.errors.append(f"{type(e).__name__}: {e}")
+                self.errors.append(f"{time.time():.3f} {type(e).__name__}: {e}")
                 self._synced.set()
             finally:
                 self._loop.close()
@@ -150,3 +211,5 @@ class ObjectWatch(Recorder):
             self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(30)
         self.run_dir.write_frame(self.file, pd.DataFrame(list(self.rows.values()), columns=self.columns))
+        self.run_dir.write_json(watch_doc(self.file), {"format_version": WATCH_DOC_VERSION, "watch": self.name,
+                                                       "errors": self.errors, "gaps": self.gaps})

@@ -18,7 +18,9 @@ from kwokbench.store import CLAIMS
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 """On a claim kube-controller-manager made from a template: the claim's name in its pod."""
 COLUMNS = ["namespace", "name", "workload", "pod", "pod_claim", "seen", "allocated", "reserved", "released", "deleted",
-           "devices", "shareable", "shared", "consumed", "requests", "api_created", "holding"]
+           "devices", "shareable", "shared", "consumed", "requests", "api_created", "holding", "gap"]
+"""``gap``: the claim was deleted while the watch was cut (a relist after 410): released and deleted somewhere in
+the gap, recorded at its bounds."""
 
 
 class ClaimTimeline(ObjectWatch):
@@ -32,10 +34,24 @@ class ClaimTimeline(ObjectWatch):
         self._holding: dict[tuple[str, str], int] = {}
         """Claim → the index of its current holding (its row's)."""
 
+    def mine(self, claim: dict[str, Any]) -> bool:
+        return bool(((claim.get("metadata") or {}).get("labels") or {}).get(RUN_LABEL) == self.run_label)
+
+    def vanished(self, key: tuple[str, str], gap_from: float, gap_to: float) -> None:
+        """Deleted in a watch gap: its devices were free by the gap's end at the latest, perhaps from its start.
+        Released at the gap's start (so no later claim on its devices reads as given twice), and marked."""
+        row = self.rows.get((*key, str(self._holding.get(key, 0))))
+        if row is None:
+            return
+        row["gap"] = True
+        if row.get("allocated") is not None and row.get("released") is None:
+            row["released"] = max(gap_from, float(row["allocated"]))
+        row["deleted"] = row.get("deleted") or gap_to
+
     def handle(self, typ: str, claim: dict[str, Any], t: float) -> None:
         meta = claim.get("metadata") or {}
         labels = meta.get("labels") or {}
-        if labels.get(RUN_LABEL) != self.run_label:
+        if not self.mine(claim):
             return
         claim_key = (meta.get("namespace", ""), meta.get("name", ""))
         n = self._holding.setdefault(claim_key, 0)

@@ -110,6 +110,10 @@ def summary_rows(s: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
                      else f"{prof['file']}: no samples"])
     if s.get("watch_errors"):
         rows.append(["watch restarts", str(len(s["watch_errors"]))])
+    for watch, g in (s.get("watch_gaps") or {}).items():
+        rows.append([f"{watch} watch", f"{g['restarts']} restart(s), {g['gaps']} gap(s) of {g['gap_seconds']:.1f} s "
+                                       f"in all, {g['vanished']} object(s) vanished in them" if g["gaps"]
+                     else f"{g['restarts']} restart(s), resumed without a gap"])
     return ["metric", "value"], rows
 
 

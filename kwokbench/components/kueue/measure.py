@@ -23,10 +23,15 @@ class KueueWorkloads(ObjectWatch):
     file = KUEUE_WORKLOADS
     columns: ClassVar[list[str]] = COLUMNS
 
+    def mine(self, wl: dict[str, Any]) -> bool:
+        meta = wl.get("metadata") or {}
+        job = next((o.get("name", "") for o in meta.get("ownerReferences") or [] if o.get("kind") == "Job"), "")
+        return not self.run_label or self.run_label in job
+
     def handle(self, _typ: str, wl: dict[str, Any], t: float) -> None:
         meta = wl.get("metadata") or {}
         job = next((o.get("name", "") for o in meta.get("ownerReferences") or [] if o.get("kind") == "Job"), "")
-        if self.run_label and self.run_label not in job:
+        if not self.mine(wl):
             return
         key = (meta.get("namespace", ""), meta.get("name", ""))
         row = self.rows.setdefault(key, {"namespace": key[0], "name": key[1], "job": job, "seen": t})

@@ -1,0 +1,144 @@
+"""Gaps are data: a watch whose resourceVersion expired (410) relists, and a claim deleted meanwhile is not in the
+new list. Against a real HTTP server on port 0 speaking the apiserver's list and watch (a stand-in for the moment
+no real apiserver can be made to expire a watch on demand), through the real client and ResourceClaim record:
+the gap is recorded with the claim that vanished in it, the claim is released at the gap's start, and the next
+claim on its device is not reported as given twice (it was, before: the vanished claim held its device for ever)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from kwokbench.cluster.api import Api
+from kwokbench.cluster.kubeconfig import Credentials
+from kwokbench.errors import StoreError
+from kwokbench.figures.claims import claims_section
+from kwokbench.labels import RUN_LABEL
+from kwokbench.measure.claims import COLUMNS, ClaimTimeline
+
+RUN = "r1"
+
+
+def claim(name: str, device: str | None) -> dict[str, Any]:
+    status = {"allocation": {"devices": {"results": [{"driver": "gpu.example.com", "pool": "n0", "device": device,
+                                                      "request": "gpu"}]}}} if device else {}
+    return {"metadata": {"namespace": "ns", "name": name, "labels": {RUN_LABEL: RUN}, "resourceVersion": "1"},
+            "status": status}
+
+
+class Apiserver:
+    """Lists: first A (holding gpu-0) and B; after the 410, B and C (holding gpu-0: A was deleted in the gap).
+    The first watch answers 410 Gone; later ones close at once (the client watches again)."""
+
+    def __init__(self) -> None:
+        self.lists = 0
+        self.watches = 0
+        self.relisted = threading.Event()
+
+
+@pytest.fixture
+def apiserver() -> Iterator[tuple[str, Apiserver]]:
+    state = Apiserver()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if "watch=1" in self.path:
+                state.watches += 1
+                if state.watches == 1:
+                    self._send(410, {"kind": "Status", "code": 410, "reason": "Expired"})
+                else:
+                    time.sleep(0.05)
+                    self._send(200, None)
+                return
+            state.lists += 1
+            items = [claim("a", "gpu-0"), claim("b", None)] if state.lists == 1 else \
+                [claim("b", None), claim("c", "gpu-0")]
+            self._send(200, {"kind": "ResourceClaimList", "metadata": {"resourceVersion": str(10 * state.lists)},
+                             "items": items})
+            if state.lists == 2:
+                state.relisted.set()
+
+        def _send(self, code: int, doc: Any) -> None:
+            body = b"" if doc is None else json.dumps(doc).encode()
+            with contextlib.suppress(ConnectionError):  # the client stopped watching: it hung up
+                self.send_response(code)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", state
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_a_claim_deleted_in_a_watch_gap_is_released_there_and_not_given_twice(
+        apiserver: tuple[str, Apiserver]) -> None:
+    url, state = apiserver
+    record = ClaimTimeline()
+    record.run_label = RUN
+
+    async def watch() -> None:
+        stop = asyncio.Event()
+        async with Api(Credentials(url, None, None, None)) as api:
+            task = asyncio.create_task(api.watch(record.path, record.event, stop, on_error=record.error,
+                                                 on_listed=record.listed))
+            while not state.relisted.is_set():
+                await asyncio.sleep(0.02)
+            await asyncio.sleep(0.2)  # the relist handled, a watch or two after it
+            stop.set()
+            await task
+
+    asyncio.run(asyncio.wait_for(watch(), 30))
+    assert state.lists == 2 and len(record.errors) == 1 and "expired (410), relisting" in record.errors[0]
+    [gap] = record.gaps
+    assert gap["vanished"] == ["ns/a"] and gap["to"] >= gap["from"]
+    rows = {r["name"]: r for r in record.rows.values()}
+    assert rows["a"]["gap"] is True and rows["a"]["released"] == pytest.approx(gap["from"])
+    assert rows["c"]["allocated"] >= gap["to"] - 1e-3 and rows["b"].get("gap") is None
+    section = claims_section(pd.DataFrame(list(record.rows.values()), columns=COLUMNS))
+    assert section["devices_given_twice"] == {} and section["released_in_gap"] == 1
+    # without the gap's bookkeeping the claim that vanished would hold gpu-0 for ever: given twice
+    rows["a"]["released"] = None
+    again = claims_section(pd.DataFrame(list(record.rows.values()), columns=COLUMNS))
+    assert again["devices_given_twice"] == {"gpu.example.com/n0/gpu-0": 2}
+
+
+def test_a_runs_watch_gaps_reach_its_summary_and_console_table(tmp_path: Path) -> None:
+    """What the record wrote beside its table is the summary's ``watch_gaps`` and a row of the console table; a
+    watch that resumed without relisting is a restart, not a gap; a record from a newer kwokbench is refused."""
+    from kwokbench.figures.analyse import watch_gaps
+    from kwokbench.measure import WATCH_DOC_VERSION, watch_doc
+    from kwokbench.report.table import summary_rows
+    from kwokbench.store import CLAIMS, KUEUE_WORKLOADS, RunDir
+
+    run = RunDir(tmp_path)
+    run.write_json(watch_doc(CLAIMS), {"format_version": WATCH_DOC_VERSION, "watch": "ResourceClaim",
+                                       "errors": ["1.0 watch: expired (410), relisting"],
+                                       "gaps": [{"from": 1.0, "to": 3.5, "seconds": 2.5,
+                                                 "vanished": ["ns/a", "ns/b"]}]})
+    run.write_json(watch_doc(KUEUE_WORKLOADS), {"format_version": WATCH_DOC_VERSION, "watch": "Kueue Workload",
+                                                "errors": ["2.0 watch: HTTP 500; retrying"], "gaps": []})
+    gaps = watch_gaps(tmp_path)
+    assert gaps == {"ResourceClaim": {"restarts": 1, "gaps": 1, "gap_seconds": 2.5, "vanished": 2},
+                    "Kueue Workload": {"restarts": 1, "gaps": 0, "gap_seconds": 0, "vanished": 0}}
+    rows = dict(summary_rows({"throughput": {"average": 1.0}, "watch_gaps": gaps})[1])
+    assert rows["ResourceClaim watch"] == "1 restart(s), 1 gap(s) of 2.5 s in all, 2 object(s) vanished in them"
+    assert rows["Kueue Workload watch"] == "1 restart(s), resumed without a gap"
+    run.write_json(watch_doc(CLAIMS), {"format_version": 99, "watch": "ResourceClaim", "errors": [], "gaps": []})
+    with pytest.raises(StoreError, match="format version 99 is not supported"):
+        watch_gaps(tmp_path)
