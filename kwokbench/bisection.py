@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from kwokbench import __version__
 from kwokbench.compare.gate import METRICS, Metric, parse_gate
 from kwokbench.compare.stats import ALPHA, Comparison, compare, compare_worst
-from kwokbench.errors import ScenarioError, StoreError
+from kwokbench.errors import KwokbenchError, ScenarioError, StoreError
 from kwokbench.progress import Reporter, Silent
 from kwokbench.store import _atomic_write, digest, host_info, outcome, owner, read_versioned, settle_status
 from kwokbench.toolchain import versions
@@ -305,6 +305,23 @@ def load(bisect_dir: Path) -> dict[str, Any]:
     return settle_status(read_versioned(bisect_dir, BISECT, BISECT_FORMAT_VERSION, "bisect"))
 
 
+def pinned(path: list[str]) -> dict[str, Any]:
+    """What stays the same across the releases of a bisect (each release's own components are in ``builds``):
+    the Go toolchain that builds them all, and each component every release's toolchain pins alike (kwok,
+    etcd, …); a component whose version differs between releases is named under ``differs``."""
+    from kwokbench.toolchain.install import components, go_version
+
+    try:
+        raw = go_version()[2]
+        go: str | None = next((w for w in raw.split() if w.startswith("go1")), raw.strip())
+    except KwokbenchError:
+        go = None
+    per = [{c.name: c.version for c in components(tag) if not c.optional and c.name != "kubernetes"} for tag in path]
+    names = sorted({n for p in per for n in p})
+    same = {n: per[0].get(n) for n in names if len({p.get(n) for p in per}) == 1}
+    return {"go": go, **same, "differs": sorted(set(names) - set(same))}
+
+
 def run_bisect(scenario: Scenario, scenario_path: Path, opts: BisectOptions, reporter: Reporter | None = None) -> Path:
     """Runs the search on real clusters; ``bisect.json`` (and every run) under ``out/<scenario>/``."""
     from kwokbench.cluster import Kwokctl
@@ -327,9 +344,15 @@ def run_bisect(scenario: Scenario, scenario_path: Path, opts: BisectOptions, rep
                             "run's release itself (drop it, or pick another variant)")
     check_scenario(scenario, scenario_path.parent)
     tags, is_range = parse_tags(opts.kubernetes)
+    probed: dict[str, bool] = {}
+
+    def ask(tag: str) -> bool:
+        probed[tag] = bool(on_proxy(tag))
+        return probed[tag]
+
     if is_range:
         rep.info(f"asking the Go module proxy for the releases from {tags[0]} to {tags[1]}…")
-        path = release_path(tags[0], tags[1], opts.pre, on_proxy)
+        path = release_path(tags[0], tags[1], opts.pre, ask)
     else:
         path = tags
     names = [slug(t, path[:i]) for i, t in enumerate(path)]
@@ -346,7 +369,7 @@ def run_bisect(scenario: Scenario, scenario_path: Path, opts: BisectOptions, rep
                            "status": "running", "started_at": datetime.now(UTC).isoformat(),
                            "metric": metric.name, "allowed": allowed, "repeat": opts.repeat,
                            "max_repeat": opts.max_repeat, "pre": opts.pre, "path": path, "builds": {},
-                           "runs": {}, "rounds": [], "ceilings": {}}
+                           "probed": probed, "pinned": pinned(path), "runs": {}, "rounds": [], "ceilings": {}}
     save(bisect_dir, doc)
     k = Kwokctl()
     base_runs = opts.runs or RunOptions()
@@ -358,7 +381,8 @@ def run_bisect(scenario: Scenario, scenario_path: Path, opts: BisectOptions, rep
         cached = tc.mode() is not None
         t0 = time.monotonic()
         tc.install("auto", rep)
-        doc["builds"][tag] = {"cached": cached, "seconds": round(time.monotonic() - t0, 1)}
+        doc["builds"][tag] = {"cached": cached, "seconds": round(time.monotonic() - t0, 1),
+                              "components": {c.name: c.version for c in tc.components if not c.optional}}
         rep.info(f"Kubernetes {tag}: " + ("cached" if cached else f"built in {doc['builds'][tag]['seconds']:.0f} s"))
         save(bisect_dir, doc)
 

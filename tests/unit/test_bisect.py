@@ -3,6 +3,7 @@ a path, given values from a seeded random measure (the runs on real clusters: te
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
@@ -183,3 +184,23 @@ def test_an_unchanged_release_is_same_and_a_speed_up_reads_as_one() -> None:
     st, c = step(THROUGHPUT, 0.10, before, [x * 1.3 for x in before])
     assert st == "changed" and c.decision == "better" and "better beyond 10%" in c.reason, c.reason
     assert step(THROUGHPUT, 0.10, before[:2], [before[0] * 1.2, before[1] * 0.85])[0] == "undecided"
+
+
+def test_a_bisect_records_what_it_pinned_across_its_releases(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bisect.json says which Go built every release and which components every release's toolchain shares (kwok,
+    etcd), and names a component whose version differs between the releases."""
+    from kwokbench import bisection
+    from kwokbench.toolchain import install
+
+    monkeypatch.setattr(install, "go_version", lambda: (1, 26, "go version go1.26.8 linux/amd64"))
+    doc = bisection.pinned(["v1.35.0", "v1.35.1", "v1.36.4"])
+    assert doc["go"] == "go1.26.8" and doc["differs"] == [] and {"kwok", "etcd"} <= set(doc)
+    real = install.components
+
+    def components(tag: str = "v1.36.4") -> list[install.Component]:
+        out = real(tag)
+        return [c if c.name != "etcd" or tag != "v1.35.0" else dataclasses.replace(c, version="v3.5.0") for c in out]
+
+    monkeypatch.setattr(install, "components", components)
+    doc = bisection.pinned(["v1.35.0", "v1.36.4"])
+    assert doc["differs"] == ["etcd"] and "etcd" not in {k for k in doc if k != "differs"}
