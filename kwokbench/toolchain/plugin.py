@@ -23,9 +23,9 @@ from kwokbench.errors import ScenarioError, ToolchainError
 from kwokbench.progress import Reporter, Silent
 from kwokbench.toolchain import versions
 from kwokbench.toolchain.install import (
-    _go_env,
     cache_dir,
     check_go,
+    go_env_for,
     kubernetes_ldflags,
     kubernetes_wrapper,
     put_in_place,
@@ -105,7 +105,7 @@ def build_scheduler(path: Path, reporter: Reporter | None = None, force: bool = 
         rep.cached(f"scheduler with {plugin.path.name}", str(final.parent))
         return final
     check_go()
-    env = _go_env()
+    env = go_env_for(kubernetes)
     with staged(final, plugin.path.name) as (work, log):
         cmds = kubernetes_wrapper("kwokbench.local/schedulerbuild", kubernetes)
         cmds += [["go", "mod", "edit", f"-replace={plugin.module}={plugin.path}",

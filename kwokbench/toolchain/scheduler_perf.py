@@ -30,10 +30,10 @@ from kwokbench.progress import Reporter, Silent
 from kwokbench.toolchain import versions
 from kwokbench.toolchain.install import (
     _download_module,
-    _go_env,
     build_lock,
     cache_dir,
     check_go,
+    go_env_for,
     kubernetes_ldflags,
     kubernetes_wrapper,
     run_logged,
@@ -178,7 +178,7 @@ def _build(rep: Reporter, cache: Path | None, version: str) -> SchedulerPerf:
     work.mkdir(parents=True)
     final.parent.mkdir(parents=True, exist_ok=True)
     out = Path(tempfile.mkdtemp(prefix=".scheduler-perf-", dir=final.parent))
-    env = _go_env()
+    env = go_env_for(version)
     try:
         module = "kwokbench.local/schedperfbuild"
         toolchain_module = root / "build" / f"kubernetes-{version}"

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -164,3 +166,23 @@ def test_builds_skip_the_dwarf_the_stripped_link_drops_and_the_plugin_tests_comp
     assert re.search(r"GOFLAGS='([^']*)'", line.group(1)).group(1).split() == ["-mod=mod", "-trimpath", NO_DWARF]  # type: ignore[union-attr]
     assert all("trimpath" in cmd for cmd in re.findall(r'\["go", "build"[^\]]*\]', (
         Path(__file__).resolve().parents[2] / "kwokbench/toolchain/install.py").read_text()))
+
+
+def test_a_release_that_asks_for_a_newer_go_is_built_with_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Kubernetes 1.38's go.mod asks for Go 1.27.0: its builds run that Go (GOTOOLCHAIN=go1.27.0, which the go
+    command fetches from the module proxy); a release this Go can build keeps GOTOOLCHAIN=local."""
+    from kwokbench.toolchain import install
+
+    assert install.go_needed("module k8s.io/kubernetes\n\ngo 1.27.0\n\ngodebug default=go1.27\n") == (1, 27, 0)
+    assert install.go_needed("module x\ngo 1.26\n") == (1, 26, 0) and install.go_needed("module x\n") is None
+    mods = {"v1.38.0-beta.0": "go 1.27.0", "v1.36.4": "go 1.25.0"}
+
+    def run(cmd: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        f = tmp_path / f"{cmd[-1].replace('/', '_')}.mod"
+        f.write_text(f"module k8s.io/kubernetes\n\n{mods[cmd[-1].split('@')[1]]}\n")
+        return subprocess.CompletedProcess(cmd, 0, json.dumps({"GoMod": str(f)}), "")
+
+    monkeypatch.setattr(install.subprocess, "run", run)
+    monkeypatch.setattr(install, "go_version", lambda: (1, 26, "go version go1.26.8 linux/amd64"))
+    assert install.go_env_for("v1.38.0-beta.0")["GOTOOLCHAIN"] == "go1.27.0"
+    assert install.go_env_for("v1.36.4")["GOTOOLCHAIN"] == "local"
