@@ -8,13 +8,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.metrics.scrape import SCRAPES, Scraper, read_snapshots
+from tests.support.http import Quiet, serving
 
 SLOW = 0.6
 """Seconds each answer takes: longer than the scrape interval, so stop nearly always lands mid-round."""
@@ -33,7 +33,7 @@ class Metrics:
 def server() -> Iterator[tuple[str, Metrics]]:
     state = Metrics()
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(Quiet):
         def do_GET(self) -> None:
             begun = time.time()
             state.in_flight.set()
@@ -45,20 +45,10 @@ def server() -> Iterator[tuple[str, Metrics]]:
                     state.failures_left -= 1
                 body = b"" if fail else f"c_total {state.requests}\n".encode()
             state.in_flight.clear()
-            self.send_response(500 if fail else 200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self.send(500 if fail else 200, body)
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    t = threading.Thread(target=httpd.serve_forever, daemon=True)
-    t.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/metrics", state
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(Handler) as url:
+        yield f"{url}/metrics", state
 
 
 def _started(url: str, state: Metrics, run: Path) -> Scraper:

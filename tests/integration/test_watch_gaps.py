@@ -7,12 +7,10 @@ claim on its device is not reported as given twice (it was, before: the vanished
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,7 @@ from kwokbench.errors import StoreError
 from kwokbench.figures.claims import claims_section
 from kwokbench.labels import RUN_LABEL
 from kwokbench.measure.claims import COLUMNS, ClaimTimeline
+from tests.support.http import Quiet, serving
 
 RUN = "r1"
 
@@ -50,40 +49,26 @@ class Apiserver:
 def apiserver() -> Iterator[tuple[str, Apiserver]]:
     state = Apiserver()
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(Quiet):
         def do_GET(self) -> None:
             if "watch=1" in self.path:
                 state.watches += 1
                 if state.watches == 1:
-                    self._send(410, {"kind": "Status", "code": 410, "reason": "Expired"})
+                    self.send(410, json.dumps({"kind": "Status", "code": 410, "reason": "Expired"}).encode())
                 else:
                     time.sleep(0.05)
-                    self._send(200, None)
+                    self.send(200, b"")
                 return
             state.lists += 1
             items = [claim("a", "gpu-0"), claim("b", None)] if state.lists == 1 else \
                 [claim("b", None), claim("c", "gpu-0")]
-            self._send(200, {"kind": "ResourceClaimList", "metadata": {"resourceVersion": str(10 * state.lists)},
-                             "items": items})
+            self.send(200, json.dumps({"kind": "ResourceClaimList", "items": items,
+                                       "metadata": {"resourceVersion": str(10 * state.lists)}}).encode())
             if state.lists == 2:
                 state.relisted.set()
 
-        def _send(self, code: int, doc: Any) -> None:
-            body = b"" if doc is None else json.dumps(doc).encode()
-            with contextlib.suppress(ConnectionError):  # the client stopped watching: it hung up
-                self.send_response(code)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}", state
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(Handler) as url:
+        yield url, state
 
 
 def test_a_claim_deleted_in_a_watch_gap_is_released_there_and_not_given_twice(

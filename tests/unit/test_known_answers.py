@@ -29,3 +29,16 @@ def test_the_async_api_calls_shape_never_places_its_cloggers_and_churns_the_pods
     moving = orjson.loads(ManifestFactory(resolve_template(churn.template), churn.params, "m").body(0))
     assert moving["metadata"]["labels"]["role"] == "churn" and "affinity" not in moving["spec"]
     assert churn.delete_after == "5s" and churn.wait_for == "scheduled"
+
+
+def test_the_dra_claim_controller_shape_fills_nine_tenths_through_claim_templates() -> None:
+    """kubernetes#140877: one GPU per pod, each pod's claim made by kube-controller-manager from a
+    ResourceClaimTemplate; 90% of the GPUs filled, then churn within the last 10% (never more pods than GPUs)."""
+    sc = load_scenario(REPO / "scenarios/known-dra-claim-controller.yaml")
+    gpus = sum(g.count * sum(d.count for d in g.devices) for g in sc.cluster.node_groups)
+    fill, churn = sc.workloads
+    # shared_by 1: every pod its own claim, made from a ResourceClaimTemplate
+    assert fill.count == 0.9 * gpus and all(c.shared_by == 1 and c.count == 1 for w in (fill, churn) for c in w.claims)
+    live_churn = churn.arrival.qps * (10 + 5)  # pods at once: 10 s after they run, a few seconds to get there
+    assert fill.count + live_churn <= gpus and churn.delete_after == "10s"
+    assert sc.cluster.controller_manager  # the controller that makes the claims is the thing measured
