@@ -169,7 +169,7 @@ def describe(c: Comparison) -> dict[str, Any]:
     """A comparison as bisect.json keeps it (the later tag over the earlier)."""
     return {"ratio": c.ratio, "ci": list(c.ci) if c.ci else None, "method": c.method, "runs": c.runs,
             "mde": c.mde, "baseline": list(c.baseline), "candidate": list(c.candidate), "reason": c.reason,
-            "decision": c.decision}
+            "decision": c.decision, "level": c.level}
 
 
 # ---- the search ------------------------------------------------------------------------------------------------
@@ -260,7 +260,8 @@ def sentence(doc: dict[str, Any]) -> str:
         return f"{metric}: {r['why']}"
     ratio, ci = r.get("ratio"), r.get("ci")
     change = "" if ratio is None else f" by {(ratio - 1) * 100:+.1f}%" + (
-        f" (90% CI {(ci[0] - 1) * 100:+.1f}%..{(ci[1] - 1) * 100:+.1f}%)" if ci and ci[0] != ci[1] else "")
+        f" ({round(float(r.get('level') or 0.90) * 100)}% CI {(ci[0] - 1) * 100:+.1f}%..{(ci[1] - 1) * 100:+.1f}%)"
+        if ci and ci[0] != ci[1] else "")
     how = {"regression": " (worse)", "better": " (better)"}.get(str(r.get("decision")), "")
     return f"{metric} changed{how} between {a} and {b}{change}, {r.get('runs')}"
 
@@ -327,7 +328,7 @@ def run_bisect(scenario: Scenario, scenario_path: Path, opts: BisectOptions, rep
     from kwokbench.cluster import Kwokctl
     from kwokbench.plan import check_scenario
     from kwokbench.runner import RunOptions, run_scenario
-    from kwokbench.toolchain.install import on_proxy
+    from kwokbench.toolchain.install import on_proxy, proxy_problem
 
     rep = reporter or Silent()
     metric, allowed = bisect_metric(opts.metric)
@@ -352,6 +353,8 @@ def run_bisect(scenario: Scenario, scenario_path: Path, opts: BisectOptions, rep
 
     if is_range:
         rep.info(f"asking the Go module proxy for the releases from {tags[0]} to {tags[1]}…")
+        if (problem := proxy_problem(tags[1])) is not None:  # the range's end: why it cannot be built, exactly
+            raise ScenarioError(f"Kubernetes {tags[1]} {problem}")
         path = release_path(tags[0], tags[1], opts.pre, ask)
     else:
         path = tags

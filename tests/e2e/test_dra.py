@@ -239,6 +239,25 @@ def test_a_capture_keeps_the_devices_and_claims_and_a_replay_allocates_them(dra_
         summary["claims"]
 
 
+def test_the_claim_controller_shape_makes_a_claim_per_pod_and_frees_the_churns(dra_cluster: str,
+                                                                                 tmp_path: Path) -> None:
+    """kubernetes#140877's shape (scenarios/known-dra-claim-controller.yaml) at a tiny size on this cluster: every
+    pod's claim made by kube-controller-manager from the pod's ResourceClaimTemplate and allocated once, the
+    churn's claims released when their pods go, no device given twice."""
+    res = kwokbench("run", str(REPO / "scenarios/known-dra-claim-controller.yaml"), "--cluster", CLUSTER, "--out",
+                    str(tmp_path), "--set", "workloads.0.count=40", "--set", "workloads.1.count=20",
+                    "--set", "workloads.1.arrival.qps=10", "--set", "workloads.1.delete_after=1s", timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    [path] = find_runs([tmp_path])
+    summary, claims = load_run(path).summary, pd.read_parquet(path / CLAIMS)
+    assert summary is not None and summary["pods_scheduled"] == 60
+    c = summary["claims"]
+    assert (c["claims"], c["allocated"], c["devices_given_twice"]) == (60, 60, {}), c
+    churn = claims[claims["workload"] == "churn"]
+    assert len(churn) >= 20 and churn["released"].notna().sum() > 0  # gone 1 s after their pods ran
+    assert (claims["pod"].astype(str) != "").all()  # each made for its pod, from the pod's template
+
+
 def test_an_invalid_cel_selector_is_the_apiservers_one_line(dra_cluster: str, tmp_path: Path) -> None:
     bad = 'workloads.0.claims.0.selectors=["device.attributes[\\"gpu.kwokbench.io\\"].model =="]'
     res = kwokbench("run", str(DATA / "cluster.yaml"), "--cluster", CLUSTER, "--out", str(tmp_path), "--set", bad,
