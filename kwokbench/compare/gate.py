@@ -46,6 +46,7 @@ NOISE: dict[str, tuple[float, int]] = {
     "claim_allocation_p99": (0.40, 1000),
     "devices_given_twice": (0.0, 0),
     "bound_unallocated": (0.0, 0),
+    "overbooked": (0.0, 0),
 }
 CALIBRATION_GROUPS_APART = 1.10
 """Median CPU calibrations of baseline and candidate further apart than this: warned."""
@@ -107,6 +108,17 @@ def _devices_twice(summary: dict[str, Any]) -> float | None:
     return None if claims is None else float(len(claims.get("devices_given_twice") or {}))
 
 
+def _overbooked(summary: dict[str, Any]) -> float | None:
+    """Capacity given beyond what there is: DRA counter sets overdrawn (``claims.counters``) and GPUs holding more
+    than one GPU's worth by a GPU-aware scheduler's own records (``gpu_choices``, at the end of the run); None when
+    the run has neither record."""
+    counters = (summary.get("claims") or {}).get("counters")
+    gpus = summary.get("gpu_choices")
+    if counters is None and gpus is None:
+        return None
+    return float(len((counters or {}).get("overcommitted") or {}) + int((gpus or {}).get("overcommitted_gpus") or 0))
+
+
 METRICS: dict[str, Metric] = {m.name: m for m in [
     Metric("throughput", "pods scheduled per second over the pending window (watch)", True,
            _path("throughput", "average")),
@@ -131,6 +143,8 @@ METRICS: dict[str, Metric] = {m.name: m for m in [
            _devices_twice, worst_run=True),
     Metric("bound_unallocated", "pods bound with a DRA claim never allocated (worst run; any is a regression)",
            False, _path("claims", "bound_unallocated"), worst_run=True),
+    Metric("overbooked", "counter sets overdrawn and GPUs given beyond one GPU's worth (worst run; any is a "
+           "regression)", False, _overbooked, worst_run=True),
     Metric("gpu_allocation", "share of the cluster's GPUs allocated at the end of the run", True,
            _path("allocation", "final", "gpu")),
     Metric("cpu_allocation", "share of the cluster's CPU allocated at the end of the run", True,

@@ -398,3 +398,29 @@ def test_a_device_given_whole_beside_a_shared_one_is_still_checked() -> None:
                        ("ADDED", _claim("c", [("gpu-9", True)]), 2.0)])
     assert frame.set_index("name").loc["a", "shared"] == "0 1"
     assert overlapping(frame) == {"gpu.example.com/n1/gpu-0": 2}  # gpu-9 is shared: not a double booking
+
+
+def test_capacity_given_beyond_what_there_is_is_one_gate_metric_that_fails_on_any(tmp_path: Path) -> None:
+    """``overbooked``: DRA counter sets overdrawn and GPUs holding more than one GPU's worth (a GPU-aware
+    scheduler's records), summed; any in a candidate run where the baseline has none is a regression, and a run
+    with neither record does not have the figure."""
+    from kwokbench.compare.gate import METRICS, gate
+    from kwokbench.store import StoredRun
+
+    m = METRICS["overbooked"]
+    assert m.worst_run and m.get({}) is None and m.get({"claims": {"claims": 3}}) is None
+    clean = {"claims": {"counters": {"counter_sets_drawn": 4, "overcommitted": {}}},
+             "gpu_choices": {"overcommitted_gpus": 0}}
+    bad = {"claims": {"counters": {"counter_sets_drawn": 4, "overcommitted": {"n/p/gpu-0": {"memory": 1.25}}}},
+           "gpu_choices": {"overcommitted_gpus": 2}}
+    assert (m.get(clean), m.get(bad), m.get({"gpu_choices": {"overcommitted_gpus": 1}})) == (0.0, 3.0, 1.0)
+
+    def run(name: str, s: dict[str, Any]) -> StoredRun:
+        meta = {"status": "complete", "variant": {"name": "v"}, "host": {"hostname": "h"}, "phases": []}
+        return StoredRun(tmp_path / name, meta, {"throughput": {"average": 100.0}, "pods_scheduled": 10,
+                                                 "pods_expected": 10, **s}, None, None)
+
+    res = gate([run(f"b{i}", clean) for i in range(3)], [run(f"c{i}", bad if i == 1 else clean) for i in range(3)],
+               ["overbooked:1%"])  # a worst-run count: any is a regression, whatever the share
+    over = next(c for c in res.comparisons if c.metric == "overbooked")
+    assert over.verdict == "regression" and res.exit_code == 1, over.reason
