@@ -17,15 +17,36 @@ import (
 // the inputs and reads the one line it prints; without GPUSHARE_OFFLINE (a folder of nodes.csv and pods.csv) it
 // is skipped. nodes.csv: name,cpu milli,memory MiB,GPUs,model,rank (rank -1: Rank(seed, name)); pods.csv, in
 // order: name,cpu milli,memory MiB,GPUs asked (k),milli per GPU (d),models separated by |.
+//
+// Without GPUSHARE_OFFLINE it places testdata/offline's small cluster under every policy, and each placement is
+// checked as it happens: no GPU given more than its 1000 milli or less than nothing, no node's CPU or memory
+// overdrawn, every pod placed or dropped once.
 func TestOffline(t *testing.T) {
 	dir := os.Getenv("GPUSHARE_OFFLINE")
-	if dir == "" {
-		t.Skip("GPUSHARE_OFFLINE names no folder of inputs")
-	}
-	policy, seed := os.Getenv("GPUSHARE_POLICY"), int64(42)
+	seed := int64(42)
 	if s := os.Getenv("GPUSHARE_SEED"); s != "" {
 		seed, _ = strconv.ParseInt(s, 10, 64)
 	}
+	if dir != "" {
+		offline(t, dir, os.Getenv("GPUSHARE_POLICY"), seed)
+		return
+	}
+	for _, policy := range []string{"FGD", "BestFit", "DotProduct", "GpuPacking", "GpuClustering", "Random"} {
+		t.Run(policy, func(t *testing.T) {
+			placed, dropped, pods := offline(t, filepath.Join("testdata", "offline"), policy, seed)
+			if placed+dropped != pods || placed == 0 || dropped == 0 {
+				t.Fatalf("%s: placed %d + dropped %d of %d pods (the inputs fill the cluster past full)", policy,
+					placed, dropped, pods)
+			}
+		})
+	}
+}
+
+// offline places the pods of dir under policy and checks every placement; it prints the figures the benchmark
+// reads and returns the pods placed, dropped and read.
+func offline(t *testing.T, dir, policy string, seed int64) (int, int, int) {
+	t.Helper()
+	workloadCache = nil
 	type node struct {
 		name         string
 		mem, memUsed int64
@@ -51,7 +72,8 @@ func TestOffline(t *testing.T) {
 	rnd := rand.New(rand.NewSource(seed))
 	var arrived, used, at100 int64 = 0, 0, -1
 	placed, dropped := 0, 0
-	for _, r := range csvRows(t, filepath.Join(dir, "pods.csv")) {
+	rows := csvRows(t, filepath.Join(dir, "pods.csv"))
+	for _, r := range rows {
 		var models []string
 		for _, m := range strings.Split(r[5], "|") {
 			if m != "" {
@@ -102,13 +124,26 @@ func TestOffline(t *testing.T) {
 			}
 			used += d.Total()
 			placed++
+			for i, f := range best.n.Free {
+				if f < 0 || f > MilliPerGPU {
+					t.Fatalf("%s: pod %s left GPU %d of %s with %d milli free", policy, r[0], i, best.name, f)
+				}
+			}
+			if best.n.CPULeft < 0 || best.memUsed > best.mem {
+				t.Fatalf("%s: pod %s overdrew %s (CPU left %d, memory %d of %d MiB)", policy, r[0], best.name,
+					best.n.CPULeft, best.memUsed, best.mem)
+			}
 		}
 		if at100 < 0 && arrived >= capacity {
 			at100 = used
 		}
 	}
+	if used > capacity {
+		t.Fatalf("%s: %d milli placed on %d milli of GPUs", policy, used, capacity)
+	}
 	fmt.Printf("offline %s: placed %d dropped %d allocation@100 %.2f allocation@end %.2f\n", policy, placed, dropped,
 		100*float64(at100)/float64(capacity), 100*float64(used)/float64(capacity))
+	return placed, dropped, len(rows)
 }
 
 var workloadCache []TaskType
