@@ -172,8 +172,8 @@ def parse_gate(spec: str) -> tuple[Metric, float]:
     if name not in METRICS:
         raise ScenarioError(f"--metric {spec!r}: unknown metric {name!r} (known: {', '.join(METRICS)})")
     frac = float(value) / 100 if pct else float(value)
-    if not 0 < frac < 1:
-        raise ScenarioError(f"--metric {spec!r}: the allowed regression must be between 0 and 100%")
+    if not 0 <= frac < 1:  # 0: no change allowed (a count's usual spec; a timing figure keeps its noise floor)
+        raise ScenarioError(f"--metric {spec!r}: the allowed regression must be from 0 up to 100%")
     return METRICS[name], frac
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kwokbench.compare.gate import GateResult, comparability, gate, host_warnings, pair_runs, parse_gate
+from kwokbench.compare.gate import METRICS, GateResult, comparability, gate, host_warnings, pair_runs, parse_gate
 from kwokbench.compare.stats import compare, compare_worst
 from kwokbench.errors import ScenarioError
 from kwokbench.report.render import gate_markdown, github_annotations, junit, markdown
@@ -391,6 +391,17 @@ def test_bad_gate_specs(spec: str) -> None:
 def test_gate_spec_forms() -> None:
     assert parse_gate("latency_p99:5%")[1] == pytest.approx(0.05)
     assert parse_gate("throughput:0.2")[1] == pytest.approx(0.2)
+    # a count with no change allowed, as scenarios/alibaba-gpu-2023-policies.yaml gates it (refused before)
+    assert parse_gate("unscheduled:0") == (METRICS["unscheduled"], 0.0)
+
+
+def test_every_shipped_scenarios_gates_parse() -> None:
+    """What `kwokbench gate` reads from a scenario when it is given no --metric (validate does not load the gate)."""
+    from kwokbench.scenario import load_scenario
+
+    for path in sorted((Path(__file__).resolve().parents[2] / "scenarios").glob("*.yaml")):
+        for spec in load_scenario(path).gates:
+            parse_gate(spec)
 
 
 def test_groups_that_did_not_receive_the_same_load_are_warned(tmp_path: Path) -> None:
