@@ -125,6 +125,7 @@ class ObjectWatch(Recorder):
         self._synced = threading.Event()
 
     def handle(self, typ: str, obj: dict[str, Any], t: float) -> None:
+        """One object of this run (:meth:`mine`) as the watch delivers it, through :meth:`event`."""
         raise NotImplementedError
 
     def mine(self, obj: dict[str, Any]) -> bool:

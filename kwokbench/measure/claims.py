@@ -51,8 +51,6 @@ class ClaimTimeline(ObjectWatch):
     def handle(self, typ: str, claim: dict[str, Any], t: float) -> None:
         meta = claim.get("metadata") or {}
         labels = meta.get("labels") or {}
-        if not self.mine(claim):
-            return
         claim_key = (meta.get("namespace", ""), meta.get("name", ""))
         n = self._holding.setdefault(claim_key, 0)
         row = self.rows.setdefault((*claim_key, str(n)), {

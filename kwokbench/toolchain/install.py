@@ -102,11 +102,9 @@ def go_env_for(kubernetes: str) -> dict[str, str]:
     asks for a newer Go (v1.38 asks for 1.27.0), that Go release (``GOTOOLCHAIN=go1.27.0``), which the go command
     fetches from the module proxy as the module golang.org/toolchain and runs for this build only."""
     env = _go_env()
-    try:  # the go command says "requires go >= …" and writes the go.mod all the same
-        res = subprocess.run(["go", "mod", "download", "-json", f"k8s.io/kubernetes@{kubernetes}"],
-                             capture_output=True, text=True, timeout=600, env=env, check=False)
-        need = go_needed(Path(json.loads(res.stdout or "{}")["GoMod"]).read_text())
-    except (subprocess.SubprocessError, OSError, ValueError, KeyError):  # the build's own first step says why
+    try:
+        need = go_needed(_download_gomod("k8s.io/kubernetes", kubernetes))
+    except ToolchainError:  # the build's own first step says why
         return env
     if need is not None and need[:2] > go_version()[:2]:
         env["GOTOOLCHAIN"] = f"go{need[0]}.{need[1]}.{need[2]}"

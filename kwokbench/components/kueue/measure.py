@@ -31,8 +31,6 @@ class KueueWorkloads(ObjectWatch):
     def handle(self, _typ: str, wl: dict[str, Any], t: float) -> None:
         meta = wl.get("metadata") or {}
         job = next((o.get("name", "") for o in meta.get("ownerReferences") or [] if o.get("kind") == "Job"), "")
-        if not self.mine(wl):
-            return
         key = (meta.get("namespace", ""), meta.get("name", ""))
         row = self.rows.setdefault(key, {"namespace": key[0], "name": key[1], "job": job, "seen": t})
         for cond, col in STATES:
