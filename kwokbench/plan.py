@@ -162,11 +162,17 @@ def gang_factory(w: WorkloadSpec, members: ManifestFactory, base: Path) -> Manif
     return g
 
 
+def variant_base(base: Path, variant: SchedulerSpec) -> Path:
+    """The folder a variant's relative paths resolve against: its ``root`` if it has one, else ``base`` (the
+    scenario file's folder)."""
+    return Path(variant.root) if variant.root else base
+
+
 def setup_of(scenario: Scenario, base: Path, variant: SchedulerSpec, tc: Toolchain | None,
              attached: AttachedCluster | None = None, reused: bool = False) -> Setup:
     tc = tc.for_kubernetes(scenario.kubernetes_for(variant)) if tc is not None else None  # its own release
-    return Setup(scenario, base, variant, tc, concurrent=scenario.concurrent_schedulers,  # type: ignore[arg-type]
-                 reused=reused, attached=attached)
+    return Setup(scenario, variant_base(base, variant), variant, tc,  # type: ignore[arg-type]
+                 concurrent=scenario.concurrent_schedulers, reused=reused, attached=attached)
 
 
 def scheduler_kinds(scenario: Scenario, base: Path, tc: Toolchain | None,
@@ -181,8 +187,8 @@ def run_components(setup: Setup, variants: list[SchedulerSpec] | None = None) ->
     extender its configuration names, Kueue."""
     v = setup.variant
     if setup.concurrent:
-        out: list[Component] = [components.scheduler(Setup(setup.scenario, setup.base, s, setup.toolchain,
-                                                           concurrent=True)) for s in variants or []]
+        out: list[Component] = [components.scheduler(Setup(setup.scenario, variant_base(setup.base, s), s,
+                                                           setup.toolchain, concurrent=True)) for s in variants or []]
     else:
         one = components.scheduler(setup)
         out = [*(one.addons() if isinstance(one, components.Scheduler) else []), one]

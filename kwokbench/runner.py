@@ -96,6 +96,9 @@ class RunOptions:
     scenario lives): ``meta.json`` ``code``, the order of ``kwokbench detect``."""
     ref: str | None = None
     """Its branch or tag."""
+    duet_of: str | None = None
+    """A duet of one variant against the same variant of another file (``run --duet-with``): its name, recorded
+    with each run's duet, so the gate compares the duets of each variant apart."""
     on_stored: Callable[[VariantRun], None] | None = None
     """Called with each run once its directory is complete (e.g. to push its row to a shared store), so a
     later failure or interruption does not take the rows of runs already done with it."""
@@ -192,6 +195,8 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
         together = SchedulerSpec(name=TOGETHER)
         for i in repeats:
             sc, record = duet.expand(scenario, i) if scenario.duet else (scenario, None)
+            if record is not None and opts.duet_of:
+                record["variant"] = opts.duet_of
             results.append(run_variant(sc, base, together, opts, rep, k, group={
                 "id": group, "repeat": i, "of": opts.repeat, **({"duet": record} if record else {})}))
             if opts.on_stored:

@@ -73,6 +73,10 @@ class SchedulerSpec(BaseModel):
         "v1.38.0-rc.0; default `cluster.kubernetes_version`): variants that differ only here compare releases on "
         "identical clusters, interleaved. Built from Go modules on first use (`kwokbench tools install "
         "--kubernetes TAG`)."))
+    root: str | None = Field(None, description=(
+        "The folder this variant's relative paths (its plugin directory, configuration and files) resolve "
+        "against (default: the scenario file's folder). `run --duet-with` sets it on the side it takes from the "
+        "other file, e.g. a pull request's base checkout."))
 
     @field_validator("kubernetes")
     @classmethod

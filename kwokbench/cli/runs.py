@@ -26,6 +26,10 @@ from kwokbench.errors import ScenarioError
 def validate(
     file: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field: path=value.")] = None,
+    duet_with: Annotated[Path | None, typer.Option(help="Also check the duets `run --duet-with` would run "
+                                                   "against this file.")] = None,
+    variant: Annotated[list[str] | None, typer.Option(help="With --duet-with: only this variant "
+                                                      "(repeatable).")] = None,
 ) -> None:
     """Check a scenario file (errors name the YAML line and field path) and its templates."""
     from kwokbench.cli import console
@@ -34,6 +38,11 @@ def validate(
 
     sc = load_scenario(file, set_ or [])
     check_scenario(sc, file.parent)
+    if duet_with is not None:
+        duets = _duets(file, sc, duet_with, variant or [], set_ or [])
+        console.info(f"{file}: duets against {duet_with}: {', '.join(v for v, _ in duets)}")
+    elif variant:
+        raise ScenarioError("--variant goes with --duet-with here")
     nodes = sum(g.count for g in sc.cluster.node_groups)
     pods = sum(w.count for w in sc.workloads)
     console.info(f"{file}: ok — {nodes} nodes, {len(sc.workloads)} phases, {pods} objects, "
@@ -48,6 +57,23 @@ def schema() -> None:
     from kwokbench.scenario import json_schema
 
     typer.echo(json.dumps(json_schema(), indent=2))
+
+
+def _duets(file: Path, sc: Any, other_file: Path, variants: list[str], set_: list[str]) -> list[tuple[str, Any]]:
+    """``run --duet-with``: for each chosen variant of ``sc`` (all by default), the duet of that variant as
+    ``other_file`` defines it (side ``base``) against ``sc``'s (side ``head``), each checked before anything runs."""
+    from kwokbench.plan import check_scenario
+    from kwokbench.scenario import duet, load_scenario
+
+    if sc.duet or sc.concurrent_schedulers:
+        raise ScenarioError("--duet-with: this scenario already runs its variants together (duet or "
+                            "concurrent_schedulers); --duet-with makes a duet of each variant against another file")
+    other = load_scenario(other_file, set_)
+    out = [(v, duet.against(sc, file.parent, other, other_file.parent, v, str(other_file)))
+           for v in variants or [v.name for v in sc.schedulers]]
+    for _, merged in out:
+        check_scenario(merged, file.parent)
+    return out
 
 
 def _end_cleanly_on_signals() -> None:
@@ -90,8 +116,16 @@ def run_cmd(
     duet: Annotated[bool, typer.Option("--duet", help="Run the scenario's two scheduler variants at the same time "
                                        "on one control plane, each on its own identical node pool (the "
                                        "scenario's `duet: true`).")] = False,
+    duet_with: Annotated[Path | None, typer.Option(help="Run each variant (or each --variant) as a duet against "
+                                                   "the same variant of this scenario file (e.g. a pull "
+                                                   "request's base checkout): side `base` as that file defines "
+                                                   "it, side `head` as FILE does, their relative paths each in "
+                                                   "its own file's folder; the cluster and workload are FILE's. "
+                                                   "Gate the runs with --baseline and --candidate both the "
+                                                   "output folder.")] = None,
 ) -> None:
     """Run a scenario: cluster up, submit at the target rate, record pod timelines, store, summarise."""
+    import dataclasses
 
     from kwokbench.cli import console
     from kwokbench.measure.profile import components
@@ -101,7 +135,10 @@ def run_cmd(
     from kwokbench.shard import parse_shard
 
     part = parse_shard(shard) if shard is not None else None
+    if duet and duet_with is not None:
+        raise ScenarioError("--duet-with makes the duets itself; drop --duet")
     sc = load_scenario(file, [*(set_ or []), *(["duet=true"] if duet else [])])
+    duets = _duets(file, sc, duet_with, variant or [], set_ or []) if duet_with is not None else []
     rep = console.RichReporter()
     on_stored = None
     if store:
@@ -118,7 +155,11 @@ def run_cmd(
                       variants=variant or [], scrape_interval=scrape_interval, repeat=repeat,
                       profile=components(profile or []), shard=part,
                       commit=commit, ref=ref, on_stored=on_stored)
-    results = run_scenario(sc, file, opts, rep)
+    if duets:
+        results = [r for v, merged in duets
+                   for r in run_scenario(merged, file, dataclasses.replace(opts, variants=[], duet_of=v), rep)]
+    else:
+        results = run_scenario(sc, file, opts, rep)
     for r in results:
         columns, rows = summary_rows(r.summary or {})
         console.table(f"{sc.name} / {r.path.name} ({r.status})", columns, rows)

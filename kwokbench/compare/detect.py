@@ -41,9 +41,12 @@ PERMUTATIONS = 100
 """The permutation test's significance and size (the library's defaults, as MongoDB's CI uses them)."""
 DEFAULT_SPECS = ["throughput:-10%", "latency_p99:+40%"]
 NORMALISE = ("auto", "ceiling", "none")
-RATES = {"throughput", "binding_rate"}
-"""Pods per second: divided by the ceiling. Every other metric but counts is a time per pod: multiplied."""
-COUNTS = {"unscheduled"}
+RATES = {"throughput", "binding_rate", "gangs_per_second"}
+"""Per second: divided by the ceiling."""
+TIMES = {"latency_p50", "latency_p90", "latency_p99", "attempt_p99", "scheduler_cpu_per_pod", "claim_allocation_p50",
+         "claim_allocation_p99", "gang_place_p90"}
+"""Seconds (per pod): multiplied by the ceiling. Every other metric (counts, shares, a duet's ratios, which the
+host cancels out of already) is taken as it is."""
 
 
 @dataclass(frozen=True)
@@ -205,7 +208,7 @@ def normalised_value(row: dict[str, Any], metric: Metric, by_ceiling: bool) -> f
     v = row.get(metric.name)
     if v is None or v != v:
         return None
-    if not by_ceiling or metric.name in COUNTS:
+    if not by_ceiling or metric.name not in RATES | TIMES:
         return float(v)
     ceiling = float(row.get("ceiling_pods_per_second") or 0.0)
     if not ceiling > 0:  # absent, zero or NaN
@@ -302,7 +305,9 @@ def detect(rows: list[dict[str, Any]], specs: list[str], lookback: int | None = 
     if skipped:
         warnings.append(f"left out {skipped} run(s) that did not complete")
     hosts = {r.get("host") for r in complete}
-    by_ceiling = normalise == "ceiling" or (normalise == "auto" and len(hosts) > 1)
+    # a count, a share or a duet's ratio is taken as it is: only rates and times are the host's to normalise
+    by_ceiling = (normalise == "ceiling" or (normalise == "auto" and len(hosts) > 1)) and any(
+        s.metric.name in RATES | TIMES for s in parsed)
     if by_ceiling:
         without = [r["run_id"] for r in complete if not r.get("ceiling_pods_per_second")]
         why = "asked" if normalise == "ceiling" else f"the runs come from {len(hosts)} hosts"
@@ -315,8 +320,9 @@ def detect(rows: list[dict[str, Any]], specs: list[str], lookback: int | None = 
         notes.append("no run recorded its commit: each run is a point, in start order")
     out = []
     for spec in parsed:
-        series = points(complete, spec.metric, by_ceiling)
+        scaled = by_ceiling and spec.metric.name in RATES | TIMES
+        series = points(complete, spec.metric, scaled)
         if lookback is not None:
             series = series[-lookback:]
-        out.append(detect_series(spec, series, by_ceiling, acks, seed))
+        out.append(detect_series(spec, series, scaled, acks, seed))
     return DetectResult(out, warnings, notes)

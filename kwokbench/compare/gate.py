@@ -47,6 +47,10 @@ NOISE: dict[str, tuple[float, int]] = {
     "devices_given_twice": (0.0, 0),
     "bound_unallocated": (0.0, 0),
     "overbooked": (0.0, 0),
+    # a duet's sides over the same instants: pair spread of the CPU-per-pod ratio 3.1% quiet, 3.4% beside a noisy
+    # neighbour (benchmarks/data/verdicts-*.json, scenarios/cost-ab.yaml, 8 A/A duets each): floor 3%
+    "duet_cpu_per_pod": (0.03, 0),
+    "duet_throughput": (0.03, 0),
 }
 CALIBRATION_GROUPS_APART = 1.10
 """Median CPU calibrations of baseline and candidate further apart than this: warned."""
@@ -157,6 +161,11 @@ METRICS: dict[str, Metric] = {m.name: m for m in [
            False, lambda s: _gangs(s, lambda g: (g.get("time_to_place") or {}).get("p90"), max)),
     Metric("gangs_partial", "gangs left partly placed (worst run; any increase is a regression)", False,
            lambda s: _gangs(s, lambda g: g.get("partial"), sum), worst_run=True),
+    Metric("duet_cpu_per_pod", "a duet's candidate side's scheduler CPU per pod over its baseline side's, both at "
+           "the same instants (the host cancels out: runs of other runners and days join one history)", False,
+           _path("duet", "ratios", "cpu_per_pod")),
+    Metric("duet_throughput", "a duet's candidate side's throughput over its baseline side's, over the same window",
+           True, _path("duet", "ratios", "throughput")),
 ]}
 DEFAULT_GATES = ["throughput:10%", "latency_p99:10%"]
 ALWAYS = "unscheduled"
@@ -503,7 +512,7 @@ def gates_of(specs: list[str], runs: list[StoredRun]) -> list[tuple[Metric, floa
 
 
 DUET_FIGURES = {"throughput": "throughput", "scheduler_cpu_per_pod": "cpu_per_pod", "latency_p50": "latency_p50",
-                "latency_p99": "latency_p99", "unscheduled": "unscheduled"}
+                "latency_p90": "latency_p90", "latency_p99": "latency_p99", "unscheduled": "unscheduled"}
 """Gate metric → the figure each side of a duet has (summary ``duet.sides``)."""
 
 
@@ -511,6 +520,15 @@ def is_duet(runs: list[StoredRun]) -> bool:
     """Every complete run is a duet (its summary has a ``duet`` section), and there is one."""
     done = _complete(runs)
     return bool(done) and all("duet" in (r.summary or {}) for r in done)
+
+
+def duet_variants(runs: list[StoredRun]) -> dict[str, list[StoredRun]]:
+    """Duet runs by the variant each compared (``run --duet-with`` runs one duet per variant of the scenario);
+    runs of a scenario's own duet are one group."""
+    out: dict[str, list[StoredRun]] = {}
+    for r in _complete(runs):
+        out.setdefault(str(((r.summary or {}).get("duet") or {}).get("variant") or ""), []).append(r)
+    return out
 
 
 def gate_duet(runs: list[StoredRun], specs: list[str], baseline_variant: str | None = None,
@@ -565,6 +583,9 @@ def gate(baseline: list[StoredRun], candidate: list[StoredRun], specs: list[str]
     plugin would hide behind the stock scheduler's runs. Duet runs given as both baseline and candidate are gated
     side against side (:func:`gate_duet`)."""
     if is_duet(baseline) and {r.path for r in baseline} == {r.path for r in candidate}:
+        of = duet_variants(baseline)
+        if len(of) > 1 and baseline_variant is None and candidate_variant is None:
+            return _each_variant([(v, gate_duet(runs, specs)) for v, runs in of.items()])
         return gate_duet(baseline, specs, baseline_variant, candidate_variant)
     if baseline_variant is None and candidate_variant is None:
         names = sorted({variant_name(r) for r in baseline})

@@ -85,6 +85,17 @@ def _median(values: tuple[float, ...]) -> str:
     return f"{statistics.median(values):.3g}" if values else "-"
 
 
+def detectable_line(result: GateResult) -> str:
+    """The smallest change these runs could detect, per gated timing figure (95% power at one-sided 0.05, in
+    the worse direction), beside what each gate allows: what a pass here is worth."""
+    seen = sorted(((c.mde, c) for c in result.comparisons if c.mde is not None and c.method != "worst run"),
+                  key=lambda mc: mc[0])
+    if not seen:
+        return ""
+    parts = [f"{c.metric} {mde * 100:.0f}% (allowed {c.allowed * 100:.0f}%)" for mde, c in seen]
+    return "**Smallest change these runs could detect** (95% power, one-sided p < 0.05): " + "; ".join(parts) + "."
+
+
 def gate_markdown(result: GateResult, title: str = "kwokbench gate") -> str:
     """The verdict as a pull request shows it ($GITHUB_STEP_SUMMARY): one row per gated metric with both sides'
     medians, the change and its 90% interval (the one the tests used), and the verdict; then how runs were paired,
@@ -92,11 +103,13 @@ def gate_markdown(result: GateResult, title: str = "kwokbench gate") -> str:
     icon = {"pass": "✅", "regression": "❌", "inconclusive": "⚠️"}
     verdict = {0: "pass", 1: "regression", 3: "inconclusive"}[result.exit_code]
     out = [f"## {title}: {icon[verdict]} {verdict}", "",
-           "| metric | base (median) | head (median) | change (90% CI) | verdict | detail |",
-           "|---|---|---|---|---|---|"]
+           "| metric | base (median) | head (median) | change (90% CI) | verdict | min. detectable | detail |",
+           "|---|---|---|---|---|---|---|"]
     out += ["| " + " | ".join(x.replace("|", "\\|") for x in (
         c.metric, _median(c.baseline), _median(c.candidate), _change(c), f"{icon[c.verdict]} {c.verdict}",
-        c.reason)) + " |" for c in result.comparisons]
+        _mde(c), c.reason)) + " |" for c in result.comparisons]
+    if line := detectable_line(result):
+        out += ["", line]
     out += ["", *[f"_{n}_" for n in result.notes]] if result.notes else []
     out += ["", *[f"> ⚠️ {w}" for w in result.warnings]] if result.warnings else []
     return "\n".join(out) + "\n"

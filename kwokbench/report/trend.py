@@ -21,7 +21,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from kwokbench.compare.detect import COUNTS, MIN_POINTS, RATES, ChangePoint, DetectResult, Point, SeriesResult
+from kwokbench.compare.detect import MIN_POINTS, RATES, TIMES, ChangePoint, DetectResult, Point, SeriesResult
 from kwokbench.compare.gate import METRICS
 from kwokbench.report.history import detect_rows
 
@@ -69,11 +69,12 @@ def metrics_doc() -> dict[str, dict[str, Any]]:
 
 def _unit(s: SeriesResult) -> str:
     name = s.spec.metric.name
-    if name in COUNTS:
-        return "pods"
     if name in RATES:
-        return "share of host ceiling" if s.normalised else "pods/s"
-    return "s × host ceiling (pods/s)" if s.normalised else "seconds"
+        return "share of host ceiling" if s.normalised else "per second"
+    if name in TIMES:
+        return "s × host ceiling (pods/s)" if s.normalised else "seconds"
+    return "ratio" if name.startswith("duet_") else "share" if name.endswith(("_allocation", "_fragmentation")) \
+        else "count"
 
 
 def _hover(p: Point, name: str, hosts: dict[str, str]) -> str:

@@ -13,6 +13,7 @@ side's pool. Between repeats the sides swap pools and start order, so only the v
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kwokbench.scenario import NodeGroupSpec, PoissonArrival, QpsArrival, RampArrival, Scenario, WorkloadSpec
@@ -59,6 +60,41 @@ def expand(sc: Scenario, repeat: int) -> tuple[Scenario, dict[str, Any]]:
     return out, record
 
 
+SIDES = ("base", "head")
+"""The sides' variant names in a duet of one file's variant against another's (:func:`against`)."""
+
+
+def against(head: Scenario, head_dir: Path, other: Scenario, other_dir: Path, variant: str,
+            where: str) -> Scenario:
+    """The duet of ``variant`` as ``other`` (a file in another folder: a pull request's base checkout) defines it,
+    side ``base``, against ``variant`` as ``head`` defines it, side ``head``: the cluster, workload and gates are
+    ``head``'s; each side's relative paths resolve in its own file's folder. ``where`` names ``other`` in errors."""
+    from pydantic import ValidationError
+
+    from kwokbench.errors import ScenarioError
+    from kwokbench.scenario import scenario_model
+
+    sides = []
+    for side, sc, folder, named in (("base", other, other_dir, where), ("head", head, head_dir, "the scenario")):
+        found = [v for v in sc.schedulers if v.name == variant]
+        if not found:
+            raise ScenarioError(f"variant {variant}: not in {named} (its variants: "
+                                f"{', '.join(v.name for v in sc.schedulers)})")
+        v = found[0]
+        root = Path(v.root) if v.root else folder
+        sides.append({**v.model_dump(mode="json", exclude_unset=True), "name": side,
+                      "scheduler_name": f"duet-{side}", "root": str(root.resolve())})
+    doc = {**head.model_dump(mode="json", exclude_unset=True), "schedulers": sides, "duet": True,
+           "concurrent_schedulers": True}
+    try:
+        return scenario_model().model_validate(doc)
+    except ValidationError as e:
+        err = e.errors(include_url=False)[0]
+        raise ScenarioError(f"a duet of variant {variant} against {where}: "
+                            f"{'.'.join(str(x) for x in err['loc']) or '(top level)'}: "
+                            f"{str(err['msg']).removeprefix('Value error, ')}") from None
+
+
 def _side(p: pd.DataFrame, t0: float, t1: float) -> dict[str, Any]:
     import numpy as np  # analysis only: validating a scenario loads no analysis library
 
@@ -71,6 +107,7 @@ def _side(p: pd.DataFrame, t0: float, t1: float) -> dict[str, Any]:
             "last_scheduled": float(done.max()) if len(done) else None,
             "throughput": in_window / (t1 - t0) if t1 > t0 else None,
             "latency_p50": float(np.percentile(lat, 50)) if len(lat) else None,
+            "latency_p90": float(np.percentile(lat, 90)) if len(lat) else None,
             "latency_p99": float(np.percentile(lat, 99)) if len(lat) else None}
 
 
@@ -90,6 +127,7 @@ def section(pods: pd.DataFrame, record: Mapping[str, Any], schedulers: Mapping[s
     t0 = float(np.nanmin(pods["created"].to_numpy(dtype=float))) if len(pods) else 0.0
     t1 = min(lasts) if len(lasts) == len(sides) else t0
     out: dict[str, Any] = {**{k: record[k] for k in ("baseline", "candidate", "pools", "started_first")},
+                           **({"variant": record["variant"]} if record.get("variant") else {}),
                            "window_seconds": t1 - t0, "sides": {}, "ratios": {}, "notes": []}
     for v, p in sides.items():
         fig = _side(p, t0, t1)
@@ -102,7 +140,7 @@ def section(pods: pd.DataFrame, record: Mapping[str, Any], schedulers: Mapping[s
                                    if attempts and fig["scheduled"] else None)
         out["sides"][v] = fig
     base, cand = out["sides"][record["baseline"]], out["sides"][record["candidate"]]
-    for k in ("throughput", "latency_p50", "latency_p99", "cpu_per_pod", "attempts_per_pod"):
+    for k in ("throughput", "latency_p50", "latency_p90", "latency_p99", "cpu_per_pod", "attempts_per_pod"):
         b, c = base.get(k), cand.get(k)
         out["ratios"][k] = c / b if b and c is not None else None
     if len(lasts) == len(sides) and t1 > t0:

@@ -15,7 +15,7 @@ import pytest
 from kwokbench.cluster import ClusterInfo
 from kwokbench.store import load_run
 from tests.conftest import REPO, kwokbench
-from tests.support.plugins import CONFIG, write_score_plugin
+from tests.support.plugins import CONFIG, SLOW, write_score_plugin
 
 QUICKSTART = str(REPO / "scenarios/quickstart.yaml")
 
@@ -55,7 +55,7 @@ def test_scheduler_bound(tmp_path_factory: pytest.TempPathFactory, tmp_path: Pat
     (This case used to score all of 5000 nodes with the stock scheduler: the same verdict, 5000 nodes' bring-up
     for it. Offering far more than the cluster takes on few nodes, e.g. 3000 pods at 2000/s on 500 nodes, makes
     the apiserver the limit on this 2-core host, not the scheduler: pods wait outside its queue.)"""
-    plugin = write_score_plugin(tmp_path_factory.mktemp("slow-score"), slow=True)
+    plugin = write_score_plugin(tmp_path_factory.mktemp("slow-score"), spin_us=SLOW)
     s, _ = _run(tmp_path, "--set", f"schedulers.0.binary={plugin}", "--set", f"schedulers.0.config={CONFIG}",
                 "--set", "workloads.0.count=600", "--set", "workloads.0.arrival.qps=150")
     lb = s["limited_by"]

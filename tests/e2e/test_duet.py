@@ -13,7 +13,7 @@ import pytest
 
 from kwokbench.store import find_runs, load_run
 from tests.conftest import kwokbench
-from tests.support.plugins import CONFIG, write_score_plugin
+from tests.support.plugins import CONFIG, SLOW, write_score_plugin
 
 DUET = """\
 schema_version: 1
@@ -64,7 +64,7 @@ def test_an_a_a_duet_swaps_its_sides_and_is_no_regression(tmp_path: Path) -> Non
 
 def test_a_slower_plugin_in_a_duet_is_a_regression(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
     fast = write_score_plugin(tmp_path_factory.mktemp("score"))
-    slow = write_score_plugin(tmp_path_factory.mktemp("slow-score"), slow=True)
+    slow = write_score_plugin(tmp_path_factory.mktemp("slow-score"), spin_us=SLOW)
     scenario = tmp_path / "duet.yaml"
     scenario.write_text(DUET.replace("  - name: base\n  - name: head\n",
                                      f"  - name: base\n    binary: {fast}\n    config: {CONFIG}\n"

@@ -81,11 +81,10 @@ def _score_plugins() -> object:
     import tempfile
 
     from kwokbench.toolchain.plugin import build_scheduler
-    from tests.support.plugins import write_score_plugin
+    from tests.support.plugins import SPINS, write_score_plugin
 
     with tempfile.TemporaryDirectory(prefix="kwokbench-prebuild-") as tmp:
-        return [build_scheduler(write_score_plugin(Path(tmp) / kind, slow=kind == "slow"), _Log())
-                for kind in ("fast", "slow")]
+        return [build_scheduler(write_score_plugin(Path(tmp) / f"spin-{us}", spin_us=us), _Log()) for us in SPINS]
 
 
 BUILDS: dict[str, Callable[[], object]] = {

@@ -174,3 +174,37 @@ def test_detect_over_an_index_of_run_directories(tmp_path: Path) -> None:
     rows = build_index([tmp_path]).rows
     [change] = detect(rows, ["throughput:-10%"]).series[0].changes
     assert change.after.commit == "12" + "a" * 38 and change.before.commit == "11" + "a" * 38
+
+
+DUETS = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
+
+
+def _duet_rows(step_at: int | None) -> list[dict[str, Any]]:
+    """A history whose every commit is one duet against a pinned reference (the candidate side over the baseline
+    side, CPU per pod): the measured A/A duets of benchmarks/data/verdicts-duet-{quiet,noisy}-0.json (a quiet host,
+    then the same host beside a noisy neighbour: two "runners" whose raw figures differ), the candidate side 10%
+    costlier from commit ``step_at`` on."""
+    rows = []
+    pairs = [(host, p) for host in ("quiet", "noisy")
+             for p in json.loads((DUETS / f"verdicts-duet-{host}-0.json").read_text())["pairs"]]
+    for i, (host, p) in enumerate(pairs):
+        factor = 1.10 if step_at is not None and i >= step_at else 1.0
+        ratio = p["head"]["cpu_per_pod"] * factor / p["base"]["cpu_per_pod"]
+        rows.append({"run_id": f"r{i}", "scenario": "plugin-gate", "variant": "together", "status": "complete",
+                     "commit": f"c{i:02d}" + "0" * 38, "ref": "main", "started_at": T0 + timedelta(minutes=i),
+                     "host": host, "ceiling_pods_per_second": None, "duet_cpu_per_pod": ratio,
+                     "scheduler_cpu_per_pod": p["head"]["cpu_per_pod"] * factor})
+    return rows
+
+
+def test_a_history_of_duets_against_a_pinned_reference_joins_runners() -> None:
+    """Stored as the ratio to a reference run at the same instants, commits measured on two runners join one
+    history: no change where the plugin did not change, and a 10% step found at its commit."""
+    rows = _duet_rows(None)
+    assert len(rows) == 16 and detect(rows, ["duet_cpu_per_pod:+5%"]).exit_code == 0
+    result = detect(_duet_rows(10), ["duet_cpu_per_pod:+5%"])
+    [change] = result.series[0].changes
+    assert change.after.commit is not None and change.after.commit.startswith("c10")
+    assert change.direction == "regression" and 0.05 < change.magnitude < 0.15
+    # a ratio is not normalised by a host's ceiling: the host is already out of it
+    assert not result.series[0].normalised

@@ -102,15 +102,58 @@ def test_the_sides_over_the_same_window() -> None:
     assert any("base finished" in n for n in late["notes"]) and any("kept up" in n for n in late["notes"])
 
 
-def _duet_run(tmp: Path, i: int, tp_base: float, tp_head: float, first: str = "base") -> StoredRun:
+PLUGIN = """\
+schema_version: 1
+name: p
+cluster:
+  node_groups: [{name: cpu, count: 4, params: {cpu: 8}}]
+schedulers:
+  - name: plugin
+    binary: ..
+    config: plugin.yaml
+  - name: stock
+workloads:
+  - name: pods
+    count: 10
+    arrival: {type: qps, qps: 50}
+gates: ["scheduler_cpu_per_pod:15%"]
+"""
+
+
+def test_a_variant_against_the_same_variant_of_another_file(tmp_path: Path) -> None:
+    """``run --duet-with``: side base is the other file's variant, its paths in that file's folder; side head is
+    this file's; cluster, workload and gates are this file's."""
+    head = parse_scenario(PLUGIN, "head/perf/s.yaml")
+    base = parse_scenario(PLUGIN.replace("count: 10", "count: 99"), "base/perf/s.yaml")
+    d = duet.against(head, tmp_path / "head" / "perf", base, tmp_path / "base" / "perf", "plugin", "base/perf/s.yaml")
+    assert d.duet and d.concurrent_schedulers and [v.name for v in d.schedulers] == ["base", "head"]
+    assert [v.effective_scheduler_name for v in d.schedulers] == ["duet-base", "duet-head"]
+    assert [v.root for v in d.schedulers] == [str((tmp_path / s / "perf").resolve()) for s in ("base", "head")]
+    assert all(v.binary == ".." and v.config == "plugin.yaml" for v in d.schedulers)  # type: ignore[attr-defined]
+    assert d.workloads[0].count == 10 and d.gates == head.gates
+    # the other file's relative paths resolve in its own folder
+    from kwokbench.plan import variant_base
+
+    assert variant_base(tmp_path / "head" / "perf", d.schedulers[0]) == (tmp_path / "base" / "perf").resolve()
+    with pytest.raises(ScenarioError, match=r"variant nope: not in base/perf/s.yaml \(its variants: plugin, stock\)"):
+        duet.against(head, tmp_path, base, tmp_path, "nope", "base/perf/s.yaml")
+    traced = parse_scenario(PLUGIN.replace("    count: 10\n    arrival: {type: qps, qps: 50}\n",
+                                           "    trace: {file: x.csv}\n"), "t.yaml")
+    with pytest.raises(ScenarioError, match=r"a duet of variant stock against b\.yaml: .*duet needs no trace"):
+        duet.against(traced, tmp_path, traced, tmp_path, "stock", "b.yaml")
+
+
+def _duet_run(tmp: Path, i: int, tp_base: float, tp_head: float, first: str = "base",
+              variant: str | None = None) -> StoredRun:
     sides = {"base": {"throughput": tp_base, "cpu_per_pod": 0.01, "unscheduled": 0, "latency_p99": 1.0,
                       "latency_p50": 0.1},
              "head": {"throughput": tp_head, "cpu_per_pod": 0.01 * tp_base / tp_head, "unscheduled": 0,
                       "latency_p99": 1.0, "latency_p50": 0.1}}
     meta: dict[str, Any] = {"status": "complete", "variant": {"name": "together"}, "toolchain": {}, "host": {},
                             "fairness": {}, "cluster": {"nodes": 8}, "phases": [], "group": {"duet": REC}}
-    summary = {"duet": {**REC, "started_first": first, "sides": sides, "notes": []}}
-    return StoredRun(tmp / f"r{i}", meta, summary, None, None)
+    summary = {"duet": {**REC, "started_first": first, "sides": sides, "notes": [],
+                        **({"variant": variant} if variant else {})}}
+    return StoredRun(tmp / f"r{variant or ''}{i}", meta, summary, None, None)
 
 
 def test_the_gate_compares_the_sides_pair_by_pair(tmp_path: Path) -> None:
@@ -132,3 +175,39 @@ def test_the_gate_compares_the_sides_pair_by_pair(tmp_path: Path) -> None:
         gate(aa, aa, [], "base", "base")
     other = gate(aa, aa, ["binding_rate:10%"]).comparisons[0]
     assert other.verdict == "inconclusive" and "not measured per side" in other.reason
+
+
+def test_duets_of_several_variants_are_gated_each_apart(tmp_path: Path) -> None:
+    """``run --duet-with`` of a scenario with a plugin and a stock variant: one duet group each; the plugin's
+    regression is its own, the stock A/A beside it is not pooled in."""
+    rng = np.random.default_rng(2)
+    host = rng.uniform(60, 140, 4)
+    plugin = [_duet_run(tmp_path, i, h, h * 0.8 * float(np.exp(rng.normal(0, 0.01))), variant="plugin")
+              for i, h in enumerate(host)]
+    stock = [_duet_run(tmp_path, i, h, h * float(np.exp(rng.normal(0, 0.01))), variant="stock")
+             for i, h in enumerate(host)]
+    res = gate(plugin + stock, plugin + stock, ["throughput:5%"])
+    verdicts = {c.metric: c.verdict for c in res.comparisons}
+    assert verdicts["throughput [plugin]"] == "regression" and verdicts["throughput [stock]"] == "pass", verdicts
+    assert res.exit_code == 1 and "each variant gated against itself (plugin, stock)" in res.notes[0]
+
+
+def test_a_variants_root_is_where_its_relative_paths_resolve() -> None:
+    from kwokbench.plan import variant_base
+
+    sc = parse_scenario("""\
+schema_version: 1
+name: p
+cluster:
+  node_groups: [{name: cpu, count: 4, params: {cpu: 8}}]
+schedulers:
+  - name: plugin
+    binary: ..
+    root: /srv/base/perf
+  - name: stock
+workloads:
+  - name: pods
+    count: 10
+""", "s.yaml")
+    assert variant_base(Path("head"), sc.schedulers[0]) == Path("/srv/base/perf")
+    assert variant_base(Path("head"), sc.schedulers[1]) == Path("head")
