@@ -2,9 +2,10 @@
 neighbour, on real runs of scenarios/cost-ab.yaml (a Score plugin of known cost, plugins/costscore).
 
 ``--mode`` records: it runs the scenario's two variants ``--pairs`` times, interleaved on fresh clusters
-(``run --repeat``) or as duets on one control plane (``run --repeat --duet``), the candidate's plugin at ``--cost``
-ns per Score call (0: an A/A), optionally beside benchmarks/noisy_neighbour.py (one core burnt in seeded random
-bursts), and stores each pair's figures (both sides' throughput and scheduler CPU per pod, the pair's wall time)
+(``run --repeat``), as duets on one control plane (``run --repeat --duet``) or as duets of two clusters at once
+(``--mode clusters``: ``--set duet=clusters``, the way `bisect --duet` runs releases), the candidate's plugin at
+``--cost`` ns per Score call (0: an A/A), optionally beside benchmarks/noisy_neighbour.py (one core burnt in seeded
+random bursts), and stores each pair's figures (both sides' throughput and scheduler CPU per pod, the pair's wall time)
 in a JSON file under benchmarks/data/ with its origin.
 
 ``--analyse`` prints, for each stored file: the spread (sd of the log ratio) of the pairs per figure (throughput is
@@ -80,7 +81,8 @@ def _pairs(root: Path, mode: str) -> list[dict[str, Any]]:
 
 def record(a: argparse.Namespace) -> None:
     cmd = [sys.executable, "-m", "kwokbench", "run", str(SCENARIO), "--repeat", str(a.pairs),
-           "--set", f"schedulers.1.plugin_args.CostScore.costNanos={a.cost}", *(["--duet"] if a.mode == "duet" else [])]
+           "--set", f"schedulers.1.plugin_args.CostScore.costNanos={a.cost}", *(["--duet"] if a.mode == "duet" else []),
+           *(["--set", "duet=clusters"] if a.mode == "clusters" else [])]
     neighbour = None
     started = datetime.now(UTC)
     with tempfile.TemporaryDirectory(prefix="kb-verdicts-") as tmp:
@@ -151,12 +153,14 @@ def analyse(a: argparse.Namespace) -> None:
               f"{log_ratios(d, 'throughput').std(ddof=1):>7.3f}  {d['origin']}")
     aa = {(d["mode"], d["noisy"]): d for _, d in docs if d["cost_nanos"] == 0}
     for noisy in (False, True):
-        s, du = aa.get(("sequential", noisy)), aa.get(("duet", noisy))
-        if s and du:
-            for fig in FIGURES:
-                r = log_ratios(du, fig).std(ddof=1) / log_ratios(s, fig).std(ddof=1)
-                print(f"{'noisy' if noisy else 'quiet'} host, {fig}: the duet's pair spread is {r:.2f}x the "
-                      f"sequential pairs'")
+        s = aa.get(("sequential", noisy))
+        for mode, what in (("duet", "the duet's"), ("clusters", "two clusters at once:")):
+            du = aa.get((mode, noisy))
+            if s and du:
+                for fig in FIGURES:
+                    r = log_ratios(du, fig).std(ddof=1) / log_ratios(s, fig).std(ddof=1)
+                    print(f"{'noisy' if noisy else 'quiet'} host, {fig}: {what} pair spread is {r:.2f}x the "
+                          f"sequential pairs'")
     for (mode, noisy), d in sorted(aa.items()):
         base = [p["base"]["cpu_per_pod"] for p in d["pairs"] if p["base"].get("cpu_per_pod")]
         if base:
@@ -197,7 +201,7 @@ def analyse(a: argparse.Namespace) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description="Record pairs (--mode), or analyse stored files (--analyse).")
-    ap.add_argument("--mode", choices=["duet", "sequential"], help="record pairs this way")
+    ap.add_argument("--mode", choices=["duet", "clusters", "sequential"], help="record pairs this way")
     ap.add_argument("--pairs", type=int, default=8)
     ap.add_argument("--cost", type=int, default=0, help="the candidate's costNanos per Score call")
     ap.add_argument("--noisy", action="store_true", help="beside benchmarks/noisy_neighbour.py")
@@ -212,7 +216,8 @@ def main() -> None:
     elif a.mode:
         record(a)
     else:
-        raise SystemExit("error: give --mode duet|sequential to record pairs, or --analyse FILE… to analyse them")
+        raise SystemExit("error: give --mode duet|clusters|sequential to record pairs, or --analyse FILE… to analyse "
+                         "them")
 
 
 if __name__ == "__main__":

@@ -291,6 +291,9 @@ class BisectOptions:
     max_repeat: int = 9
     variant: str | None = None
     ceiling: bool = False
+    duet: bool = False
+    """Each round's releases at the same time, each on its own cluster (a duet of two clusters; three at once in
+    a round that has the middle release too), instead of one after the other."""
     out: Path = Path("reports")
     runs: Any = None
     """RunOptions for each round's runs (scrape interval, submitters, commit)."""
@@ -371,7 +374,8 @@ def run_bisect(scenario: Scenario, scenario_path: Path, opts: BisectOptions, rep
                            "kwokbench_version": __version__, "host": host_info(), "owner": owner(),
                            "status": "running", "started_at": datetime.now(UTC).isoformat(),
                            "metric": metric.name, "allowed": allowed, "repeat": opts.repeat,
-                           "max_repeat": opts.max_repeat, "pre": opts.pre, "path": path, "builds": {},
+                           "max_repeat": opts.max_repeat, "pre": opts.pre, "duet": opts.duet, "path": path,
+                           "builds": {},
                            "probed": probed, "pinned": pinned(path), "runs": {}, "rounds": [], "ceilings": {}}
     save(bisect_dir, doc)
     k = Kwokctl()
@@ -393,7 +397,7 @@ def run_bisect(scenario: Scenario, scenario_path: Path, opts: BisectOptions, rep
         for i in idx:
             build(path[i])
         variants = [variant.model_copy(update={"name": names[i], "kubernetes": path[i]}) for i in idx]
-        sc = scenario.model_copy(update={"schedulers": variants})
+        sc = scenario.model_copy(update={"schedulers": variants, "duet": opts.duet})
         ropts = RunOptions(out=opts.out, repeat=repeats, scrape_interval=base_runs.scrape_interval,
                            submit_workers=base_runs.submit_workers, commit=base_runs.commit, ref=base_runs.ref)
         results = run_scenario(sc, scenario_path, ropts, rep, k)

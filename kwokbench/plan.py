@@ -125,7 +125,7 @@ def manifest_factories(scenario: Scenario, base: Path, run_label: str, attached:
                             app_labels=own.group_labels, app_size=own.group_size or 1,
                             node_selector=attached.labels if attached else {},
                             scheduler_names=pod_scheduler_names(scenario, w, variant, own),
-                            pool_label=DUET_POOL_LABEL if scenario.duet else "",
+                            pool_label=DUET_POOL_LABEL if scenario.duet and scenario.concurrent_schedulers else "",
                             claims=pod_claims(w, f"{w.name}-{run_label}"), object_spec=own.object_spec)
         if f.pods_per_object() == 0:
             raise ScenarioError(f"workload {w.name}: template {w.template} makes a {f.kind}, not one of "

@@ -47,3 +47,41 @@ class Silent:
 
     def cached(self, what: str, where: str) -> None:
         pass
+
+
+class Tagged:
+    """A reporter for one of several processes writing to one terminal at once (the sides of a duet of two
+    clusters): every line names its side, and steps are lines (begun, done), never a live display that the other
+    process would overwrite."""
+
+    def __init__(self, inner: Reporter, tag: str) -> None:
+        self.inner, self.tag = inner, tag
+
+    @contextlib.contextmanager
+    def status(self, msg: str) -> Iterator[Update]:
+        self.inner.info(f"[{self.tag}] {msg} …")
+        yield lambda _detail: None
+
+    @contextlib.contextmanager
+    def counter(self, msg: str, total: int) -> Iterator[Count]:
+        done = 0
+
+        def count(n: int) -> None:
+            nonlocal done
+            done = n
+
+        self.inner.info(f"[{self.tag}] {msg} …")
+        yield count
+        self.inner.info(f"[{self.tag}] {msg}: {done}/{total}")
+
+    def info(self, msg: str) -> None:
+        self.inner.info(f"[{self.tag}] {msg}")
+
+    def warn(self, msg: str) -> None:
+        self.inner.warn(f"[{self.tag}] {msg}")
+
+    def heading(self, msg: str) -> None:
+        self.inner.heading(f"[{self.tag}] {msg}")
+
+    def cached(self, what: str, where: str) -> None:
+        self.inner.cached(f"[{self.tag}] {what}", where)

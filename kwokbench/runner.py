@@ -10,6 +10,7 @@ run ended.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -65,7 +66,7 @@ from kwokbench.progress import Reporter, Silent
 from kwokbench.scenario import QpsArrival, Scenario, WorkloadSpec, duet
 from kwokbench.scheduler_kinds import SchedulerSpec
 from kwokbench.shard import Shard, shard_cells
-from kwokbench.store import REQUESTS, RunDir, host_info, owner
+from kwokbench.store import REQUESTS, SUMMARY, RunDir, host_info, owner, read_doc
 from kwokbench.toolchain import versions
 
 AnyCluster = ClusterInfo | AttachedCluster
@@ -96,6 +97,9 @@ class RunOptions:
     scenario lives): ``meta.json`` ``code``, the order of ``kwokbench detect``."""
     ref: str | None = None
     """Its branch or tag."""
+    together: Any = None
+    """A duet of two clusters: the barrier (a ``multiprocessing.Barrier`` of the sides) each side waits at before
+    each phase, so the phases start at the same instants on both clusters; None otherwise."""
     duet_of: str | None = None
     """A duet of one variant against the same variant of another file (``run --duet-with``): its name, recorded
     with each run's duet, so the gate compares the duets of each variant apart."""
@@ -176,6 +180,11 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
             raise ScenarioError("--variant does not apply: concurrent_schedulers runs every variant at once")
         if opts.cluster:
             raise ScenarioError("concurrent_schedulers starts its schedulers on a fresh cluster; drop --cluster")
+    elif scenario.duet:
+        if opts.variants:
+            raise ScenarioError("--variant does not apply: a duet runs both variants at once")
+        if opts.cluster:
+            raise ScenarioError("a duet of two clusters creates both; drop --cluster")
     elif opts.cluster and len(variants) > 1:
         raise ScenarioError("--cluster reuses one cluster, so it needs exactly one variant (use --variant)")
     base = scenario_path.parent
@@ -202,6 +211,18 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
             if opts.on_stored:
                 opts.on_stored(results[-1])
         return results
+    if scenario.duet:  # of two clusters: the variants differ in the control plane
+        for i in repeats:
+            order = variants if i % 2 == 0 else variants[::-1]
+            rep.heading(f"repeat {i + 1}/{opts.repeat}: {' and '.join(v.name for v in order)} at once, each on its "
+                        "own cluster")
+            sides = together_in_clusters(scenario, base, order, opts, rep, k,
+                                         {"id": group, "repeat": i, "of": opts.repeat, "simultaneous": True})
+            for v in variants:
+                if opts.on_stored:
+                    opts.on_stored(sides[v.name])
+                results.append(sides[v.name])
+        return results
     for i in repeats:  # a shard deals whole repeats: each keeps its variants' A/B interleaving
         # counterbalanced (A B, B A, A B…): no variant always runs first in its pair, on a host still warming up
         # from the last run; returned in the variants' order within each repeat all the same
@@ -215,6 +236,92 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
                 opts.on_stored(done[v.name])
         results.extend(done[v.name] for v in variants)
     return results
+
+
+def together_in_clusters(scenario: Scenario, base: Path, order: list[SchedulerSpec], opts: RunOptions,
+                         rep: Reporter, k: Kwokctl, group: dict[str, Any]) -> dict[str, VariantRun]:
+    """Each variant of ``order`` on its own cluster, at the same time (a duet of two clusters): one process each,
+    started in ``order``; every phase begins when every side is at it (a barrier), so the workloads are offered at
+    the same instants. A side that fails breaks the barrier and the others stop too; the error is raised once every
+    side has torn its cluster down. Interrupted (Ctrl-C, SIGTERM), each side is stopped and tears down."""
+    import multiprocessing
+    import queue
+    import signal
+
+    from kwokbench.progress import Tagged
+
+    ctx = multiprocessing.get_context("fork")  # the sides share nothing after the fork but the barrier and queue
+    barrier = ctx.Barrier(len(order))
+    answers: Any = ctx.Queue()
+    procs = []
+    for position, v in enumerate(order):
+        side_opts = dataclasses.replace(opts, together=barrier, on_stored=None)
+        p = ctx.Process(target=_side, name=f"kwokbench-{v.name}", args=(
+            answers, scenario, base, v, side_opts, Tagged(rep, v.name), k, {**group, "position": position}))
+        p.start()
+        procs.append(p)
+    got: dict[str, tuple[str | None, str, str | None]] = {}
+    try:
+        while len(got) < len(procs):
+            try:
+                name, path, status, error = answers.get(timeout=1.0)
+                got[name] = (path, status, error)
+            except queue.Empty:
+                if not any(p.is_alive() for p in procs) and answers.empty():
+                    break
+    except BaseException:
+        for p in procs:
+            if p.is_alive() and p.pid:
+                os.kill(p.pid, signal.SIGTERM)  # each side ends as Ctrl-C ends a run: its cluster torn down
+        for p in procs:
+            p.join(timeout=120)
+        raise
+    for p in procs:
+        p.join()
+    errors = [f"{v.name}: {got.get(v.name, (None, '', 'its process ended without a word'))[2]}" for v in order
+              if v.name not in got or got[v.name][2]]
+    if errors:
+        raise KwokbenchError("a duet of two clusters stopped: " + "; ".join(errors))
+    out = {}
+    for v in order:
+        path, status, _ = got[v.name]
+        assert path is not None
+        out[v.name] = VariantRun(Path(path), status, read_doc(Path(path), SUMMARY))
+    return out
+
+
+def _side(answers: Any, scenario: Scenario, base: Path, v: SchedulerSpec, opts: RunOptions, rep: Reporter,
+          k: Kwokctl, group: dict[str, Any]) -> None:
+    """One side of :func:`together_in_clusters`, in its own process: the run, then its answer (run directory,
+    status, error)."""
+    try:
+        r = run_variant(scenario, base, v, opts, rep, k, multi=True, group=group)
+        answers.put((v.name, str(r.path), r.status, None))
+    except KeyboardInterrupt:
+        answers.put((v.name, None, "interrupted", "interrupted"))
+    except Exception as e:
+        answers.put((v.name, None, "failed", str(e) if isinstance(e, KwokbenchError) else f"{type(e).__name__}: {e}"))
+    finally:
+        opts.together.abort()  # a side still waiting for this one stops (after a success none is waiting)
+
+
+def _phase_together(opts: RunOptions, phase: str, rep: Reporter) -> None:
+    """A duet of two clusters: wait until every side is at this phase."""
+    import threading
+
+    if opts.together is None:
+        return
+    try:
+        opts.together.wait(timeout=TOGETHER_WAIT)
+    except threading.BrokenBarrierError:
+        raise KwokbenchError(f"phase {phase}: the other side of the duet stopped, or did not reach this phase "
+                             f"within {TOGETHER_WAIT:.0f} s: this side stops too") from None
+    rep.info(f"phase {phase}: every side ready, starting together")
+
+
+TOGETHER_WAIT = 900.0
+"""Seconds a side of a duet of two clusters waits for the others at a phase (cluster creation of two releases,
+a slower side's previous phase)."""
 
 
 def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: RunOptions, rep: Reporter,
@@ -313,6 +420,7 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
                 _create_podgroups(info, w, f, base, rep)
             if w.has_claims:
                 _create_claims(info, w, f, run_label, attached, rep)
+            _phase_together(opts, w.name, rep)
             log, timed_out = _run_phase(info, w, f, i, scenario.seed, opts, watcher, rep, phases[i])
             logs.append(_log_frame(log, w.name))
             phases[i].update(timed_out=timed_out, harness_cpu_seconds=log.cpu_seconds,
@@ -324,6 +432,8 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
         raise
     except KwokbenchError as e:
         status, error = "failed", str(e)
+        if opts.together is not None:
+            opts.together.abort()  # the other side stops now, not after this side's teardown
         raise
     finally:
         _stop_measurements(started, ctx, rep)

@@ -114,7 +114,8 @@ def run_cmd(
                                               "is stored; checked before any cluster is created.")] = None,
     location: Annotated[str | None, typer.Option(help=LOCATION_HELP)] = None,
     duet: Annotated[bool, typer.Option("--duet", help="Run the scenario's two scheduler variants at the same time "
-                                       "on one control plane, each on its own identical node pool (the "
+                                       "on one control plane, each on its own identical node pool, or, when they "
+                                       "differ in their Kubernetes release, on two clusters at once (the "
                                        "scenario's `duet: true`).")] = False,
     duet_with: Annotated[Path | None, typer.Option(help="Run each variant (or each --variant) as a duet against "
                                                    "the same variant of this scenario file (e.g. a pull "
@@ -273,6 +274,10 @@ def bisect(
     out: Annotated[Path, typer.Option(help="Root folder for run and bisect directories.")] = Path("reports"),
     scrape_interval: Annotated[float, typer.Option(min=0, help="Seconds between /metrics scrapes.")] = 1.0,
     commit: Annotated[str | None, typer.Option(help=COMMIT_HELP)] = None,
+    duet: Annotated[bool, typer.Option("--duet", help="Run each round's releases at the same time, each on its "
+                                       "own cluster (two at once, three in a round with the middle release), "
+                                       "every phase started together, instead of one after the other: what slows "
+                                       "the host slows every release of the round.")] = False,
 ) -> None:
     """Which release changed it: a scenario over Kubernetes releases, bisected until two adjacent releases
     differ by more than the metric's allowed change (the gate's test, runs interleaved), with each release's
@@ -286,7 +291,7 @@ def bisect(
 
     sc = load_scenario(file, set_ or [])
     opts = BisectOptions(kubernetes=kubernetes, metric=metric, pre=pre, repeat=repeat, max_repeat=max_repeat,
-                         variant=variant, ceiling=with_ceiling, out=out,
+                         variant=variant, ceiling=with_ceiling, out=out, duet=duet,
                          runs=RunOptions(scrape_interval=scrape_interval, commit=commit))
 
     _end_cleanly_on_signals()

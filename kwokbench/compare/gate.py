@@ -238,8 +238,11 @@ def pair_runs(baseline: list[StoredRun], candidate: list[StoredRun]) -> tuple[
     bkeys, ckeys = [key(r) for r in baseline], [key(r) for r in candidate]
     if None not in bkeys and None not in ckeys and len(set(bkeys)) == len(bkeys) and set(bkeys) == set(ckeys):
         by_key = {k: r for k, r in zip(ckeys, candidate, strict=True)}
+        together = all((r.meta.get("group") or {}).get("simultaneous") for r in baseline + candidate)
         return sorted(((r, by_key[k]) for k, r in zip(bkeys, baseline, strict=True)),
-                      key=lambda pair: key(pair[0]) or ("", 0)), "paired by interleaved repeat"
+                      key=lambda pair: key(pair[0]) or ("", 0)), (
+            "paired by repeat, each pair run at the same time on two clusters (a duet)" if together
+            else "paired by interleaved repeat")
     starts = [(t, side, r) for side, runs in ((0, baseline), (1, candidate)) for r in runs
               if (t := _started(r)) is not None]
     if len(starts) == 2 * len(baseline):
@@ -522,6 +525,18 @@ def is_duet(runs: list[StoredRun]) -> bool:
     return bool(done) and all("duet" in (r.summary or {}) for r in done)
 
 
+def simultaneous_sides(runs: list[StoredRun]) -> tuple[str, str] | None:
+    """The baseline and candidate variants of the runs of a duet of two clusters (every complete run made at the
+    same time as its partner: ``meta.group.simultaneous``), in the scenario's order; None for other runs."""
+    done = _complete(runs)
+    if not done or not all((r.meta.get("group") or {}).get("simultaneous") for r in done):
+        return None
+    orders = {tuple(str(v.get("name")) for v in (r.meta.get("scenario") or {}).get("schedulers") or []) for r in done}
+    if len(orders) != 1 or len(order := orders.pop()) != 2:
+        return None
+    return order[0], order[1]
+
+
 def duet_variants(runs: list[StoredRun]) -> dict[str, list[StoredRun]]:
     """Duet runs by the variant each compared (``run --duet-with`` runs one duet per variant of the scenario);
     runs of a scenario's own duet are one group."""
@@ -582,7 +597,10 @@ def gate(baseline: list[StoredRun], candidate: list[StoredRun], specs: list[str]
     against itself, its metrics named ``metric [variant]``: pooling them would compare a mix, and a slowed
     plugin would hide behind the stock scheduler's runs. Duet runs given as both baseline and candidate are gated
     side against side (:func:`gate_duet`)."""
-    if is_duet(baseline) and {r.path for r in baseline} == {r.path for r in candidate}:
+    same = {r.path for r in baseline} == {r.path for r in candidate}
+    if same and baseline_variant is None and candidate_variant is None and (sides := simultaneous_sides(baseline)):
+        baseline_variant, candidate_variant = sides  # a duet of two clusters: its second variant against its first
+    if is_duet(baseline) and same:
         of = duet_variants(baseline)
         if len(of) > 1 and baseline_variant is None and candidate_variant is None:
             return _each_variant([(v, gate_duet(runs, specs)) for v, runs in of.items()])

@@ -565,14 +565,18 @@ class Scenario(_Model):
         "Run every scheduler variant at once on one cluster (the multiple-schedulers deployment), each owning "
         "its pods by schedulerName, instead of one fresh cluster per variant. Placement then counts "
         "overcommitted nodes and which scheduler pushed each over."))
-    duet: bool = Field(False, description=(
+    duet: bool | Literal["clusters"] = Field(False, description=(
         "Run the two scheduler variants at the same time on one control plane (a duet), each on its own identical "
         "node pool (every node group twice, labelled kwokbench.io/duet-pool) with the whole workload of its own, "
         "its pods offered in lockstep with the other's (created alternately at twice the rate), so whatever slows "
         "the host slows both; the pools and the start order swap between repeats. The summary's `duet` section "
         "gives each side's figures over the same window and their ratio; `kwokbench gate` compares the sides of "
         "duet runs pair by pair. Implies concurrent_schedulers; a variant without scheduler_name serves "
-        "duet-<its name>. Not with traces, DRA devices or claims, chaos, Kueue or per-phase `scheduler`."))
+        "duet-<its name>. Not with traces, DRA devices or claims, chaos, Kueue or per-phase `scheduler`. Variants "
+        "that differ in their Kubernetes release (`kubernetes:`) run as **two clusters at once** instead: each "
+        "the whole scenario on its own control plane, every phase started on both at the same instants, the "
+        "sides' start order swapped between repeats; the gate pairs their runs by repeat. Any scenario can run so: "
+        "`duet: clusters` asks for two clusters whatever the variants differ in."))
     workloads: list[WorkloadSpec] = Field(min_length=1, description="Workload phases, submitted in order.")
     chaos: list[ChaosEvent] = Field(default_factory=list, description=(
         "Timed disruptions during the workload; the report marks them and measures recovery."))
@@ -690,8 +694,13 @@ class Scenario(_Model):
     @model_validator(mode="before")
     @classmethod
     def _duet_names(cls, data: Any) -> Any:
-        """A duet runs its variants together: each serves a name of its own unless it names one."""
-        if isinstance(data, dict) and data.get("duet") is True and isinstance(data.get("schedulers"), list):
+        """A duet runs its variants together: each serves a name of its own unless it names one. Variants that
+        name different Kubernetes releases cannot share a control plane: they run as two clusters at once."""
+        if isinstance(data, dict) and data.get("duet") in (True, "clusters") and isinstance(data.get("schedulers"),
+                                                                                             list):
+            if data["duet"] == "clusters" or len({str(v.get("kubernetes") or "") for v in data["schedulers"]
+                                                  if isinstance(v, dict)}) > 1:
+                return data
             data = {**data, "concurrent_schedulers": True, "schedulers": [
                 {**v, "scheduler_name": f"duet-{v.get('name', 'default')}"}
                 if isinstance(v, dict) and not v.get("scheduler_name") else v for v in data["schedulers"]]}
@@ -700,6 +709,10 @@ class Scenario(_Model):
     @model_validator(mode="after")
     def _duet(self) -> Scenario:
         if not self.duet:
+            return self
+        if not self.concurrent_schedulers:  # two clusters: each the whole scenario, whatever it holds
+            if len(self.schedulers) != 2:
+                raise ValueError("duet needs exactly two scheduler variants")
             return self
         why = ("exactly two scheduler variants" if len(self.schedulers) != 2 else
                "no trace workloads" if any(w.trace for w in self.workloads) else

@@ -84,8 +84,7 @@ def against(head: Scenario, head_dir: Path, other: Scenario, other_dir: Path, va
         root = Path(v.root) if v.root else folder
         sides.append({**v.model_dump(mode="json", exclude_unset=True), "name": side,
                       "scheduler_name": f"duet-{side}", "root": str(root.resolve())})
-    doc = {**head.model_dump(mode="json", exclude_unset=True), "schedulers": sides, "duet": True,
-           "concurrent_schedulers": True}
+    doc = {**head.model_dump(mode="json", exclude_unset=True), "schedulers": sides, "duet": True}
     try:
         return scenario_model().model_validate(doc)
     except ValidationError as e:

@@ -1,8 +1,9 @@
 """Duets on real clusters: two schedulers at once on one control plane, each on its own pool with the whole
 workload. An A/A of the stock scheduler (two repeats: the pools and start order swap, each side's pods land only on
 its pool, the gate finds no regression), a Score plugin slowed ~0.2 ms per node against the same plugin unslowed
-(the gate finds the regression in CPU per pod from two duet runs), and the refusals before any cluster. About 2 min
-warm (four small duet runs, 10 nodes a pool); the two plugin builds are shared with test_action.py and
+(the gate finds the regression in CPU per pod from two duet runs), a duet of two clusters (`duet: clusters`, both
+clusters at once, their phases started together), and the refusals before any cluster. About 2.5 min warm (four
+small duet runs, 10 nodes a pool, and two pairs of 10-node clusters); the slowed plugin's build is shared with
 test_bottleneck.py."""
 
 from __future__ import annotations
@@ -75,6 +76,32 @@ def test_a_slower_plugin_in_a_duet_is_a_regression(tmp_path_factory: pytest.Temp
     assert res.returncode == 1, res.stdout + res.stderr
     ratios = [r.summary["duet"]["ratios"]["cpu_per_pod"] for r in _runs(tmp_path / "out")]
     assert all(x > 1.2 for x in ratios), ratios  # ~0.2 ms on each of 10 nodes a pod, on ~2-3 ms a pod
+
+
+def test_a_duet_of_two_clusters_starts_them_together_and_is_no_regression(tmp_path: Path) -> None:
+    """`duet: clusters` (how variants of two releases, and bisect --duet, run): each side the whole scenario on its
+    own cluster, both at once; each pair's first pods created at the same instant, the start order swapped on the
+    second repeat; the gate takes the second variant against the first, pair by pair."""
+    scenario = tmp_path / "duet.yaml"
+    scenario.write_text(DUET.replace("duet: true", "duet: clusters"))
+    kwokbench("run", str(scenario), "--repeat", "2", "--out", str(tmp_path / "out"), check=True)
+    runs = _runs(tmp_path / "out")
+    assert [r.meta["status"] for r in runs] == ["complete"] * 4
+    by_repeat: dict[int, dict[str, object]] = {}
+    for r in runs:
+        g = r.meta["group"]
+        assert g["simultaneous"] and r.summary["pods_scheduled"] == 200  # its own cluster: the workload once
+        by_repeat.setdefault(g["repeat"], {})[r.meta["variant"]["name"]] = r
+    for i, pair in sorted(by_repeat.items()):
+        base, head = pair["base"], pair["head"]
+        firsts = [float(x.pods["created"].min()) for x in (base, head)]  # type: ignore[attr-defined]
+        assert abs(firsts[0] - firsts[1]) < 1.0, firsts
+        assert (base.meta["group"]["position"], head.meta["group"]["position"]) == ((0, 1) if i == 0 else (1, 0))  # type: ignore[attr-defined]
+        assert base.meta["cluster"]["name"] != head.meta["cluster"]["name"]  # type: ignore[attr-defined]
+    res = kwokbench("gate", "--baseline", str(tmp_path / "out"), "--candidate", str(tmp_path / "out"),
+                    "--metric", "scheduler_cpu_per_pod:10%")
+    assert res.returncode in (0, 3), res.stdout + res.stderr  # two pairs may not decide; they must not cry wolf
+    assert "each pair run at the same time on two clusters" in res.stdout and "(base) vs 2 candidate" in res.stdout
 
 
 @pytest.mark.parametrize("args,says", [

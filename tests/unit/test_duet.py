@@ -211,3 +211,58 @@ workloads:
 """, "s.yaml")
     assert variant_base(Path("head"), sc.schedulers[0]) == Path("/srv/base/perf")
     assert variant_base(Path("head"), sc.schedulers[1]) == Path("head")
+
+
+TWO_RELEASES = """\
+schema_version: 1
+name: r
+duet: true
+cluster:
+  node_groups: [{name: cpu, count: 4, params: {cpu: 8}}]
+schedulers:
+  - name: old
+    kubernetes: v1.35.4
+  - name: new
+    kubernetes: v1.36.4
+workloads:
+  - name: pods
+    count: 10
+    arrival: {type: qps, qps: 50}
+"""
+
+
+def test_variants_of_two_releases_are_a_duet_of_two_clusters() -> None:
+    """They cannot share a control plane: each runs the whole scenario on its own cluster, at the same time; no
+    pools, no doubled workload, no served-name change; `duet: clusters` asks for that whatever they differ in."""
+    sc = parse_scenario(TWO_RELEASES, "r.yaml")
+    assert sc.duet is True and not sc.concurrent_schedulers
+    assert [v.effective_scheduler_name for v in sc.schedulers] == ["default-scheduler"] * 2
+    [f] = manifest_factories(sc, Path("scenarios"), "r1", variant=sc.schedulers[0])
+    assert duet.POOL_LABEL not in json.dumps(json.loads(f.body(0))["spec"])
+    forced = parse_scenario(DUET.replace("duet: true", "duet: clusters"), "d.yaml")
+    assert forced.duet == "clusters" and not forced.concurrent_schedulers
+    with pytest.raises(ScenarioError, match="duet needs exactly two scheduler variants"):
+        parse_scenario(DUET.replace("duet: true", "duet: clusters").replace(
+            "  - name: head\n    config: configs/binpack.yaml\n", ""), "d.yaml")
+
+
+def _simultaneous_run(tmp: Path, name: str, repeat: int, cpu: float) -> StoredRun:
+    meta: dict[str, Any] = {"status": "complete", "variant": {"name": name}, "toolchain": {}, "host": {},
+                            "fairness": {}, "cluster": {"nodes": 4}, "phases": [],
+                            "scenario": {"schedulers": [{"name": "old"}, {"name": "new"}]},
+                            "group": {"id": "g", "repeat": repeat, "of": 4, "simultaneous": True}}
+    summary = {"scheduler": {"cpu_seconds_per_pod": cpu}, "pods_scheduled": 1000, "pods_unscheduled": 0}
+    return StoredRun(tmp / f"{name}{repeat}", meta, summary, None, None)
+
+
+def test_the_gate_takes_a_duet_of_two_clusters_side_against_side(tmp_path: Path) -> None:
+    """Given the duet's runs as both baseline and candidate, the second variant is gated against the first, pair by
+    pair (each pair made at the same time), and the note says so."""
+    host = [0.0020, 0.0031, 0.0024, 0.0040]  # the host moved both sides of each pair
+    runs = [r for i, h in enumerate(host) for r in (_simultaneous_run(tmp_path, "old", i, h),
+                                                   _simultaneous_run(tmp_path, "new", i, h * 1.3))]
+    res = gate(runs, runs, ["scheduler_cpu_per_pod:15%"])
+    [cpu] = [c for c in res.comparisons if c.metric == "scheduler_cpu_per_pod"]
+    assert cpu.verdict == "regression" and cpu.ratio == pytest.approx(1.3)
+    assert "paired by repeat, each pair run at the same time on two clusters (a duet)" in res.notes[0]
+    assert "(old) vs 4 candidate run(s) (new)" in res.notes[0]
