@@ -70,7 +70,8 @@ class SchedulerSpec(BaseModel):
         "A scheduler kwokbench starts itself: how long it may take to become ready."))
     kubernetes: str | None = Field(None, description=(
         "The Kubernetes release of this variant's control plane (a release tag from v1.35.0 on, e.g. v1.37.2 or "
-        "v1.38.0-rc.0; default `cluster.kubernetes_version`): variants that differ only here compare releases on "
+        "v1.36.4; a pre-release only where the module proxy serves every module it is built from; default "
+        "`cluster.kubernetes_version`): variants that differ only here compare releases on "
         "identical clusters, interleaved. Built from Go modules on first use (`kwokbench tools install "
         "--kubernetes TAG`)."))
     root: str | None = Field(None, description=(

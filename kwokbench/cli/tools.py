@@ -34,8 +34,10 @@ def tools_install(
     core_only: Annotated[bool, typer.Option(help="Skip the optional scheduler-plugins build (runs build it "
                                             "on demand when a variant uses it).")] = False,
     kubernetes: Annotated[str | None, typer.Option(help="The Kubernetes release to build (a tag from v1.35.0 on, "
-                                                   "e.g. v1.37.2 or v1.38.0-rc.0), beside the others in the "
-                                                   "cache; default the pinned one.", show_default=False)] = None,
+                                                   "e.g. v1.37.2; a pre-release only where the module "
+                                                   "proxy serves every module it is built from: none does "
+                                                   "here), beside the others in the cache; default the pinned "
+                                                   "one.", show_default=False)] = None,
 ) -> None:
     """Build (or download) kwok, kwokctl, Kubernetes, etcd and scheduler-plugins into the version-keyed cache;
     or, named, a scheduler built from pinned sources (yunikorn, volcano, kai, wasm-extension)."""

@@ -336,3 +336,57 @@ def test_a_results_page_starts_with_commands_that_run_here(page: Path, example_e
             shown = _help([*kb, *[a for a in cmd[1:3] if not a.startswith("-") and "/" not in a]], example_env)
         unknown = [f for f in _flags(cmd) if not re.search(re.escape(f) + r"(?![\w-])", shown)]
         assert not unknown, f"{page.name}: {line}: options {unknown} are not in its --help"
+
+
+SNIPPET_KEYS = {"schedulers", "workloads", "cluster", "chaos", "gates", "duet", "seed", "concurrent_schedulers"}
+"""Top-level scenario keys: a ```yaml block of the docs holding only these (and a scenario's name fields) is a
+scenario, or a fragment of one."""
+
+
+def _scenario_snippets() -> list[tuple[str, str]]:
+    import yaml
+
+    out = []
+    for page in [*sorted(DOCS.rglob("*.md")), ROOT / "README.md"]:
+        for i, m in enumerate(re.finditer(r"```yaml\n(.*?)```", page.read_text(), re.S)):
+            try:
+                doc = yaml.safe_load(m.group(1))
+            except yaml.YAMLError:
+                continue
+            if isinstance(doc, dict) and set(doc) & SNIPPET_KEYS and not (
+                    set(doc) - SNIPPET_KEYS - {"schema_version", "name", "description", "kubernetes_version"}):
+                out.append((f"{page.relative_to(ROOT)}#{i}", m.group(1)))
+    return out
+
+
+@pytest.mark.parametrize(("where", "text"), _scenario_snippets(), ids=lambda x: x if "#" in x else "")
+def test_every_scenario_snippet_validates(where: str, text: str) -> None:
+    """A scenario in the docs validates as written, its paths relative to scenarios/; a fragment (only some
+    top-level keys) does so completed from scenarios/quickstart.yaml, or from the scenario its first line names
+    (`# beside scenarios/dra.yaml`). A snippet whose first line says it lives elsewhere (`# in your repository…`)
+    is checked without its paths, which resolve there."""
+    import yaml
+
+    from kwokbench.plan import check_scenario
+    from kwokbench.scenario import parse_scenario
+
+    first = text.splitlines()[0]
+    beside = re.fullmatch(r"# beside (scenarios/[\w.-]+\.yaml)", first)
+    base = yaml.safe_load((ROOT / (beside.group(1) if beside else "scenarios/quickstart.yaml")).read_text())
+    doc = yaml.safe_load(text)
+    merged = {**base, **doc, "cluster": {**base["cluster"], **(doc.get("cluster") or {})}}
+    sc = parse_scenario(yaml.safe_dump(merged), where)
+    if not first.startswith("# in "):
+        check_scenario(sc, ROOT / "scenarios")
+
+
+def test_commands_in_the_docs_run_from_a_clone() -> None:
+    """Commands use the project's virtualenv (`.venv/bin/python`, never a bare `python`) and write relative
+    folders, never this machine's paths."""
+    bad = []
+    for page in [*sorted(DOCS.rglob("*.md")), ROOT / "README.md"]:
+        for n, line in enumerate(page.read_text().splitlines(), 1):
+            if re.search(r"(^|[`\s(])python3? (-m |benchmarks/|tests/)", line) or re.search(r"(^|\s)/(work|root)/",
+                                                                                         line):
+                bad.append(f"{page.relative_to(ROOT)}:{n}: {line.strip()[:100]}")
+    assert not bad, "\n".join(bad)
