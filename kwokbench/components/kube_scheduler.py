@@ -53,7 +53,9 @@ class KubeSchedulerBase(SchedulerSpec):
         "setting of its own."))
     plugin_args: dict[str, dict[str, Any]] = Field(default_factory=dict, description=(
         "pluginConfig args by plugin name, merged over the configuration's (each key replaces the one there), "
-        "e.g. `{GPUShare: {policy: BestFit}}`: variants that differ in one argument share one configuration file."))
+        "e.g. `{GPUShare: {policy: BestFit}}`: variants that differ in one argument share one configuration file. "
+        "A value `{trace.seed}` is the seed of the scenario's trace workload, so a plugin's own random draws follow "
+        "the pod list's seed (`--set workloads.0.trace.seed=43` moves both)."))
 
 
     @field_validator("extra_args")
@@ -79,6 +81,8 @@ class KubeSchedulerSpec(KubeSchedulerBase):
 
 
 CATALOGUE = Path(__file__).resolve().parent.parent / "builtin_configs"
+TRACE_SEED = "{trace.seed}"
+"""A plugin_args value that stands for the seed of the scenario's trace workload."""
 """kwokbench's own KubeSchedulerConfigurations (``scenarios/configs`` in a checkout is this folder)."""
 
 
@@ -120,6 +124,7 @@ class KubeScheduler(Scheduler):
 
     def check(self) -> None:
         resolve_config(self.setup.base, self.variant.config)
+        self.plugin_args()
         if self.native_gangs:
             release = self.setup.scenario.kubernetes_for(self.variant)
             where = f"scheduler {self.variant.name}: gangs: native"
@@ -137,6 +142,18 @@ class KubeScheduler(Scheduler):
             raise ScenarioError("--cluster reuses a cluster whose scheduler is already configured; a variant with an "
                                 "extender needs a fresh cluster (drop --cluster)")
 
+    def plugin_args(self) -> dict[str, dict[str, Any]]:
+        """The variant's plugin_args, each ``{trace.seed}`` the seed of the scenario's trace workload."""
+        args = self.variant.plugin_args
+        if not any(v == TRACE_SEED for a in args.values() for v in a.values()):
+            return args
+        seeds = sorted({w.trace.seed for w in self.setup.scenario.workloads if w.trace is not None})
+        if len(seeds) != 1:
+            has = f"trace workloads of seeds {', '.join(map(str, seeds))}" if seeds else "no trace workload"
+            raise ScenarioError(f"scheduler {self.variant.name}: plugin_args {TRACE_SEED} is the seed of the "
+                                f"scenario's trace workload, and it has {has}")
+        return {p: {k: seeds[0] if v == TRACE_SEED else v for k, v in a.items()} for p, a in args.items()}
+
     def addons(self) -> list[Base]:
         ext: ExtenderSpec | None = getattr(self.variant, "extender", None)
         return [Extender(ext)] if ext is not None and not self.setup.reused else []
@@ -146,7 +163,7 @@ class KubeScheduler(Scheduler):
         copts.scheduler_config = resolve_config(self.setup.base, self.variant.config)
         copts.extra_args = [*copts.extra_args, *[f"kube-scheduler={a}" for a in self.variant.extra_args]]
         if self.variant.plugin_args:
-            copts.scheduler_plugin_args = {**copts.scheduler_plugin_args, **self.variant.plugin_args}
+            copts.scheduler_plugin_args = {**copts.scheduler_plugin_args, **self.plugin_args()}
         if self.binary is not None:
             copts.scheduler_binary = self.binary
 
