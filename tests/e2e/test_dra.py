@@ -2,7 +2,8 @@
 kube-scheduler's DynamicResources plugin, pods moved to Running by kwok; no driver and no kubelet.
 
 One cluster (tests/e2e/data/dra/cluster.yaml: 100 nodes with 8 GPUs, one node with a shared GPU, one with a
-partitionable GPU) is brought up with `kwokbench up --scenario` and shared by the runs: the churn-then-fill run
+partitionable GPU) is brought up with `kwokbench up --scenario` and shared by the runs: a faulty scheduler that
+gives one GPU to every claim (its device reported given twice, the gate failing), the churn-then-fill run
 (set against scheduler_perf's DRA case, measured in-process first with `kwokbench ceiling --test-case`), the
 shared GPU, the partitions with a first-available claim, a capture of the cluster as they left it (replayed on a
 fresh cluster), and an invalid CEL selector on it. A refused claim on a fresh cluster checks that nothing is left
@@ -11,13 +12,16 @@ running.
 Time: 137 s here on 2026-11-26 (scheduler_perf's DRA case 73 s, building its test binary with warm Go caches
 included; bring-up 7 s; churn and fill, 1200 pods, 31 s; shared GPU 15 s; the invalid selector 5 s; the refused
 claim's fresh cluster 9 s); 168 s on 2026-11-27 with the partitions (~10 s) and the cluster's capture replayed
-on a fresh cluster (~30 s). Budget: 3 min.
+on a fresh cluster (~30 s); + ~30 s on 2026-11-28 for the faulty scheduler's proof (8 pods by kube-scheduler, the
+same 8 by a scheduler that gives one GPU to every claim, and the gate between them). Budget: 3.5 min.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -259,6 +263,35 @@ def test_the_claim_controller_shape_makes_a_claim_per_pod_and_frees_the_churns(d
     churn = claims[claims["workload"] == "churn"]
     assert len(churn) >= 20 and churn["released"].notna().sum() > 0  # gone 1 s after their pods ran
     assert (claims["pod"].astype(str) != "").all()  # each made for its pod, from the pod's template
+
+
+def test_a_device_given_to_every_claim_is_reported_and_fails_the_gate(dra_cluster: str, kwokctl: Kwokctl,
+                                                                     tmp_path: Path) -> None:
+    """A proof that the check sees what it claims (issue #53): a faulty scheduler (tests/support/double_booker.py,
+    run as an `external` scheduler) allocates one GPU to every claim. The run reports that device given twice,
+    with the claims that held it at once, and the gate against the same workload scheduled by kube-scheduler
+    fails on it."""
+    creds = kwokctl.info(CLUSTER).credentials()
+    small = ["--set", "workloads.0.count=4", "--set", "workloads.1.count=4",
+             "--set", "workloads.0.timeout_seconds=60", "--set", "workloads.1.timeout_seconds=60"]
+    asyncio.run(delete_labelled(creds, RUN_LABEL, wait_seconds=120))  # earlier runs' pods hold every GPU
+    good, _, good_path = _run(tmp_path / "good", *small)
+    assert good["claims"]["devices_given_twice"] == {}, good["claims"]
+    asyncio.run(delete_labelled(creds, RUN_LABEL, wait_seconds=120))
+    booker = (f"[{{name: booker, binary: external, scheduler_name: double-booker, command: [{sys.executable}, -P, "  # -P: not tests/support first on sys.path (its http.py)
+              f"{REPO / 'tests/support/double_booker.py'}, --kubeconfig, '{{kubeconfig}}', --scheduler-name, "
+              f"'{{scheduler_name}}', --driver, gpu.kwokbench.io]}}]")
+    bad, claims, bad_path = _run(tmp_path / "bad", *small, "--set", f"schedulers={booker}")
+    assert bad["pods_scheduled"] == 8, bad["pods_scheduled"]
+    twice = bad["claims"]["devices_given_twice"]
+    [(device, held)] = twice.items()
+    assert device.startswith("gpu.kwokbench.io/") and set(claims["devices"]) == {device}, (twice, claims)
+    assert held >= 4, twice  # the fill's four claims hold it at once to the end, the churn's four with them a while
+    gate = kwokbench("gate", "--baseline", str(good_path), "--candidate", str(bad_path), "--metric",
+                     "devices_given_twice:0")
+    assert gate.returncode == 1, gate.stdout + gate.stderr
+    assert re.search(r"devices_given_twice\s.*regression", gate.stdout), gate.stdout
+    asyncio.run(delete_labelled(creds, RUN_LABEL, wait_seconds=120))
 
 
 def test_an_invalid_cel_selector_is_the_apiservers_one_line(dra_cluster: str, tmp_path: Path) -> None:
