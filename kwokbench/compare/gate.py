@@ -113,14 +113,17 @@ def _devices_twice(summary: dict[str, Any]) -> float | None:
 
 
 def _overbooked(summary: dict[str, Any]) -> float | None:
-    """Capacity given beyond what there is: DRA counter sets overdrawn (``claims.counters``) and GPUs holding more
-    than one GPU's worth by a GPU-aware scheduler's own records (``gpu_choices``, at the end of the run); None when
-    the run has neither record."""
+    """Capacity given beyond what there is: DRA counter sets overdrawn (``claims.counters``), GPUs holding more
+    than one GPU's worth by a GPU-aware scheduler's own records (``gpu_choices``, at the end of the run), and nodes
+    whose bound pods held more than their allocatable at some moment (``allocation.overbooked``); None when the run
+    has none of these records."""
     counters = (summary.get("claims") or {}).get("counters")
     gpus = summary.get("gpu_choices")
-    if counters is None and gpus is None:
+    nodes = (summary.get("allocation") or {}).get("overbooked")
+    if counters is None and gpus is None and nodes is None:
         return None
-    return float(len((counters or {}).get("overcommitted") or {}) + int((gpus or {}).get("overcommitted_gpus") or 0))
+    return float(len((counters or {}).get("overcommitted") or {}) + int((gpus or {}).get("overcommitted_gpus") or 0)
+                 + int((nodes or {}).get("nodes") or 0))
 
 
 METRICS: dict[str, Metric] = {m.name: m for m in [
@@ -147,8 +150,8 @@ METRICS: dict[str, Metric] = {m.name: m for m in [
            _devices_twice, worst_run=True),
     Metric("bound_unallocated", "pods bound with a DRA claim never allocated (worst run; any is a regression)",
            False, _path("claims", "bound_unallocated"), worst_run=True),
-    Metric("overbooked", "counter sets overdrawn and GPUs given beyond one GPU's worth (worst run; any is a "
-           "regression)", False, _overbooked, worst_run=True),
+    Metric("overbooked", "counter sets overdrawn, GPUs given beyond one GPU's worth and nodes given beyond their "
+           "allocatable at some moment (worst run; any is a regression)", False, _overbooked, worst_run=True),
     Metric("gpu_allocation", "share of the cluster's GPUs allocated at the end of the run", True,
            _path("allocation", "final", "gpu")),
     Metric("cpu_allocation", "share of the cluster's CPU allocated at the end of the run", True,

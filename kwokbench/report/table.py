@@ -246,6 +246,12 @@ def allocation_rows(a: dict[str, Any] | None) -> list[list[str]]:
         rows.append(["GPUs free but useless to every pending pod: mean / peak / end (of capacity)",
                      f"{_f(frag.get('mean_gpus'), '', 1)} / {_f(frag.get('peak_gpus'), '', 1)} / "
                      f"{_f(frag.get('final_gpus'), '', 1)} of {a['gpu_capacity']:g}"])
+    if (over := a.get("overbooked") or {}).get("nodes"):
+        worst = over.get("worst") or [{}]
+        rows.append(["nodes given beyond their allocatable at some moment (overbooked)",
+                     f"{over['nodes']} ({', '.join(f'{k} {v}' for k, v in (over.get('by_resource') or {}).items())}); "
+                     f"worst {worst[0].get('node')}: {worst[0].get('resource')} {worst[0].get('held'):g} held of "
+                     f"{worst[0].get('allocatable'):g}"])
     pend = a.get("pending") or {}
     rows.append(["pods waiting for a node: peak / at the end; pods deleted (lifetimes)",
                  f"{_f(pend.get('peak'), '', 0)} / {_f(pend.get('final'), '', 0)}; {a.get('deleted', 0)}"])

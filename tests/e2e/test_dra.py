@@ -278,7 +278,8 @@ def test_a_device_given_to_every_claim_is_reported_and_fails_the_gate(dra_cluste
     good, _, good_path = _run(tmp_path / "good", *small)
     assert good["claims"]["devices_given_twice"] == {}, good["claims"]
     asyncio.run(delete_labelled(creds, RUN_LABEL, wait_seconds=120))
-    booker = (f"[{{name: booker, binary: external, scheduler_name: double-booker, command: [{sys.executable}, -P, "  # -P: not tests/support first on sys.path (its http.py)
+    # -P: the script's folder not first on sys.path (tests/support/http.py would shadow the standard library's)
+    booker = (f"[{{name: booker, binary: external, scheduler_name: double-booker, command: [{sys.executable}, -P, "
               f"{REPO / 'tests/support/double_booker.py'}, --kubeconfig, '{{kubeconfig}}', --scheduler-name, "
               f"'{{scheduler_name}}', --driver, gpu.kwokbench.io]}}]")
     bad, claims, bad_path = _run(tmp_path / "bad", *small, "--set", f"schedulers={booker}")

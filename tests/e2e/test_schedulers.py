@@ -85,6 +85,10 @@ def test_two_schedulers_on_one_cluster_overcommit_nodes(tmp_path: Path) -> None:
     assert over["nodes"] > 0, over
     assert sum(over["pushed_over_by"].values()) == over["nodes"]
     assert over["fill_curve"][-1]["overcommitted_nodes"] == over["nodes"]
+    # the check over time (issue #53: any moment, from each pod's binding to its end) sees the same nodes, and the
+    # gate's `overbooked` counts them (pods never leave here, so at the end and at any moment agree)
+    assert s["allocation"]["overbooked"]["nodes"] == over["nodes"], s["allocation"]["overbooked"]
+    assert s["allocation"]["overbooked"]["by_resource"] == {"cpu": over["nodes"]}
     assert not _gone([p["pid"] for p in run.meta["schedulers"]])
     # the cluster's kube-scheduler flag reaches both schedulers kwokbench started, each variant's only its own
     lines = run.meta["command_lines"]
@@ -100,6 +104,7 @@ def test_two_schedulers_on_one_cluster_overcommit_nodes(tmp_path: Path) -> None:
     single = _only_run(tmp_path / "one" / "two-schedulers")
     assert single.summary is not None and single.summary["pods_scheduled"] == 200
     assert single.summary["placement"]["overcommit"]["nodes"] == 0
+    assert single.summary["allocation"]["overbooked"]["nodes"] == 0
     # kwokctl's own kube-scheduler: the cluster's flag, then the variant's (the last --v wins), as run; recorded
     argv = single.meta["command_lines"]["kube-scheduler"]
     assert argv.index("--v=3") < argv.index("--v=4") and GATE in argv, argv
