@@ -89,6 +89,9 @@ class RunOptions:
     repeat: int = 1
     """Runs per variant, each on a fresh cluster; variants are interleaved (A B A B…) so drift of
     the machine over time does not favour one of them."""
+    first_repeat: int = 0
+    """The number of the first repeat: runs that add pairs to earlier ones (a sequential gate) go on alternating
+    which variant starts first, and a duet's sides go on swapping."""
     shard: Shard | None = None
     """Only this shard's repeats (every variant of a repeat together, :func:`kwokbench.shard.shard_cells`);
     recorded in each run's ``meta.json`` so ``merge`` can join the shards."""
@@ -199,7 +202,9 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
                      k.toolchain, rep)
     group = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     results = []
-    repeats = shard_cells(range(opts.repeat), opts.shard) if opts.shard else list(range(opts.repeat))
+    of = opts.first_repeat + opts.repeat
+    every = range(opts.first_repeat, of)
+    repeats = shard_cells(every, opts.shard) if opts.shard else list(every)
     if scenario.concurrent_schedulers:
         together = SchedulerSpec(name=TOGETHER)
         for i in repeats:
@@ -207,17 +212,17 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
             if record is not None and opts.duet_of:
                 record["variant"] = opts.duet_of
             results.append(run_variant(sc, base, together, opts, rep, k, group={
-                "id": group, "repeat": i, "of": opts.repeat, **({"duet": record} if record else {})}))
+                "id": group, "repeat": i, "of": of, **({"duet": record} if record else {})}))
             if opts.on_stored:
                 opts.on_stored(results[-1])
         return results
     if scenario.duet:  # of two clusters: the variants differ in the control plane
         for i in repeats:
             order = variants if i % 2 == 0 else variants[::-1]
-            rep.heading(f"repeat {i + 1}/{opts.repeat}: {' and '.join(v.name for v in order)} at once, each on its "
+            rep.heading(f"repeat {i + 1}/{of}: {' and '.join(v.name for v in order)} at once, each on its "
                         "own cluster")
             sides = together_in_clusters(scenario, base, order, opts, rep, k,
-                                         {"id": group, "repeat": i, "of": opts.repeat, "simultaneous": True})
+                                         {"id": group, "repeat": i, "of": of, "simultaneous": True})
             for v in variants:
                 if opts.on_stored:
                     opts.on_stored(sides[v.name])
@@ -229,9 +234,9 @@ def run_scenario(scenario: Scenario, scenario_path: Path, opts: RunOptions,
         done: dict[str, VariantRun] = {}
         for position, v in enumerate(variants if i % 2 == 0 else variants[::-1]):
             if opts.repeat > 1:
-                rep.heading(f"repeat {i + 1}/{opts.repeat}, variant {v.name}")
+                rep.heading(f"repeat {i + 1}/{of}, variant {v.name}")
             done[v.name] = run_variant(scenario, base, v, opts, rep, k, multi=len(variants) > 1,
-                                       group={"id": group, "repeat": i, "of": opts.repeat, "position": position})
+                                       group={"id": group, "repeat": i, "of": of, "position": position})
             if opts.on_stored:
                 opts.on_stored(done[v.name])
         results.extend(done[v.name] for v in variants)

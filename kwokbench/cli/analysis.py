@@ -115,6 +115,9 @@ def gate_cmd(
                                          "$GITHUB_STEP_SUMMARY, and annotate each regression (error) and "
                                          "inconclusive metric (warning).")] = False,
     junit: Annotated[Path | None, typer.Option(help="Write JUnit XML here.")] = None,
+    looks: Annotated[int, typer.Option(min=1, max=100, help="This gate is one of N planned looks at growing runs "
+                                       "(pairs added until it decides, as the GitHub Action does): each test is "
+                                       "made at 0.05/N, so the sequence's false alarms stay within 0.05.")] = 1,
 ) -> None:
     """Compare candidate runs with baseline runs: exit 0 pass, 1 regression, 3 inconclusive, 2 bad input.
     Both sides holding the same scheduler variants, none chosen: each variant is gated against itself."""
@@ -125,7 +128,9 @@ def gate_cmd(
     from kwokbench.report.render import junit as junit_xml
 
     base, cand = _load(baseline), _load(candidate)
-    result = gate(base, cand, metric or [], baseline_variant, candidate_variant)
+    result = gate(base, cand, metric or [], baseline_variant, candidate_variant, looks)
+    if looks > 1:
+        result.notes.append(f"one of {looks} planned looks: each test at {0.05 / looks:.3g}")
     show_verdicts("kwokbench gate", *gate_rows(result), result.notes, result.warnings)
     if junit:
         junit.write_text(junit_xml(result))

@@ -102,6 +102,9 @@ def run_cmd(
     scrape_interval: Annotated[float, typer.Option(min=0, help="Seconds between /metrics scrapes (0: off).")] = 1.0,
     repeat: Annotated[int, typer.Option(min=1, max=100, help="Runs per variant (fresh cluster each, "
                                         "variants interleaved).")] = 1,
+    first_repeat: Annotated[int, typer.Option(min=0, max=10000, help="Number the repeats from this one: runs that "
+                                              "add pairs to earlier ones go on alternating which variant starts "
+                                              "first (and a duet's sides go on swapping).")] = 0,
     profile: Annotated[list[str] | None, typer.Option(help="Save a pprof CPU profile of this component over the "
                                                       "first phase: scheduler, apiserver, controller-manager "
                                                       "(repeatable).")] = None,
@@ -154,6 +157,7 @@ def run_cmd(
     _end_cleanly_on_signals()
     opts = RunOptions(out=out, cluster=cluster, keep_cluster=keep_cluster, submit_workers=submit_workers,
                       variants=variant or [], scrape_interval=scrape_interval, repeat=repeat,
+                      first_repeat=first_repeat,
                       profile=components(profile or []), shard=part,
                       commit=commit, ref=ref, on_stored=on_stored)
     if duets:

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kwokbench import scheduler_kinds
-from kwokbench.compare.stats import Comparison, compare, compare_worst, inconclusive
+from kwokbench.compare.stats import ALPHA, Comparison, compare, compare_worst, inconclusive
 from kwokbench.errors import ScenarioError
 from kwokbench.figures.acceptance import ACCEPTED_MIN
 from kwokbench.store import StoredRun
@@ -263,7 +263,7 @@ def _pods_scheduled(run: StoredRun) -> int | None:
 
 
 def compare_metric(metric: Metric, max_regression: float, baseline: list[StoredRun],
-                   candidate: list[StoredRun]) -> Comparison:
+                   candidate: list[StoredRun], alpha: float = ALPHA) -> Comparison:
     """One metric of the complete runs that report it, paired when the runs pair."""
     b = [r for r in baseline if value(r, metric) is not None]
     c = [r for r in candidate if value(r, metric) is not None]
@@ -280,8 +280,8 @@ def compare_metric(metric: Metric, max_regression: float, baseline: list[StoredR
                             noise_floor=metric.noise_floor, paired=pairs is not None,
                             reason=f"{metric.name} needs >= {metric.min_pods} pods scheduled per run{why}; "
                                    f"runs with fewer: {', '.join(short)}")
-    return compare(metric.name, bv, cv, metric.higher_is_better, max_regression, paired=pairs is not None,
-                   noise_floor=metric.noise_floor)
+    return compare(metric.name, bv, cv, metric.higher_is_better, max_regression, alpha=alpha,
+                   paired=pairs is not None, noise_floor=metric.noise_floor)
 
 
 @dataclass(frozen=True)
@@ -550,7 +550,7 @@ def duet_variants(runs: list[StoredRun]) -> dict[str, list[StoredRun]]:
 
 
 def gate_duet(runs: list[StoredRun], specs: list[str], baseline_variant: str | None = None,
-              candidate_variant: str | None = None) -> GateResult:
+              candidate_variant: str | None = None, looks: int = 1) -> GateResult:
     """The candidate side of duet runs against their baseline side, each run a pair: both sides ran at the same
     instants on one host, so what slowed the host slowed both and the pair's ratio keeps the variant's effect.
     The sides are the scenario's first and second variants unless named. No noise floor applies (the floors were
@@ -583,7 +583,7 @@ def gate_duet(runs: list[StoredRun], specs: list[str], baseline_variant: str | N
                  and (c := figure(r, cand_side, key)) is not None]
         bv, cv = [b for b, _ in pairs], [c for _, c in pairs]
         comps.append(compare_worst(m.name, bv, cv) if m.worst_run else
-                     compare(m.name, bv, cv, m.higher_is_better, allowed, paired=True))
+                     compare(m.name, bv, cv, m.higher_is_better, allowed, alpha=ALPHA / looks, paired=True))
     warnings = [*comparability(done), *timed_out_warnings(done)]
     warnings += [f"{r.label}: {n}" for r in done for n in (r.summary or {})["duet"].get("notes") or []]
     warnings += [f"{x.metric}: noisy ({x.noise})" for x in comps if x.noisy]
@@ -594,24 +594,29 @@ def gate_duet(runs: list[StoredRun], specs: list[str], baseline_variant: str | N
 
 
 def gate(baseline: list[StoredRun], candidate: list[StoredRun], specs: list[str],
-         baseline_variant: str | None = None, candidate_variant: str | None = None) -> GateResult:
+         baseline_variant: str | None = None, candidate_variant: str | None = None, looks: int = 1) -> GateResult:
     """The candidate runs gated against the baseline runs. When both sides hold the same two or more scheduler
     variants and none is chosen (a plugin beside the stock scheduler, base against head), each variant is gated
     against itself, its metrics named ``metric [variant]``: pooling them would compare a mix, and a slowed
     plugin would hide behind the stock scheduler's runs. Duet runs given as both baseline and candidate are gated
-    side against side (:func:`gate_duet`)."""
+    side against side (:func:`gate_duet`). ``looks``: this gate is one of that many planned looks at growing runs
+    (a sequential gate: pairs added until it decides), so each test is made at alpha / looks and the whole
+    sequence's false alarms stay within alpha (Bonferroni; :func:`kwokbench.compare.stats.simulate_sequential`
+    measures the real rates)."""
+    if looks < 1:
+        raise ScenarioError(f"--looks {looks}: expected the number of planned looks, 1 or more")
     same = {r.path for r in baseline} == {r.path for r in candidate}
     if same and baseline_variant is None and candidate_variant is None and (sides := simultaneous_sides(baseline)):
         baseline_variant, candidate_variant = sides  # a duet of two clusters: its second variant against its first
     if is_duet(baseline) and same:
         of = duet_variants(baseline)
         if len(of) > 1 and baseline_variant is None and candidate_variant is None:
-            return _each_variant([(v, gate_duet(runs, specs)) for v, runs in of.items()])
-        return gate_duet(baseline, specs, baseline_variant, candidate_variant)
+            return _each_variant([(v, gate_duet(runs, specs, looks=looks)) for v, runs in of.items()])
+        return gate_duet(baseline, specs, baseline_variant, candidate_variant, looks)
     if baseline_variant is None and candidate_variant is None:
         names = sorted({variant_name(r) for r in baseline})
         if len(names) > 1 and set(names) == {variant_name(r) for r in candidate}:
-            return _each_variant([(v, gate(baseline, candidate, specs, v, v)) for v in names])
+            return _each_variant([(v, gate(baseline, candidate, specs, v, v, looks)) for v in names])
     baseline = select_variant(baseline, baseline_variant, "--baseline-variant")
     candidate = select_variant(candidate, candidate_variant, "--candidate-variant")
     if not baseline or not candidate:
@@ -619,7 +624,8 @@ def gate(baseline: list[StoredRun], candidate: list[StoredRun], specs: list[str]
     _refuse_overlap(baseline, candidate)
     gates = gates_of(specs, candidate)
     b, c = _complete(baseline), _complete(candidate)
-    comps = host_explains([compare_metric(m, max_reg, baseline, candidate) for m, max_reg in gates], b, c)
+    comps = host_explains([compare_metric(m, max_reg, baseline, candidate, ALPHA / looks) for m, max_reg in gates],
+                          b, c)
     warnings = [*comparability(baseline + candidate), *timed_out_warnings(b + c), *host_warnings(b, c),
                 *load_warnings(b, c)]
     warnings += [f"{x.metric}: noisy ({x.noise})" for x in comps if x.noisy]

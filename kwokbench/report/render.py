@@ -103,7 +103,7 @@ def gate_markdown(result: GateResult, title: str = "kwokbench gate") -> str:
     icon = {"pass": "✅", "regression": "❌", "inconclusive": "⚠️"}
     verdict = {0: "pass", 1: "regression", 3: "inconclusive"}[result.exit_code]
     out = [f"## {title}: {icon[verdict]} {verdict}", "",
-           "| metric | base (median) | head (median) | change (90% CI) | verdict | min. detectable | detail |",
+           "| metric | base (median) | head (median) | change (interval tested) | verdict | min. detectable | detail |",
            "|---|---|---|---|---|---|---|"]
     out += ["| " + " | ".join(x.replace("|", "\\|") for x in (
         c.metric, _median(c.baseline), _median(c.candidate), _change(c), f"{icon[c.verdict]} {c.verdict}",

@@ -120,7 +120,7 @@ def test_the_pull_request_that_adds_the_gate_runs_on_its_base(repo: dict[str, st
     assert not [a for a in res.annotations if a.startswith("::error")]
     assert (out / "report" / "report.html").is_file() and (out / "gate.xml").is_file()
     # asked to, the same inconclusive verdict fails the job: its last step re-run on the same runs
-    assert "_Runs: base and head interleaved in " in res.summary
+    assert "_Runs: base and head interleaved, 1 pairs, in " in res.summary
     again = _action(repo, tmp_path, "gate", "plugin", only={"report and gate"}, repeat="1", variant="plugin",
                     duet="false", **{"fail-on-inconclusive": "true"})
     assert again.steps == ["report and gate"] and again.code == 3, again.log
@@ -128,9 +128,9 @@ def test_the_pull_request_that_adds_the_gate_runs_on_its_base(repo: dict[str, st
 
 @pytest.mark.quiet_host
 def test_a_modestly_slower_score_plugin_fails_the_pull_request(repo: dict[str, str], tmp_path: Path) -> None:
-    """The pull request's Score spins 10 µs per node (about +30% of the plugin's scheduler CPU per pod, where the
+    """The pull request's Score spins 10 µs per node (about +60% of the plugin's scheduler CPU per pod, where the
     action needed a ~6× slowdown to fail before duets): by default each variant runs as a duet, base against head
-    at the same time on one control plane, and three duets decide it. The stock variant, identical on both sides,
+    at the same time on one control plane, and the first look of the sequential gate (three duets) decides it. The stock variant, identical on both sides,
     is the A/A beside it. Alone on the host (quiet_host) all the same: its time is the suite's."""
     res = _action(repo, tmp_path, "slow", "gate", repeat="3")
     assert res.code == 1, res.log
@@ -145,7 +145,9 @@ def test_a_modestly_slower_score_plugin_fails_the_pull_request(repo: dict[str, s
     # what a pass would have been worth, and what the job cost
     assert "**Smallest change these runs could detect**" in res.summary and "scheduler_cpu_per_pod [plugin] " in \
         res.summary
-    assert "_Runs: duets, base against head at the same time in " in res.summary, res.summary
+    assert "_Runs: duets, base against head at the same time, 3 pairs, in " in res.summary, res.summary
+    # a sequential gate: its first look (3 pairs of the planned 3, 4, 7, 10, 12) decided, each test at 0.05/5
+    assert "stopped after 3 pairs: decided" in res.log and "one of 5 planned looks: each test at 0.01" in res.summary
     # three duets of each variant, each run both sides: the base built and ran its own (faster) plugin
     out = _out(repo, tmp_path) / "runs"
     assert not (out / "base").exists() and not (out / "head").exists()
@@ -189,3 +191,7 @@ def test_bad_inputs_stop_before_anything_runs(repo: dict[str, str], tmp_path: Pa
     for bad in ("0", "x", "101"):
         res = _action(repo, tmp_path, "gate", "plugin", repeat=bad)
         assert res.code == 2 and f"repeat must be a whole number from 1 to 100, got '{bad}'" in res.log
+    res = _action(repo, tmp_path, "gate", "plugin", **{"max-repeat": "200"})
+    assert res.code == 2 and "max-repeat must be a whole number up to 100, got '200'" in res.log
+    res = _action(repo, tmp_path, "gate", "plugin", **{"budget-minutes": "0"})
+    assert res.code == 2 and "budget-minutes must be a whole number from 1 to 300, got '0'" in res.log
