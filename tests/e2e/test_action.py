@@ -130,8 +130,9 @@ def test_the_pull_request_that_adds_the_gate_runs_on_its_base(repo: dict[str, st
 def test_a_modestly_slower_score_plugin_fails_the_pull_request(repo: dict[str, str], tmp_path: Path) -> None:
     """The pull request's Score spins 10 µs per node (about +60% of the plugin's scheduler CPU per pod, where the
     action needed a ~6× slowdown to fail before duets): by default each variant runs as a duet, base against head
-    at the same time on one control plane, and the first look of the sequential gate (three duets) decides it. The stock variant, identical on both sides,
-    is the A/A beside it. Alone on the host (quiet_host) all the same: its time is the suite's."""
+    at the same time on one control plane, and the first look of the sequential gate (three duets) decides it. The
+    stock variant, identical on both sides, is the A/A beside it. Alone on the host (quiet_host) all the same: its
+    time is the suite's."""
     res = _action(repo, tmp_path, "slow", "gate", repeat="3")
     assert res.code == 1, res.log
     table = {row.split("|")[1].strip(): row for row in res.summary.splitlines() if row.startswith("| ")}
