@@ -299,15 +299,17 @@ def _side(answers: Any, scenario: Scenario, base: Path, v: SchedulerSpec, opts: 
           k: Kwokctl, group: dict[str, Any]) -> None:
     """One side of :func:`together_in_clusters`, in its own process: the run, then its answer (run directory,
     status, error)."""
+    # a side that stops early breaks the barrier, so one still waiting for it stops too; a side that succeeded does
+    # not (every side passed every barrier with it; breaking it then could fail a side released but not yet woken)
     try:
         r = run_variant(scenario, base, v, opts, rep, k, multi=True, group=group)
         answers.put((v.name, str(r.path), r.status, None))
     except KeyboardInterrupt:
+        opts.together.abort()
         answers.put((v.name, None, "interrupted", "interrupted"))
     except Exception as e:
+        opts.together.abort()
         answers.put((v.name, None, "failed", str(e) if isinstance(e, KwokbenchError) else f"{type(e).__name__}: {e}"))
-    finally:
-        opts.together.abort()  # a side still waiting for this one stops (after a success none is waiting)
 
 
 def _phase_together(opts: RunOptions, phase: str, rep: Reporter) -> None:
