@@ -18,6 +18,7 @@ the action's pip install of kwokbench ~50 s, once per module). Budget: 5 min.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -130,7 +131,7 @@ def test_the_pull_request_that_adds_the_gate_runs_on_its_base(repo: dict[str, st
 def test_a_modestly_slower_score_plugin_fails_the_pull_request(repo: dict[str, str], tmp_path: Path) -> None:
     """The pull request's Score spins 10 µs per node (about +60% of the plugin's scheduler CPU per pod, where the
     action needed a ~6× slowdown to fail before duets): by default each variant runs as a duet, base against head
-    at the same time on one control plane, and the first look of the sequential gate (three duets) decides it. The
+    at the same time on one control plane, and an early look of the sequential gate (3 or 4 duets) decides it. The
     stock variant, identical on both sides, is the A/A beside it. Alone on the host (quiet_host) all the same: its
     time is the suite's."""
     res = _action(repo, tmp_path, "slow", "gate", repeat="3")
@@ -146,14 +147,17 @@ def test_a_modestly_slower_score_plugin_fails_the_pull_request(repo: dict[str, s
     # what a pass would have been worth, and what the job cost
     assert "**Smallest change these runs could detect**" in res.summary and "scheduler_cpu_per_pod [plugin] " in \
         res.summary
-    assert "_Runs: duets, base against head at the same time, 3 pairs, in " in res.summary, res.summary
-    # a sequential gate: its first look (3 pairs of the planned 3, 4, 7, 10, 12) decided, each test at 0.05/5
-    assert "stopped after 3 pairs: decided" in res.log and "one of 5 planned looks: each test at 0.01" in res.summary
+    # a sequential gate: looks at 3, 4, 7, 10, 12 pairs, each test at 0.05/5, stopped at the first that decided
+    # (here the first, 3 pairs; once in a full make test the second, 4, the plugin's pair ratios spreading more)
+    [pairs] = re.findall(r"stopped after (\d+) pairs: decided", res.log)
+    assert pairs in ("3", "4", "7"), res.log
+    assert f"_Runs: duets, base against head at the same time, {pairs} pairs, in " in res.summary, res.summary
+    assert "one of 5 planned looks: each test at 0.01" in res.summary
     # three duets of each variant, each run both sides: the base built and ran its own (faster) plugin
     out = _out(repo, tmp_path) / "runs"
     assert not (out / "base").exists() and not (out / "head").exists()
     duets = [load_run(p).summary["duet"] for p in find_runs([out / "duet"])]
-    assert sorted(d["variant"] for d in duets) == ["plugin"] * 3 + ["stock"] * 3, duets
+    assert sorted(d["variant"] for d in duets) == ["plugin"] * int(pairs) + ["stock"] * int(pairs), duets
     ratios = [d["ratios"]["cpu_per_pod"] for d in duets if d["variant"] == "plugin"]
     assert min(ratios) > 1.1, ratios
 
