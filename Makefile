@@ -72,9 +72,10 @@ TEST_WORKERS ?= 2
 # 613 packages) instead of compiling them again
 PLUGIN_GO := GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS='-mod=mod -trimpath -gcflags=all=-dwarf=false'
 test: prebuild lint-workflows tools system-deps
-	$(BIN)/ruff check kwokbench tests benchmarks
+	$(BIN)/ruff check kwokbench tests benchmarks docs
 	$(BIN)/mypy
 	$(BIN)/mypy benchmarks
+	$(BIN)/mypy --strict docs/figures.py
 	cd plugins/gpufilter && $(PLUGIN_GO) go vet ./... && $(PLUGIN_GO) go test ./...
 	cd plugins/costscore && $(PLUGIN_GO) go vet ./... && $(PLUGIN_GO) go test ./...
 	cd plugins/wasm/guest && GOTOOLCHAIN=local go vet ./... && GOOS=wasip1 GOARCH=wasm GOTOOLCHAIN=local go vet ./... && GOTOOLCHAIN=local go test ./...

@@ -23,12 +23,19 @@ from pathlib import Path
 
 import pytest
 
+from docs import figures
 from kwokbench.cli import docs_gen
 from kwokbench.scenario import load_scenario
 from tests.support.traces import HAVE_ALIBABA
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
+
+
+def _page(path: Path) -> str:
+    """A page as the site shows it: its stored figures filled in (docs/figures.py) where it opts in."""
+    text = path.read_text()
+    return figures.render(text) if text.startswith("---\nrender_macros: true\n") else text
 REGENERATE = f"`{docs_gen.REGENERATE}` (python -m kwokbench.cli.docs_gen)"
 
 
@@ -190,6 +197,19 @@ def test_the_catalogue_lists_every_scenario_with_its_size() -> None:
         assert first == want, f"docs/scenarios.md, {name}: nodes, objects, variants {first}, the file has {want}"
 
 
+_RUN_TIME = re.compile(r"(?i)\bruns in\b|\bfinishes\b[^.]*\bminutes?\b|\babout \d+(\s*[–-]\s*\d+)? min|"
+                       r"\b\d+\s*[–-]\s*\d+ min\b|\b\d+ min (a|per) variant")
+
+
+def test_only_the_catalogue_says_how_long_a_scenario_runs() -> None:
+    """A run time is a measured figure: the catalogue's *runs* column holds it, beside the results it came from. A
+    scenario's description that says it too drifts (batch-schedulers.yaml said 10 minutes, its results 4.6)."""
+    said = [f"{p.name}: {m.group()!r}" for p in sorted((ROOT / "scenarios").glob("*.yaml"))
+            if (m := _RUN_TIME.search(load_scenario(p).description or ""))]
+    assert not said, f"run times belong in docs/scenarios.md's runs column: {said}"
+    assert _RUN_TIME.search("Runs in about 10 minutes at 1000 nodes.") and _RUN_TIME.search("3-6 min per variant")
+
+
 def _keys(module: Path, function: str, names: tuple[str, ...]) -> set[str]:
     """String keys a function stores into the named dicts (``summary["x"] = …``, ``out = {"x": …}``) or returns as
     a dict literal."""
@@ -249,12 +269,12 @@ def test_a_figure_quoted_beside_a_link_to_its_results_page_is_that_pages_figure(
     must stand on that page: the results page is its one source, and a copy that drifted from it fails here."""
     stale = []
     for page in [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]:
-        for quote in _quotes(page.read_text()):
+        for quote in _quotes(_page(page)):
             sources = [(page.parent / m.group(1)).resolve() for m in _RESULTS_LINK.finditer(quote)]
             sources = [s for s in sources if s.is_file() and s != page.resolve()]
             if not sources:
                 continue
-            text = " ".join(s.read_text() for s in sources)
+            text = " ".join(_page(s) for s in sources)
             stale += [f"{page.relative_to(ROOT)}: {n} is not on {', '.join(s.name for s in sources)}"
                       for n in sorted(set(_MEASURED.findall(quote))) if n not in text]
     assert not stale, "\n".join(stale)
@@ -264,7 +284,7 @@ def test_a_figure_quoted_beside_a_link_to_its_results_page_is_that_pages_figure(
 def test_every_section_with_measured_figures_says_when(page: Path) -> None:
     """A measured figure is dated: each section of a results page that quotes one (a number with a decimal point)
     names the date it was measured or written down, so a reader can tell an old figure from a new one."""
-    undated = [section.splitlines()[0] for section in re.split(r"\n(?=#{1,2} )", page.read_text())
+    undated = [section.splitlines()[0] for section in re.split(r"\n(?=#{1,2} )", _page(page))
                if not section.startswith("## Measure it again") and _MEASURED.search(section)
                and not re.search(r"\b20\d\d-\d\d-\d\d\b", section)]
     assert not undated, f"{page.name}: sections with figures but no date: {undated}"
@@ -275,7 +295,7 @@ def test_every_section_with_a_scheduling_rate_sets_it_against_a_ceiling(page: Pa
     """A rate of pods scheduled means little on its own on a shared 2-core host: each section of a results page
     that quotes one (pods/s) says what it is against this host's in-process ceiling (a ratio, or the ceiling it
     was measured beside)."""
-    bare = [section.splitlines()[0] for section in re.split(r"\n(?=#{1,2} )", page.read_text())
+    bare = [section.splitlines()[0] for section in re.split(r"\n(?=#{1,2} )", _page(page))
             if not section.startswith("## Measure it again") and re.search(r"\d pods/s", section)
             and not re.search(r"ceiling", section, flags=re.I)]
     assert not bare, f"{page.name}: sections with pods/s but no ceiling: {bare}"
@@ -390,3 +410,79 @@ def test_commands_in_the_docs_run_from_a_clone() -> None:
                                                                                          line):
                 bad.append(f"{page.relative_to(ROOT)}:{n}: {line.strip()[:100]}")
     assert not bad, "\n".join(bad)
+
+
+# ---- the stored figures (docs/results/data, docs/figures.py) ---------------------------------------------------------
+
+
+def test_every_stored_figure_says_where_it_came_from(example_env: dict[str, str]) -> None:
+    """Each run of a stored figure names its value, date, command and commit (loading refuses one that does not); the
+    command is kwokbench's or a benchmark's with options they have, and the commit is one of this repository's."""
+    import shlex
+
+    stored = figures.figures()
+    assert stored, "no stored figures"
+    commits = subprocess.run(["git", "rev-list", "--all"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    shallow = len(commits) < 50  # a shallow CI clone holds too little history to find the older commits in
+    checked: dict[str, str] = {}
+    for fig in stored.values():
+        for run in fig.runs:
+            assert shallow or any(c.startswith(str(run["commit"])) for c in commits), (fig.key, run["commit"])
+            cmd = shlex.split(str(run["command"]))
+            argv = ([sys.executable, "-m", "kwokbench", cmd[1]] if cmd[0] == "kwokbench"
+                    else [sys.executable, str(ROOT / cmd[1])] if cmd[0] == ".venv/bin/python" else [])
+            assert argv, f"{fig.key}: {run['command']}: neither kwokbench nor a benchmark"
+            shown = checked.setdefault(" ".join(argv), _help(argv, example_env))
+            unknown = [f for f in _flags(cmd) if not re.search(re.escape(f) + r"(?![\w-])", shown)]
+            assert not unknown, f"{fig.key}: {run['command']}: options {unknown} are not in its --help"
+
+
+def test_a_figure_no_data_holds_fails_the_build() -> None:
+    """The build renders figures strictly: a name the data lacks, a run it does not hold, or an unknown macro is an
+    error that fails `mkdocs build` (mkdocs.yml: on_undefined strict, on_error_fail), never an empty cell."""
+    import jinja2
+    import yaml
+
+    with pytest.raises(figures.FigureError, match=r"no stored figure 'ceilings\.nope'"):
+        figures.render('{{ fig("ceilings.nope") }}')
+    with pytest.raises(figures.FigureError, match="has no run 2001-01-01"):
+        figures.render('{{ fig("ceilings.dra_100nodes@2001-01-01") }}')
+    with pytest.raises(jinja2.UndefinedError):
+        figures.render("{{ ceiling_of_today }}")
+    macros = next(p["macros"] for p in yaml.safe_load((ROOT / "mkdocs.yml").read_text())["plugins"]
+                  if isinstance(p, dict) and "macros" in p)
+    assert macros["on_undefined"] == "strict" and macros["on_error_fail"] is True, macros
+    one = next(iter(figures.figures().values()))
+    several = next(f for f in figures.figures().values() if len(f.runs) > 1)
+    assert figures.fig(one.key + "@" + str(one.runs[0].get("id", one.runs[0]["date"]))).startswith(
+        one.text(float(one.runs[0]["value"])))
+    assert f"median of {len(several.runs)} runs" in figures.fig(several.key)
+
+
+
+
+def test_no_page_types_a_stored_figure_by_hand() -> None:
+    """A stored figure is quoted from its data everywhere in the manual (``{{ fig(...) }}``), never copied: a copy
+    is how one ceiling came to read 55.4 pods/s on four pages and 86.0 on a fifth. (The README, which GitHub shows
+    unrendered, quotes results pages beside a link to them, which the test above holds to those pages.)"""
+    typed = {fig.text(float(run["value"])): fig.key for fig in figures.figures().values() for run in fig.runs}
+    pattern = re.compile(r"(?<![\w.])(" + "|".join(re.escape(t) for t in sorted(typed, key=len, reverse=True)) + ")")
+    copies = [f"{p.relative_to(ROOT)}:{n}: {m.group(1)} is {typed[m.group(1)]}: quote it with {{{{ fig(...) }}}}"
+              for p in sorted(DOCS.rglob("*.md")) if p.parent.name != "development"
+              for n, line in enumerate(p.read_text().splitlines(), 1) for m in pattern.finditer(line)]
+    assert not copies, "\n".join(copies)
+
+
+def test_one_name_for_each_skew_rule() -> None:
+    """A scheduler's client-library skew is judged by two rules, each named one way: Kubernetes' skew policy (one minor)
+    and kwokbench's limit (toolchain/versions.MAX_SKEW, stated where the guide defines it). "The skew policy" alone,
+    or a third rule, is how three readings came to be quoted."""
+    from kwokbench.toolchain.versions import MAX_SKEW
+
+    loose = [f"{p.relative_to(ROOT)}:{n}" for p in [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
+             for n, line in enumerate(p.read_text().splitlines(), 1)
+             if re.search(r"(?<!Kubernetes' )skew policy|skew (kwokbench|it) allows", line)]
+    assert not loose, f"name the rule (Kubernetes' skew policy, or kwokbench's limit): {loose}"
+    guide = (DOCS / "guides" / "kubernetes-versions.md").read_text()
+    words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
+    assert f"**kwokbench's\nlimit** runs a scheduler whose libraries are at most {words[MAX_SKEW]} minor" in guide

@@ -1,0 +1,133 @@
+"""The manual's measured figures, each stored once with where it came from, and quoted from there.
+
+A figure that several pages quote (a ceiling, a scenario's run) lives in ``docs/results/data/<family>.yaml``: what it
+is, its unit, and each run that measured it — its value, date, the command and the commit that produced it. A page
+that opts in (front matter ``render_macros: true``; mkdocs-macros-plugin, mkdocs.yml) quotes it as
+``{{ fig("ceilings.dra_100nodes@2026-11-27") }}`` (one run, by its date) or ``{{ fig("ceilings.dra_100nodes") }}``
+(all its runs: the median, with the range and count when there are several) and divides two as
+``{{ ratio("dra.partitions_phase1", "ceilings.dra_100nodes@2026-11-27") }}``. A name no data holds fails the build
+(``on_undefined: strict``), and tests/unit/test_docs.py fails a page that types a stored figure by hand.
+
+Kept beside the pages, not in kwokbench: it is the manual's, and tests render pages with it (``render``).
+"""
+
+from __future__ import annotations
+
+import statistics
+from functools import cache
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import jinja2
+import yaml
+
+DATA = Path(__file__).resolve().parent / "results" / "data"
+# what every run of a stored figure says of itself: a figure nobody can trace back is not stored
+RUN_FIELDS = ("value", "date", "command", "commit")
+
+
+class FigureError(ValueError):
+    """A figure a page names that the data does not hold, or data without its origin."""
+
+
+class Figure(NamedTuple):  # not a dataclass: mkdocs-macros loads this file outside sys.modules
+    key: str
+    what: str
+    unit: str
+    digits: int
+    runs: tuple[dict[str, Any], ...]
+
+    def value(self) -> float:
+        return float(statistics.median(float(r["value"]) for r in self.runs))
+
+    def text(self, v: float, unit: bool = True) -> str:
+        s = f"{v:,.{self.digits}f}" if abs(v) >= 10_000 else f"{v:.{self.digits}f}"
+        if not unit or not self.unit:
+            return s
+        return f"{s}{self.unit}" if self.unit in ("%", "x") else f"{s} {self.unit}"
+
+
+@cache
+def figures() -> dict[str, Figure]:
+    """Every stored figure by ``family.name`` (the file's stem, the entry)."""
+    out = {}
+    for path in sorted(DATA.glob("*.yaml")):
+        for name, entry in (yaml.safe_load(path.read_text()) or {}).items():
+            key = f"{path.stem}.{name}"
+            runs = tuple(entry.get("runs") or ())
+            missing = [f"run {i + 1}: {f}" for i, r in enumerate(runs) for f in RUN_FIELDS if r.get(f) in (None, "")]
+            if not runs or missing or not entry.get("what"):
+                raise FigureError(f"{path.name}: {name}: a figure needs `what` and runs with "
+                                  f"{', '.join(RUN_FIELDS)}; missing {', '.join(missing) or 'runs or what'}")
+            out[key] = Figure(key, entry["what"], entry.get("unit", ""), int(entry.get("digits", 1)), runs)
+    return out
+
+
+def lookup(ref: str) -> tuple[Figure, tuple[dict[str, Any], ...]]:
+    """A figure and the runs ``ref`` names: ``family.name`` (all), ``family.name@id`` (the run of that ``id``) or
+    ``family.name@date`` (that day's)."""
+    key, _, date = ref.partition("@")
+    fig = figures().get(key)
+    if fig is None:
+        raise FigureError(f"no stored figure {key!r} (docs/results/data/{key.partition('.')[0]}.yaml)")
+    runs = tuple(r for r in fig.runs if date in (str(r["date"]), str(r.get("id")))) if date else fig.runs
+    if not runs:
+        raise FigureError(f"{key} has no run {date} (runs: {', '.join(str(r.get('id', r['date'])) for r in fig.runs)})")
+    return fig, runs
+
+
+def _median(runs: tuple[dict[str, Any], ...]) -> float:
+    return float(statistics.median(float(r["value"]) for r in runs))
+
+
+def fig(ref: str, unit: bool = True, spread: bool = True) -> str:
+    """The figure as a page quotes it: one run's value, or the median of several with their range and count."""
+    f, runs = lookup(ref)
+    text = f.text(_median(runs), unit)
+    if len(runs) > 1 and spread:
+        lo, hi = min(float(r["value"]) for r in runs), max(float(r["value"]) for r in runs)
+        text += f" (median of {len(runs)} runs, {f.text(lo, False)}–{f.text(hi, False)})"
+    return text
+
+
+def runs(ref: str) -> str:
+    """Every run ``ref`` names, each with its day: ``55.4 (2026-11-26), 86.0 pods/s (2026-11-27)``."""
+    f, named = lookup(ref)
+    last = len(named) - 1
+    return ", ".join(f"{f.text(float(r['value']), unit=i == last)} ({r['date']})" for i, r in enumerate(named))
+
+
+def value(ref: str) -> float:
+    """The number itself (the median over the runs named), for a page's own arithmetic."""
+    return _median(lookup(ref)[1])
+
+
+def ratio(num: str, den: str, digits: int = 2) -> str:
+    """``num / den`` as ``0.12x``: each side's median over the runs it names."""
+    return f"{value(num) / value(den):.{digits}f}x"
+
+
+def over(x: float, den: str, digits: int = 2) -> str:
+    """A page's own figure ``x`` (a value in its table) divided by a stored one, as ``0.27``."""
+    return f"{x / value(den):.{digits}f}"
+
+
+def source(ref: str) -> str:
+    """Where a figure came from, for a page to cite: each run's date, command and commit."""
+    _, runs = lookup(ref)
+    return "; ".join(f"{r['date']}: `{r['command']}` at {str(r['commit'])[:10]}" for r in runs)
+
+
+MACROS = {"fig": fig, "runs": runs, "value": value, "ratio": ratio, "over": over, "source": source}
+
+
+def render(text: str) -> str:
+    """A page's Markdown with its figures filled in, as the docs build renders it (tests read pages this way)."""
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
+    return env.from_string(text).render(**MACROS)
+
+
+def define_env(env: Any) -> None:
+    """mkdocs-macros-plugin's entry point (``module_name: docs/figures`` in mkdocs.yml)."""
+    for name, fn in MACROS.items():
+        env.macro(fn, name)
