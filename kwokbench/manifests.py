@@ -398,8 +398,17 @@ _PLURALS = {"Node": "nodes", "Pod": "pods", "Job": "jobs", "PodGroup": "podgroup
             "ElasticQuota": "elasticquotas", "Deployment": "deployments", "ConfigMap": "configmaps"}
 
 
+def resource_name(kind: str) -> str:
+    """The resource name of ``kind`` as Kubernetes guesses it (``meta.UnsafeGuessKindToResource``): PriorityClass
+    priorityclasses, NetworkPolicy networkpolicies, else the kind lower-cased with an s."""
+    if kind in _PLURALS:
+        return _PLURALS[kind]
+    low = kind.lower()
+    return low + "es" if low.endswith("s") else low[:-1] + "ies" if low.endswith("y") else low + "s"
+
+
 def collection_path(api_version: str, kind: str, namespace: str | None) -> str:
-    plural = _PLURALS.get(kind) or re.sub(r"(?<!^)(?=[A-Z])", "", kind).lower() + "s"
+    plural = resource_name(kind)
     root = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
     if kind in ("Node", "Namespace") or namespace is None:
         return f"{root}/{plural}"

@@ -127,8 +127,9 @@ class YuniKornConfig(BaseModel):
 
     @model_validator(mode="after")
     def _one_source(self) -> YuniKornConfig:
-        if self.queues_file and (self.queues or self.node_sort_policy):
-            raise ValueError("yunikorn: give queues_file or queues/node_sort_policy, not both")
+        given = sorted({"queues", "placement_rules", "node_sort_policy"} & self.model_fields_set)
+        if self.queues_file and given:  # the file is the whole queues.yaml: they would be ignored
+            raise ValueError(f"yunikorn: give queues_file or {'/'.join(given)}, not both")
         bad = [k for k in self.settings if k == "queues.yaml" or not re.fullmatch(r"[A-Za-z0-9_.-]+", k)]
         if bad:
             raise ValueError(f"yunikorn.settings: {bad[0]!r} is not a ConfigMap key kwokbench passes through "

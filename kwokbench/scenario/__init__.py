@@ -18,6 +18,7 @@ from kwokbench.scenario.models import (
     ClusterSpec,
     DeviceSpec,
     ExtenderSpec,
+    KueueSpec,
     NodeGroupSpec,
     PoissonArrival,
     QpsArrival,
@@ -32,6 +33,6 @@ from kwokbench.scenario.models import (
 from kwokbench.scenario.traces import expand_traces
 
 __all__ = ["DNS_LABEL", "Arrival", "ChaosEvent", "ClaimSpec", "ClusterSpec", "DeviceSpec", "ExtenderSpec",
-           "NodeGroupSpec", "PoissonArrival", "QpsArrival", "RampArrival", "Scenario", "SubRequestSpec", "TraceSpec",
-           "WorkloadSpec", "apply_overrides", "expand_traces", "json_schema", "load_scenario", "parse_scenario",
-           "scenario_model"]
+           "KueueSpec", "NodeGroupSpec", "PoissonArrival", "QpsArrival", "RampArrival", "Scenario", "SubRequestSpec",
+           "TraceSpec", "WorkloadSpec", "apply_overrides", "expand_traces", "json_schema", "load_scenario",
+           "parse_scenario", "scenario_model"]

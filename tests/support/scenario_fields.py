@@ -4,6 +4,8 @@ A field is named by the model that declares it (``ClusterSpec.extra_args``; a fi
 its base's, ``SchedulerSpec.client_qps``). It counts as used when it is set in
 - a shipped scenario (``scenarios/**/*.yaml``) or a scenario file under ``tests/``,
 - a scenario text in a test (a string constant that validates as a scenario),
+- a ``schedulers:`` or ``workloads:`` list in a test (a string constant such as ``[{name: v, binary: volcano, …}]``
+  that a test helper puts under a stub scenario, and that validates there): the fields set under that list,
 - a test's run of a shipped scenario with ``--set`` overrides (the scenario validated with them),
 - a ``--set``-style override string in a test (``workloads.0.claims.0.shared_by=2``: its path resolved through the
   models), or
@@ -27,6 +29,8 @@ from kwokbench.errors import ScenarioError
 from kwokbench.scenario import parse_scenario, scenario_model
 
 REPO = Path(__file__).resolve().parents[2]
+CHECK = "tests/unit/test_scenario_fields.py"
+"""The check itself: its examples of what counts set nothing."""
 
 
 def models() -> dict[str, type[BaseModel]]:
@@ -105,6 +109,27 @@ def _scenario_texts() -> Iterator[tuple[str, str, list[str]]]:
             yield str(p.relative_to(REPO)), p.read_text(), []
 
 
+STUB = "schema_version: 1\nname: s\ncluster: {node_groups: [{name: c, count: 3}]}\n"
+"""The scenario a ``schedulers:``/``workloads:`` list is read in (what the tests' ``_scenario`` helpers put
+around one)."""
+
+
+def listed_fields(text: str) -> set[str]:
+    """The fields a ``schedulers:`` or ``workloads:`` list sets, when ``text`` is one that validates under
+    :data:`STUB` (the stub's own fields not counted); empty otherwise."""
+    if not text.lstrip().startswith("[") or "name:" not in text:
+        return set()
+    for key, rest in (("schedulers", "\nworkloads: [{name: p, count: 1}]\n"), ("workloads", "\n")):
+        try:
+            sc = parse_scenario(f"{STUB}{key}: {text}{rest}")
+        except ScenarioError:
+            continue
+        fields = {f"Scenario.{key}"}
+        _set_in(getattr(sc, key), fields)
+        return fields
+    return set()
+
+
 def _constants(node: ast.AST) -> list[str]:
     return [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
 
@@ -131,12 +156,15 @@ def used() -> dict[str, list[str]]:
     names = models()
     for p in sorted((REPO / "tests").rglob("*.py")):
         rel = str(p.relative_to(REPO))
+        if rel == CHECK:
+            continue
         tree = ast.parse(p.read_text())
         for node in ast.walk(tree):
             where = f"{rel}:{getattr(node, 'lineno', 0)}"
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 if "workloads" in node.value and "\n" in node.value:
                     scenario(node.value, where, [])
+                add(listed_fields(node.value), where)
                 path, eq, _ = node.value.partition("=")
                 if eq and "." in path and " " not in path:
                     add(override_fields(path), where)

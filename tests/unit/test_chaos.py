@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from kwokbench.cluster.chaos import pick_nodes
+from kwokbench.cluster import chaos
+from kwokbench.cluster.chaos import NODE_GROUP_LABEL, pick_nodes
+from kwokbench.cluster.kwokctl import ClusterInfo
 from kwokbench.errors import ScenarioError
 from kwokbench.figures.chaos import pods_lost, rate_from_pods, recovery, rescheduling
 from kwokbench.scenario import parse_scenario
+from tests.support.stand_in_api import StandInApi
 
 
 def test_pick_nodes_is_a_deterministic_spread_share() -> None:
@@ -61,6 +67,39 @@ def test_chaos_events_are_validated() -> None:
         parse_scenario(base + "chaos: [{at_seconds: 5, action: delete-nodes, group: gpu}]\n")
     with pytest.raises(ScenarioError, match="action"):
         parse_scenario(base + "chaos: [{at_seconds: 5, action: reboot-everything}]\n")
+
+
+GROUPS = """\
+schema_version: 1
+name: s
+cluster: {node_groups: [{name: cpu, count: 4}, {name: gpu, count: 4}]}
+workloads: [{name: p, count: 1}]
+chaos:
+  - {at_seconds: 5, action: delete-nodes, share: 0.5, group: gpu}
+  - {at_seconds: 9, action: delete-nodes, share: 0.25}
+"""
+
+
+def _nodes(groups: dict[str, int]) -> StandInApi:
+    """An apiserver holding ``groups``' nodes (kb-<group>-<i>), listing those a node-group selector picks."""
+    nodes = [(f"kb-{g}-{i}", g) for g, n in groups.items() for i in range(n)]
+    return StandInApi(lambda path, params: [{"metadata": {"name": n}} for n, g in nodes if (params or {}).get(
+        "labelSelector") in (None, f"{NODE_GROUP_LABEL}={g}")])
+
+
+def test_a_node_action_with_a_group_touches_only_that_groups_nodes(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    sc = parse_scenario(GROUPS)
+    info = ClusterInfo("c", tmp_path, tmp_path / "kubeconfig", 1, 0, 0, 0, None)
+    api = _nodes({"cpu": 4, "gpu": 4})
+    monkeypatch.setattr(chaos, "Api", api)
+    assert asyncio.run(chaos._nodes_action(info, sc.chaos[0])) == {"nodes": ["kb-gpu-0", "kb-gpu-2"]}
+    assert api.requests == [("GET", "/api/v1/nodes", {"labelSelector": "kwokbench.io/node-group=gpu"}, None),
+                            ("DELETE", "/api/v1/nodes/kb-gpu-0", None, None),
+                            ("DELETE", "/api/v1/nodes/kb-gpu-2", None, None)]
+    api.requests.clear()
+    assert asyncio.run(chaos._nodes_action(info, sc.chaos[1])) == {"nodes": ["kb-cpu-0", "kb-gpu-0"]}  # any group
+    assert api.requests[0] == ("GET", "/api/v1/nodes", None, None)
 
 
 def test_rescheduling_counts_evictions_and_controller_replacements() -> None:

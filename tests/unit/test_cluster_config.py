@@ -8,7 +8,11 @@ import yaml
 from kwokbench.cli import parse_params
 from kwokbench.cluster.kubeconfig import load_kubeconfig
 from kwokbench.cluster.kwokctl import ClusterOptions, kwokctl_documents, scheduler_config, validate_name
+from kwokbench.components import cluster_options, scheduler
+from kwokbench.components.extender.component import Extender
 from kwokbench.errors import ClusterError, ScenarioError
+from kwokbench.plan import setup_of
+from kwokbench.scenario import parse_scenario
 
 
 def test_kwokctl_documents_point_at_toolchain_and_disable_limits() -> None:
@@ -60,6 +64,30 @@ def test_scheduler_config_appends_extenders(tmp_path: Path) -> None:
         assert doc["kind"] == "KubeSchedulerConfiguration"
         assert doc["extenders"][-1] == ext
         assert len(doc["extenders"]) == (2 if s else 1)
+
+
+EXTENDER = """\
+schema_version: 1
+name: s
+cluster: {node_groups: [{name: c, count: 1}]}
+schedulers: [{name: ext, extender: {rule: nodenumber, weight: 7, filter: false}}]
+workloads: [{name: p, count: 1}]
+"""
+
+
+def test_a_variants_extender_is_in_its_scheduler_configuration_with_its_weight(tmp_path: Path) -> None:
+    sc = parse_scenario(EXTENDER)
+    [ext] = scheduler(setup_of(sc, tmp_path, sc.schedulers[0], None)).addons()
+    assert isinstance(ext, Extender)
+    copts = cluster_options(sc, tmp_path, sc.schedulers[0], "x", None, [ext])  # type: ignore[arg-type]
+    doc = yaml.safe_load(scheduler_config(copts, tmp_path / "o.yaml").read_text())
+    assert doc["extenders"] == [{"urlPrefix": ext.url, "weight": 7, "enableHTTPS": False, "nodeCacheCapable": False,
+                                 "httpTimeout": "30s", "prioritizeVerb": "prioritize"}]  # no filter verb
+    assert ext.process.rule == "nodenumber"
+    for weight, message in (("0", "greater than or equal to 1"), ("101", "less than or equal to 100")):
+        with pytest.raises(ScenarioError, match=f"schedulers.0.extender.weight: Input should be {message}") as e:
+            parse_scenario(EXTENDER.replace("weight: 7", f"weight: {weight}"))
+        assert "\n" not in str(e.value)
 
 
 def test_scheduler_config_rejects_other_kinds(tmp_path: Path) -> None:

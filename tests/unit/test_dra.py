@@ -4,6 +4,7 @@ claims' figures from a claim timeline. The objects' acceptance by a real apiserv
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,46 @@ def test_a_node_publishes_one_slice_per_driver_with_its_devices() -> None:
         devices.device_class("gpu.example.com", "gpu.example.com"), devices.device_class("rdma", "nic.example.com")]
     assert devices.device_class("rdma", "nic.example.com")["spec"]["selectors"] == [
         {"cel": {"expression": 'device.driver == "nic.example.com"'}}]
+
+
+NAMED = """\
+schema_version: 1
+name: s
+cluster:
+  node_groups:
+    - name: gpu
+      count: 2
+      devices: [{driver: gpu.example.com, count: 2, name: card, device_class: big-gpu, shared: true,
+                 capacity: {milli: 1000}}]
+workloads:
+  - name: p
+    count: 2
+    claims: [{name: g, first_available: [{name: half, device_class: big-gpu, count: 2, capacity: {milli: 500}}]}]
+"""
+
+
+def test_devices_named_and_classed_as_the_scenario_says_and_an_alternatives_count_and_capacity() -> None:
+    sc = parse_scenario(NAMED)
+    [group] = node_groups(sc, REPO)
+    [(_, body)] = devices.slice_bodies("kb-gpu-0", "gpu", group.devices)
+    assert [d["name"] for d in orjson.loads(body)["spec"]["devices"]] == ["card-0", "card-1"]
+    # the class claims ask for is the one given, selecting the driver's devices (not a class named after the driver)
+    assert devices.device_classes(group.devices) == [devices.device_class("big-gpu", "gpu.example.com")]
+    [(_, tmpl)] = claim_objects(sc.workloads[0], "p-r1", "r1")
+    assert tmpl["spec"]["spec"]["devices"]["requests"] == [{"name": "g", "firstAvailable": [
+        {"name": "half", "deviceClassName": "big-gpu", "allocationMode": "ExactCount", "count": 2,
+         "capacity": {"requests": {"milli": "500"}}}]}]
+    for old, new, message in (
+            ("first_available: [{name: half, device_class: big-gpu", "first_available: [{name: half, "
+             "device_class: gpu.example.com", "no node group's devices offer class gpu.example.com (offered: big-gpu)"),
+            ("count: 2, capacity: {milli: 500}", "count: 3, capacity: {milli: 500}",
+             "first_available.0.count: 3 devices, but no node has more than 2 of class big-gpu"),
+            ("{milli: 500}", "{milli: 1500}", "first_available.0.capacity.milli: 1500 is more than any device of class "
+                                              "big-gpu has (1000)"),
+            ("name: card,", "name: Card,", "devices.0.name: String should match pattern")):
+        with pytest.raises(ScenarioError, match=re.escape(message)) as e:
+            parse_scenario(NAMED.replace(old, new))
+        assert "\n" not in str(e.value)
 
 
 def test_each_node_is_followed_by_its_slices_and_other_groups_have_none() -> None:

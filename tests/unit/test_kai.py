@@ -24,8 +24,9 @@ from kwokbench.scenario import Scenario, parse_scenario
 
 GOLDEN = Path(__file__).parent / "golden"
 HEAD = "schema_version: 1\nname: s\ncluster: {node_groups: [{name: c, count: 3}]}\n"
-TENANTS = ("{queues: [{name: org}, {name: a, parent: org, quota: {cpu: 8, memory: 32Gi}, limit: {cpu: 20}}, "
-           "{name: b, parent: org, over_quota_weight: 2, priority: 200}]}")
+TENANTS = ("[{name: k, binary: kai, kai: {queues: [{name: org}, {name: a, parent: org, quota: {cpu: 8, memory: 32Gi}, "
+           "limit: {cpu: 20}}, {name: b, parent: org, over_quota_weight: 2, priority: 200}]}}]")
+"""A KAI variant with a parent queue and two leaves under it (the second weighted and prioritised)."""
 
 
 def _scenario(schedulers: str, workloads: str = "[{name: p, count: 10}]") -> Scenario:
@@ -48,7 +49,7 @@ def test_defaults_are_kais_installation() -> None:
 
 
 def test_queue_objects_are_in_kais_units_parents_first() -> None:
-    v = _scenario(f"[{{name: k, binary: kai, kai: {TENANTS}}}]").schedulers[0]
+    v = _scenario(TENANTS).schedulers[0]
     assert isinstance(v, kai.KaiSpec)
     qs = {q["metadata"]["name"]: q for q in kai.queue_objects(v.kai)}
     assert list(qs) == ["org", "a", "b"]
@@ -58,7 +59,8 @@ def test_queue_objects_are_in_kais_units_parents_first() -> None:
     assert a["resources"]["cpu"] == {"quota": 8000, "limit": 20000, "overQuotaWeight": 1}
     assert a["resources"]["memory"] == {"quota": 34359.738368, "limit": -1, "overQuotaWeight": 1}
     assert a["resources"]["gpu"] == {"quota": 0, "limit": -1, "overQuotaWeight": 1}
-    assert qs["b"]["spec"]["priority"] == 200 and qs["b"]["spec"]["resources"]["cpu"]["overQuotaWeight"] == 2
+    assert qs["b"]["spec"]["priority"] == 200 and "priority" not in a  # not given: KAI's default
+    assert {r["overQuotaWeight"] for r in qs["b"]["spec"]["resources"].values()} == {2}  # every resource's
     assert v.kai.leaves() == ["a", "b"]
     small = kai.KaiResources(cpu="500m", memory="512Mi", gpu=0.5).kai_units(0)
     assert small == {"cpu": 500.0, "memory": 536.870912, "gpu": 0.5}
@@ -86,6 +88,8 @@ def test_queue_objects_are_in_kais_units_parents_first() -> None:
     ("[{name: k, binary: kai, kai: {queues: [{name: a, quota: {cpu: lots}}]}}]", "'lots' is not a CPU amount"),
     ("[{name: k, binary: kai, kai: {queues: [{name: a, limit: {gpu: -2}}]}}]", "GPUs are >= 0, or -1"),
     ("[{name: k, binary: kai, kai: {queues: [{name: Tenant_A}]}}]", "kai.queues.0.name"),
+    ("[{name: k, binary: kai, kai: {queues: [{name: a, over_quota_weight: -1}]}}]",
+     "kai.queues.0.over_quota_weight: Input should be greater than or equal to 0"),
     ("[{name: k, binary: kai, kai: {schedule_period: soon}}]", "kai.schedule_period"),
     ("[{name: k, binary: kai, kai: {scheduler_args: [--qps=5]}}]", "kwokbench sets --qps itself"),
     ("[{name: k, binary: kai, kai: {scheduler_args: [-v=4]}}]", "flags start with --"),
@@ -109,13 +113,13 @@ def test_bad_kai_variants_are_one_line(schedulers: str, message: str) -> None:
     ("[{name: p, count: 2}]", r"kai.queue: name one of scheduler k's leaf queues \(a, b\)"),
 ])
 def test_a_workload_names_a_leaf_queue(workloads: str, message: str, tmp_path: Path) -> None:
-    sc = _scenario(f"[{{name: k, binary: kai, kai: {TENANTS}}}]", workloads)
+    sc = _scenario(TENANTS, workloads)
     with pytest.raises(ScenarioError, match=message):
         check_scenario(sc, tmp_path)
 
 
 def test_pods_carry_scheduler_name_and_queue(tmp_path: Path) -> None:
-    sc = _scenario(f"[{{name: k, binary: kai, kai: {TENANTS}}}, {{name: d}}]",
+    sc = _scenario(TENANTS[:-1] + ", {name: d}]",
                    "[{name: p, count: 4, kai: {queue: b}}, {name: j, template: job, count: 2, kai: {queue: a}}]")
     check_scenario(sc, tmp_path)
     f, j = manifest_factories(sc, tmp_path, "lbl", variant=sc.schedulers[0])

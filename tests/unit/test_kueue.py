@@ -13,7 +13,9 @@ import yaml
 from kwokbench.cluster import processes
 from kwokbench.components.kueue import build as tk
 from kwokbench.components.kueue import cluster as kq
-from kwokbench.errors import ClusterError, ToolchainError
+from kwokbench.components.kueue.component import queue_objects
+from kwokbench.errors import ClusterError, ScenarioError, ToolchainError
+from kwokbench.scenario import parse_scenario
 from kwokbench.toolchain import versions
 
 PORTS = kq.KueuePorts(metrics=18443, health=18081, webhook=19443)
@@ -70,6 +72,41 @@ def test_queue_manifests() -> None:
     assert kq.local_queue("lq", "cq", "team-a") == {
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
         "metadata": {"name": "lq", "namespace": "team-a"}, "spec": {"clusterQueue": "cq"}}
+
+
+QUEUES = """\
+schema_version: 1
+name: s
+cluster:
+  node_groups: [{name: c, count: 3}]
+  kueue:
+    cluster_queues:
+      - {name: spot, quota: {cpu: 8}, flavor: spot-flavor, queueing_strategy: StrictFIFO}
+      - {name: batch, quota: {cpu: 4, memory: 16Gi}, flavor: spot-flavor}
+      - {name: plain, quota: {cpu: 2}}
+    local_queues: [{name: lq, cluster_queue: spot, namespace: team-a}]
+workloads: [{name: j, template: job, count: 2, namespace: team-a, queue: lq}]
+"""
+
+
+def test_the_scenarios_flavors_and_strategies_become_its_queue_objects() -> None:
+    sc = parse_scenario(QUEUES)
+    assert sc.cluster.kueue is not None
+    objs = queue_objects(sc.cluster.kueue)
+    assert [(o["kind"], o["metadata"]["name"]) for o in objs] == [
+        ("ResourceFlavor", "default-flavor"), ("ResourceFlavor", "spot-flavor"),  # each once
+        ("ClusterQueue", "spot"), ("ClusterQueue", "batch"), ("ClusterQueue", "plain"), ("LocalQueue", "lq")]
+    spot, batch, plain = (o["spec"] for o in objs[2:5])
+    assert spot["queueingStrategy"] == "StrictFIFO" and batch["queueingStrategy"] == "BestEffortFIFO"
+    assert [f["name"] for f in spot["resourceGroups"][0]["flavors"]] == ["spot-flavor"]
+    assert [f["name"] for f in plain["resourceGroups"][0]["flavors"]] == ["default-flavor"]
+    assert objs[-1]["metadata"]["namespace"] == "team-a" and objs[-1]["spec"] == {"clusterQueue": "spot"}
+    for bad, message in (("queueing_strategy: StrictFIFO", "queueing_strategy: Input should be 'BestEffortFIFO' or "
+                                                           "'StrictFIFO'"),
+                         ("flavor: spot-flavor", "flavor: String should match pattern")):
+        with pytest.raises(ScenarioError, match=message) as e:
+            parse_scenario(QUEUES.replace(bad, bad.replace(": ", ": Fair_"), 1))
+        assert "\n" not in str(e.value)
 
 
 def test_a_queued_job_is_suspended_labelled_and_aimed_at_kwok_nodes() -> None:

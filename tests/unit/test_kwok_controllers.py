@@ -13,8 +13,10 @@ from kwokbench.cluster import kwok_controllers as kc
 from kwokbench.cluster import processes
 from kwokbench.cluster.kwokctl import ClusterOptions, kwokctl_documents
 from kwokbench.cluster.nodes import NodeGroup, node_bodies
+from kwokbench.components import cluster_options
 from kwokbench.errors import ClusterError, ScenarioError
 from kwokbench.manifests import ManifestFactory, resolve_template
+from kwokbench.plan import node_groups
 from kwokbench.scenario import parse_scenario
 
 KWOKCTL_ARGV = [
@@ -157,3 +159,26 @@ def test_scenario_field_out_of_range(k: str, needle: str) -> None:
     with pytest.raises(ScenarioError, match=f"cluster.kwok_controllers: .*{needle}") as e:
         parse_scenario(SCENARIO.replace("{k}", k))
     assert "\n" not in str(e.value)
+
+
+THREE = """\
+schema_version: 1
+name: s
+cluster:
+  node_groups: [{name: a, count: 4}, {name: b, count: 2}]
+  kwok_controllers: 3
+workloads: [{name: w, count: 1}]
+"""
+
+
+def test_the_scenarios_count_reaches_kwokctl_and_the_nodes(tmp_path: Path) -> None:
+    sc = parse_scenario(THREE)
+    copts = cluster_options(sc, tmp_path, sc.schedulers[0], "x", None)  # type: ignore[arg-type]
+    assert copts.kwok_controllers == 3
+    [patch] = [p for p in kwokctl_documents({}, copts, {})[0]["componentsPatches"] if p["name"] == "kwok-controller"]
+    assert patch["extraArgs"][-1]["value"] == "kwokbench.io/kwok-partition=0"  # kwokctl's own takes partition 0
+    factories = [(g, ManifestFactory(g.template, {**g.params, "group": g.name}, f"kb-{g.name}"))
+                 for g in node_groups(sc, tmp_path)]
+    parts = [orjson.loads(b)["metadata"]["labels"][kc.PARTITION_LABEL]
+             for _, _, b in node_bodies(factories, partitions=copts.kwok_controllers)]
+    assert parts == ["0", "1", "2", "0", "1", "2"]

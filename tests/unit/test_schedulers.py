@@ -3,19 +3,25 @@ configuration, schedulerName dealing, overcommit and per-scheduler analysis."""
 
 from __future__ import annotations
 
+import asyncio
+import re
 from pathlib import Path
 
 import numpy as np
+import orjson
 import pandas as pd
 import pytest
 
-from kwokbench.cluster.kwokctl import ClusterOptions
+from kwokbench.cluster import schedulers as own
+from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions
 from kwokbench.cluster.schedulers import stand_in_config, version
-from kwokbench.components.external import ExternalSpec, check_command, fill
+from kwokbench.components.external import ExternalSpec, check_command, fill, manifest_files, plan
 from kwokbench.errors import ScenarioError
 from kwokbench.figures.placement import overcommit, pending, per_scheduler
 from kwokbench.manifests import ManifestFactory, resolve_template
+from kwokbench.plan import manifest_factories, pod_scheduler_names
 from kwokbench.scenario import parse_scenario
+from tests.support.stand_in_api import StandInApi
 
 BASE = """
 schema_version: 1
@@ -60,6 +66,69 @@ def test_placeholders_are_checked_and_filled() -> None:
         == ["/k", "--port=9", "{literal}"]
 
 
+EXTERNAL = """\
+schema_version: 1
+name: s
+cluster: {node_groups: [{name: a, count: 1}]}
+schedulers:
+  - name: mine
+    binary: external
+    scheduler_name: mine
+    command: ['{kube_scheduler}', '--config={config}', '--secure-port={metrics_port}']
+    metrics_port: 10999
+    metrics_path: /metrics
+    metrics_scheme: https
+    ready_path: /healthz
+    version_command: ['{kube_scheduler}', '--version=raw', '--kubeconfig={kubeconfig}']
+    manifests: [own/objects.yaml]
+workloads: [{name: w, count: 4}]
+"""
+OBJECTS = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: mine-config, namespace: kube-system}
+data: {mode: fast}
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: mine-high}
+value: 1000
+"""
+
+
+def test_an_external_schedulers_port_version_command_and_manifests(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    sc = parse_scenario(EXTERNAL)
+    [v] = sc.schedulers
+    assert isinstance(v, ExternalSpec)
+    info = ClusterInfo("c", tmp_path, tmp_path / "kubeconfig", 6443, 0, 0, 0, None)
+    launch = plan(v, info, ClusterOptions(), "kube-scheduler", Path("/t/kube-scheduler"), tmp_path)
+    config = tmp_path / "schedulers" / "mine" / "config.yaml"
+    assert launch.argv == ["/t/kube-scheduler", f"--config={config}", "--secure-port=10999"]  # the fixed port
+    assert (launch.metrics_url, launch.ready_url) == ("https://127.0.0.1:10999/metrics",
+                                                      "https://127.0.0.1:10999/healthz")
+    assert launch.version_argv == ["/t/kube-scheduler", "--version=raw", f"--kubeconfig={tmp_path / 'kubeconfig'}"]
+    without = v.model_copy(update={"version_command": None, "metrics_port": None})
+    free = plan(without, info, ClusterOptions(), "kube-scheduler", Path("/t/kube-scheduler"), tmp_path)
+    assert free.version_argv == ["/t/kube-scheduler", "--version"] and free.argv[-1] != "--secure-port=10999"
+    with pytest.raises(ScenarioError, match=re.escape("scheduler mine: manifest own/objects.yaml: no such file")):
+        manifest_files(v, tmp_path)
+    (tmp_path / "own").mkdir()
+    (tmp_path / "own" / "objects.yaml").write_text(OBJECTS)
+    api = StandInApi()
+    monkeypatch.setattr(own, "Api", api)
+    assert asyncio.run(own.apply_manifests(info.credentials(), manifest_files(v, tmp_path))) == [
+        "ConfigMap/mine-config", "PriorityClass/mine-high"]
+    assert [(m, p) for m, p, _, _ in api.requests] == [
+        ("POST", "/api/v1/namespaces/kube-system/configmaps"),
+        ("POST", "/apis/scheduling.k8s.io/v1/priorityclasses")]  # cluster-scoped
+    with pytest.raises(ScenarioError, match=r"version_command: unknown placeholder\(s\) \{port\}"):
+        check_command(v.model_copy(update={"version_command": ["{kube_scheduler}", "--p={port}"]}))
+    with pytest.raises(ScenarioError, match=re.escape("schedulers.0.metrics_port: Input should be less than or "
+                                                      "equal to 65535")):
+        parse_scenario(EXTERNAL.replace("10999", "70000"))
+
+
 def test_stand_in_config_names_its_profile_and_runs_without_leader_election(tmp_path: Path) -> None:
     doc = stand_in_config(ClusterOptions(), tmp_path / "kubeconfig", "second")
     assert doc["profiles"] == [{"schedulerName": "second"}]
@@ -82,12 +151,29 @@ def test_version_never_fails() -> None:
 
 def test_pods_are_dealt_scheduler_names_in_turn() -> None:
     f = ManifestFactory(resolve_template("pod"), {}, "w", scheduler_names=["a", "b"])
-    import orjson
     assert [orjson.loads(f.body(i))["spec"]["schedulerName"] for i in range(4)] == ["a", "b", "a", "b"]
     job = ManifestFactory(resolve_template("job"), {}, "j", scheduler_names=["c"])
     assert orjson.loads(job.body(0))["spec"]["template"]["spec"]["schedulerName"] == "c"
     kept = ManifestFactory(resolve_template("pod"), {"scheduler_name": "own"}, "w")
     assert orjson.loads(kept.body(0))["spec"]["schedulerName"] == "own"
+
+
+TWO = """\
+schema_version: 1
+name: s
+cluster: {node_groups: [{name: a, count: 1}]}
+concurrent_schedulers: true
+schedulers: [{name: a}, {name: b, scheduler_name: second}]
+workloads: [{name: mine, count: 4, scheduler: b}, {name: shared, count: 4}]
+"""
+
+
+def test_a_phase_with_a_scheduler_goes_to_that_variant_alone(tmp_path: Path) -> None:
+    sc = parse_scenario(TWO)
+    mine, shared = manifest_factories(sc, tmp_path, "lbl")
+    names = [[orjson.loads(f.body(i))["spec"]["schedulerName"] for i in range(4)] for f in (mine, shared)]
+    assert names == [["second"] * 4, ["default-scheduler", "second"] * 2]
+    assert pod_scheduler_names(sc, sc.workloads[0], None) == ["second"]
 
 
 def _pods(rows: list[tuple[str, float, float, str]]) -> pd.DataFrame:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import orjson
@@ -7,6 +8,8 @@ import pytest
 
 from kwokbench.errors import ScenarioError
 from kwokbench.manifests import POD_GROUP_LABEL, ManifestFactory, collection_path, render_manifest, resolve_template
+from kwokbench.plan import gang_factory, manifest_factories, node_groups
+from kwokbench.scenario import load_scenario
 
 
 def test_builtin_node_template_defaults() -> None:
@@ -74,6 +77,11 @@ def test_collection_paths() -> None:
     assert collection_path("batch/v1", "Job", "ns") == "/apis/batch/v1/namespaces/ns/jobs"
     assert collection_path("scheduling.x-k8s.io/v1alpha1", "PodGroup", "ns") == \
         "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/ns/podgroups"
+    # Kubernetes' own guess for a kind ending in s or y (an external scheduler's manifests may hold any kind)
+    assert collection_path("scheduling.k8s.io/v1", "PriorityClass", None) == \
+        "/apis/scheduling.k8s.io/v1/priorityclasses"
+    assert collection_path("networking.k8s.io/v1", "NetworkPolicy", "ns") == \
+        "/apis/networking.k8s.io/v1/namespaces/ns/networkpolicies"
 
 
 def test_gang_members_carry_their_pod_group_label_on_the_fast_path() -> None:
@@ -108,3 +116,63 @@ def test_node_selector_is_merged_into_pods_and_job_templates() -> None:
     job = orjson.loads(ManifestFactory(resolve_template("job"), {}, "j", node_selector=sel).body(0))
     assert job["spec"]["template"]["spec"]["nodeSelector"] == sel
     assert "nodeSelector" not in orjson.loads(ManifestFactory(resolve_template("pod"), {}, "p").body(0))["spec"]
+
+
+OWN_TEMPLATES = """\
+schema_version: 1
+name: s
+cluster:
+  node_groups:
+    - {name: big, count: 2, template: big-node.yaml.j2, params: {cpu: 96}}
+    - {name: std, count: 1}
+workloads:
+  - name: g
+    count: 8
+    gang: {size: 4, min_member: 3, template: my-podgroup.yaml.j2, schedule_timeout_seconds: 90}
+"""
+BIG_NODE = """\
+apiVersion: v1
+kind: Node
+metadata:
+  name: {{ name }}
+  labels: {kwokbench.io/node-group: "{{ group }}", example.io/shape: big}
+status:
+  allocatable: {cpu: "{{ cpu }}", pods: "110"}
+"""
+MY_PODGROUP = """\
+apiVersion: scheduling.x-k8s.io/v1alpha1
+kind: PodGroup
+metadata:
+  name: {{ name }}
+  labels: {example.io/made-by: me}
+spec:
+  minMember: {{ min_member }}
+  scheduleTimeoutSeconds: {{ schedule_timeout_seconds }}
+"""
+
+
+def test_a_scenarios_own_node_and_podgroup_templates_beside_it(tmp_path: Path) -> None:
+    (tmp_path / "big-node.yaml.j2").write_text(BIG_NODE)
+    (tmp_path / "my-podgroup.yaml.j2").write_text(MY_PODGROUP)
+    (tmp_path / "s.yaml").write_text(OWN_TEMPLATES)
+    sc = load_scenario(tmp_path / "s.yaml")
+    big, std = node_groups(sc, tmp_path)
+    node = orjson.loads(ManifestFactory(big.template, {**big.params, "group": big.name}, "kb-big").body(1))
+    assert node["metadata"]["labels"] == {"kwokbench.io/node-group": "big", "example.io/shape": "big"}
+    assert node["status"]["allocatable"] == {"cpu": "96", "pods": "110"}
+    assert std.template == resolve_template("node")  # a group without one: the builtin
+    [members] = manifest_factories(sc, tmp_path, "lbl", variant=sc.schedulers[0])
+    pg = orjson.loads(gang_factory(sc.workloads[0], members, tmp_path).body(1))
+    assert pg["metadata"]["name"] == "g-lbl-gang-1" and pg["metadata"]["labels"]["example.io/made-by"] == "me"
+    assert pg["spec"] == {"minMember": 3, "scheduleTimeoutSeconds": 90}
+    builtin = load_scenario(tmp_path / "s.yaml", ["workloads.0.gang={size: 4}"])
+    [members] = manifest_factories(builtin, tmp_path, "lbl", variant=builtin.schedulers[0])
+    assert orjson.loads(gang_factory(builtin.workloads[0], members, tmp_path).body(0))["spec"] == {
+        "minMember": 4, "scheduleTimeoutSeconds": 30}  # the builtin podgroup: min_member the size, 30 s
+    (tmp_path / "cm.yaml.j2").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ name }}'}\n")
+    other = load_scenario(tmp_path / "s.yaml", ["workloads.0.gang={size: 4, template: cm.yaml.j2}"])
+    with pytest.raises(ScenarioError, match=re.escape("gang.template cm.yaml.j2 makes a ConfigMap, not a PodGroup")):
+        gang_factory(other.workloads[0], members, tmp_path)
+    (tmp_path / "s.yaml").write_text(OWN_TEMPLATES.replace("big-node.yaml.j2", "nope.yaml.j2"))
+    with pytest.raises(ScenarioError, match=re.escape("template not found: nope.yaml.j2")):
+        node_groups(load_scenario(tmp_path / "s.yaml"), tmp_path)

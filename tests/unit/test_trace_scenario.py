@@ -3,6 +3,7 @@ manifests, what it offered, and the figures of a cluster under pressure (kwokben
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -21,13 +22,29 @@ from kwokbench.trace.kube import DELETE_AFTER_ANNOTATION, GPU_PRODUCT_LABEL
 GOLDEN = Path(__file__).parent / "golden" / "trace"
 
 
-def _scenario(tmp_path: Path, workload: str, nodes: str = "{file: nodes.csv}", name: str = "s.yaml") -> Path:
+def _written(tmp_path: Path, text: str, name: str = "s.yaml") -> Path:
+    """Scenario ``text`` as a file beside the golden trace's tables."""
     for f in GOLDEN.iterdir():
         shutil.copy(f, tmp_path / f.name)
     p = tmp_path / name
-    p.write_text(f"schema_version: 1\nname: t\ncluster:\n  node_groups:\n    - name: tr\n      from_trace: {nodes}\n"
-                 f"workloads:\n  - name: replay\n    trace: {workload}\n")
+    p.write_text(text)
     return p
+
+
+def _scenario(tmp_path: Path, workload: str, nodes: str = "{file: nodes.csv}", name: str = "s.yaml") -> Path:
+    return _written(tmp_path, f"schema_version: 1\nname: t\ncluster:\n  node_groups:\n    - name: tr\n"
+                              f"      from_trace: {nodes}\nworkloads:\n  - name: replay\n    trace: {workload}\n", name)
+
+
+HALVED = """\
+schema_version: 1
+name: t
+cluster:
+  node_groups: [{name: tr, from_trace: {file: nodes.csv}}]
+workloads:
+  - name: replay
+    trace: {file: pods.csv, time_scale: 0.5}
+"""
 
 
 def test_trace_nodes_become_groups_of_identical_nodes(tmp_path: Path) -> None:
@@ -42,7 +59,7 @@ def test_trace_nodes_become_groups_of_identical_nodes(tmp_path: Path) -> None:
 
 
 def test_a_trace_workload_gets_its_pods_and_their_times(tmp_path: Path) -> None:
-    sc = load_scenario(_scenario(tmp_path, "{file: pods.csv, time_scale: 0.5}"))
+    sc = load_scenario(_written(tmp_path, HALVED))
     w = sc.workloads[0]
     assert w.count == 4 and w.template == "trace-pod"
     assert w.trace_offsets == [0.0, 6.25, 15.0, 15.0]  # arrivals 0, 12.5, 30, 30 halved
@@ -79,6 +96,29 @@ def test_inflate_needs_the_nodes_and_reaches_the_target(tmp_path: Path) -> None:
                  "workloads: [{name: r, trace: {file: pods.csv, inflate: 1.3}}]\n")
     with pytest.raises(ScenarioError, match=r"trace\.inflate needs the trace.s nodes"):
         load_scenario(p)
+
+
+NODES_TABLE = """\
+schema_version: 1
+name: t
+cluster: {node_groups: [{name: a, count: 3}]}
+workloads:
+  - name: replay
+    trace: {file: pods.csv, nodes: nodes.csv, inflate: 1.0, seed: 1}
+"""
+
+
+def test_the_traces_nodes_table_is_the_capacity_inflate_measures_without_from_trace_groups(tmp_path: Path) -> None:
+    sc = load_scenario(_written(tmp_path, NODES_TABLE))
+    assert [(g.name, g.count) for g in sc.cluster.node_groups] == [("a", 3)]  # the cluster as given
+    pods = sc.workloads[0].trace_pods
+    # the same resampling as with the table as from_trace node groups: its 12 GPUs, the same seed
+    from_groups = load_scenario(_scenario(tmp_path, "{file: pods.csv, inflate: 1.0, seed: 1}", name="g.yaml"))
+    assert [p.name for p in pods] == [p.name for p in from_groups.workloads[0].trace_pods] and len(pods) > 4
+    (tmp_path / "s.yaml").write_text(NODES_TABLE.replace("nodes.csv", "missing.csv"))
+    with pytest.raises(ScenarioError, match=re.escape("missing.csv")) as e:
+        load_scenario(tmp_path / "s.yaml")
+    assert "\n" not in str(e.value)
 
 
 @pytest.mark.parametrize(("workload", "message"), [

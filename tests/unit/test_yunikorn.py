@@ -35,17 +35,24 @@ def _scenario(schedulers: str, workloads: str = "[{name: p, count: 250}]"):  # t
 def test_queues_yaml_is_hierarchical_with_resources_and_policies(tmp_path: Path) -> None:
     sc = _scenario("[{name: y, binary: yunikorn, yunikorn: {node_sort_policy: binpacking, queues: ["
                    "{name: a, guaranteed: {cpu: 10, memory: 4Gi}, max: {vcore: 20}, sort_policy: fair, "
-                   "queues: [{name: leaf}]}, {name: b, parent: true}]}}]")
+                   "properties: {priority.offset: '5'}, queues: [{name: leaf}]}, {name: b, parent: true}], "
+                   "placement_rules: [{name: tag, value: namespace, create: true, parent: {name: fixed, "
+                   "value: root.b}}]}}]")
     doc = yaml.safe_load(yk.queues_yaml(sc.schedulers[0].yunikorn, tmp_path))
     [part] = doc["partitions"]
     assert part["name"] == "default" and part["nodesortpolicy"] == {"type": "binpacking"}
-    assert part["placementrules"] == [{"name": "provided", "create": True}]
+    # the rules as given (YuniKorn's own schema), in place of the default "provided"
+    assert part["placementrules"] == [{"name": "tag", "value": "namespace", "create": True,
+                                       "parent": {"name": "fixed", "value": "root.b"}}]
+    assert yaml.safe_load(yk.queues_yaml(None, tmp_path))["partitions"][0]["placementrules"] == [
+        {"name": "provided", "create": True}]
     [root] = part["queues"]
     assert root["name"] == "root" and root["submitacl"] == "*"
     a, b = root["queues"]
     # cpu is written as YuniKorn's vcore; quantities stay strings for YuniKorn to parse
     assert a["resources"] == {"guaranteed": {"vcore": "10", "memory": "4Gi"}, "max": {"vcore": "20"}}
-    assert a["properties"] == {"application.sort.policy": "fair"} and a["parent"] is True
+    # sort_policy is a property too, beside the queue's own
+    assert a["properties"] == {"application.sort.policy": "fair", "priority.offset": "5"} and a["parent"] is True
     assert a["queues"] == [{"name": "leaf"}]
     assert b == {"name": "b", "parent": True}
 
@@ -78,7 +85,11 @@ def test_queues_file_is_read_relative_to_the_scenario(tmp_path: Path) -> None:
     ("[{name: y, binary: yunikorn, config: c.yaml}]", "schedulers.0.config: not a setting of binary: yunikorn"),
     ("[{name: y, yunikorn: {}}]", r"not a setting of binary: kube-scheduler \(it applies to binary: yunikorn\)"),
     ("[{name: y, binary: yunikorn, yunikorn: {queues_file: q.yaml, node_sort_policy: fair}}]",
-     "give queues_file or queues/node_sort_policy, not both"),
+     "give queues_file or node_sort_policy, not both"),
+    ("[{name: y, binary: yunikorn, yunikorn: {queues_file: q.yaml, placement_rules: [{name: tag, value: ns}]}}]",
+     "give queues_file or placement_rules, not both"),
+    ("[{name: y, binary: yunikorn, yunikorn: {queues: [{name: a, properties: {priority.offset: 5}}]}}]",
+     r"yunikorn.queues.0.properties.priority\.offset: Input should be a valid string"),
     ("[{name: y, binary: yunikorn, yunikorn: {settings: {queues.yaml: x}}}]", "is not a ConfigMap key"),
 ])
 def test_bad_yunikorn_variants_are_one_line(schedulers: str, message: str) -> None:

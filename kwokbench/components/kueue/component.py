@@ -20,7 +20,16 @@ from kwokbench.components.kueue import cluster as kueue
 from kwokbench.errors import ScenarioError
 from kwokbench.measure import Measurement
 from kwokbench.progress import Reporter
-from kwokbench.scenario import Scenario
+from kwokbench.scenario import KueueSpec, Scenario
+
+
+def queue_objects(spec: KueueSpec) -> list[dict[str, Any]]:
+    """The scenario's Kueue objects in creation order: a ResourceFlavor for each flavor the ClusterQueues name
+    (once), the ClusterQueues, the LocalQueues."""
+    objs = [kueue.resource_flavor(f) for f in sorted({c.flavor for c in spec.cluster_queues})]
+    objs += [kueue.cluster_queue(c.name, c.flavor, dict(c.quota), queueing_strategy=c.queueing_strategy)
+             for c in spec.cluster_queues]
+    return objs + [kueue.local_queue(q.name, q.cluster_queue, q.namespace) for q in spec.local_queues]
 
 
 class Kueue(Base):
@@ -56,11 +65,7 @@ class Kueue(Base):
             asyncio.run(kueue.install(info.credentials(), kueue_toolchain.kueue_crds()))
             proc = self._proc = kueue.start_kueue(info.dir, info.kubeconfig, self.binary, free_port())
             ready = kueue.wait_ready(proc)
-            objs = [kueue.resource_flavor(f) for f in sorted({c.flavor for c in spec.cluster_queues})]
-            objs += [kueue.cluster_queue(c.name, c.flavor, dict(c.quota), queueing_strategy=c.queueing_strategy)
-                     for c in spec.cluster_queues]
-            objs += [kueue.local_queue(q.name, q.cluster_queue, q.namespace) for q in spec.local_queues]
-            asyncio.run(kueue.create_objects(info.credentials(), objs))
+            asyncio.run(kueue.create_objects(info.credentials(), queue_objects(spec)))
             asyncio.run(kueue.wait_active(info.credentials(), [c.name for c in spec.cluster_queues]))
             self._token = asyncio.run(kueue.metrics_token(info.credentials()))
         self.record = {"version": kueue_toolchain.KUEUE_VERSION, "pid": proc.pid,
