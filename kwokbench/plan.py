@@ -144,6 +144,10 @@ def manifest_factories(scenario: Scenario, base: Path, run_label: str, attached:
                                 "collector), which cluster.controller_manager: false turns off")
         if w.gang and f.kind != "Pod":
             raise ScenarioError(f"workload {w.name}: gang members must be Pods, template {w.template} makes a {f.kind}")
+        if w.gang and own.gang_template and "template" in w.gang.model_fields_set:
+            who = f"scheduler {variant.name}" if variant is not None else "the schedulers sharing the cluster"
+            raise ScenarioError(f"workload {w.name}: gang.template {w.gang.template} would not be used: {who} makes "
+                                f"its own PodGroups ({own.gang_template}); leave gang.template out")
         if w.gang:
             gang_factory(w, f, base)
         out.append(f)

@@ -173,6 +173,11 @@ def test_a_scenarios_own_node_and_podgroup_templates_beside_it(tmp_path: Path) -
     other = load_scenario(tmp_path / "s.yaml", ["workloads.0.gang={size: 4, template: cm.yaml.j2}"])
     with pytest.raises(ScenarioError, match=re.escape("gang.template cm.yaml.j2 makes a ConfigMap, not a PodGroup")):
         gang_factory(other.workloads[0], members, tmp_path)
+    volcano = load_scenario(tmp_path / "s.yaml", ["schedulers=[{name: v, binary: volcano}]"])
+    with pytest.raises(ScenarioError, match=re.escape(
+            "workload g: gang.template my-podgroup.yaml.j2 would not be used: scheduler v makes its own PodGroups "
+            "(volcano-podgroup); leave gang.template out")):
+        manifest_factories(volcano, tmp_path, "lbl", variant=volcano.schedulers[0])
     (tmp_path / "s.yaml").write_text(OWN_TEMPLATES.replace("big-node.yaml.j2", "nope.yaml.j2"))
     with pytest.raises(ScenarioError, match=re.escape("template not found: nope.yaml.j2")):
         node_groups(load_scenario(tmp_path / "s.yaml"), tmp_path)
