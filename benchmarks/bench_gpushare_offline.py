@@ -29,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from bench_traces import PLUGIN_POLICY, TRACES, simulator_per_seed  # noqa: E402
+from bench_traces import PLUGIN_POLICY, TRACES, require_traces, simulator_per_seed  # noqa: E402
 
 from kwokbench.toolchain.gorand import GoRand  # noqa: E402
 from kwokbench.toolchain.install import _go_env  # noqa: E402
@@ -75,6 +75,7 @@ def main() -> None:
     ap.add_argument("--policies", default=",".join(POLICIES))
     ap.add_argument("--order", choices=("simulator", "plugin"), default="simulator")
     args = ap.parse_args()
+    require_traces()
     sim = simulator_per_seed()
     rows = []
     for seed in (int(s) for s in args.seeds.split(",")):

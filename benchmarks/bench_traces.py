@@ -40,6 +40,35 @@ REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios/alibaba-gpu-2023.yaml"
 POLICIES_SCENARIO = REPO / "scenarios/alibaba-gpu-2023-policies.yaml"
 TRACES = Path(os.environ.get("KWOKBENCH_TRACES") or REPO.parent / "shared" / "traces")
+TRACE_FILES = {
+    # what these benchmarks read under $KWOKBENCH_TRACES, by sha256 (docs/guides/traces.md, "Where the trace files
+    # come from": upstream, commit, layout): a different file gives different figures, so it is refused
+    "alibaba-gpu-2023/openb_node_list_all_node.csv": "5a85c2af79c66a1efff8bbcbda430400aae56d8431370d738480967e1a9c6b15",
+    "alibaba-gpu-2023/openb_node_list_gpu_node.csv": "2beca64b4d3dfa342036a34b56a495c6cef9225db836c81f541282cb1df320b5",
+    "alibaba-gpu-2023/openb_pod_list_default.csv": "1ee7ed79c27a3b0861cda8ddba86a004c6aba904caafa329a76ae93ca63834a8",
+    "fgd-expected/analysis_allo_discrete.csv": "e00aff5923a52d53e47c16ec9d19190de4e788c15334865a77bd46e1bd006ea1",
+    "fgd-expected/analysis_frag_discrete.csv": "0d9181864ef9adb2169f232124c6af767579fe2a3c08f940419b4989420c8ce2",
+}
+GUIDE = "docs/guides/traces.md#where-the-trace-files-come-from"
+
+
+def require_traces(names: tuple[str, ...] = tuple(TRACE_FILES)) -> None:
+    """Stop with one line (exit 2) when a trace file these benchmarks read is missing or not the pinned one."""
+    import hashlib
+
+    for name in names:
+        path = TRACES / name
+        if not path.is_file():
+            problem = (f"{path} is not here: the trace files are not shipped; put them in a folder and point "
+                       f"KWOKBENCH_TRACES at it")
+        elif hashlib.sha256(path.read_bytes()).hexdigest() != TRACE_FILES[name]:
+            problem = f"{path}: sha256 is not the pinned {TRACE_FILES[name][:16]}…: another copy gives other figures"
+        else:
+            continue
+        print(f"error: {problem} ({GUIDE})", file=sys.stderr)
+        raise SystemExit(2)
+
+
 POLICIES = ("01-Random", "05-BestFit", "06-FGD")
 ALL_POLICIES = ("01-Random", "02-DotProd", "03-GpuClustering", "04-GpuPacking", "05-BestFit", "06-FGD")
 
@@ -184,6 +213,7 @@ def main() -> None:
     ap.add_argument("--seeds", help="with --policies: run once per seed (comma-separated), the simulator's pod "
                                     "list of each")
     args = ap.parse_args()
+    require_traces()
     root = args.runs
     if root is None:
         root = args.out or Path(tempfile.mkdtemp(prefix="bench-traces-"))
