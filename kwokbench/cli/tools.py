@@ -28,8 +28,10 @@ def tools_install(
                                         "(kwokctl downloads official binaries) or auto.")] = "auto",
     source_path: Annotated[Path | None, typer.Option("--source", help="With those: a directory of the pinned "
                                                      "source archives (checked by sha256) or of source checkouts, "
-                                                     "or one archive; default $KWOKBENCH_SOURCES, else the "
-                                                     "upstream archives.")] = None,
+                                                     "or one archive; default $KWOKBENCH_SOURCES, else "
+                                                     "~/.cache/kwokbench/sources; nothing is downloaded, a "
+                                                     "missing one is named with the repository and tag to check "
+                                                     "out.")] = None,
     force: Annotated[bool, typer.Option(help="Rebuild even when cached binaries are valid.")] = False,
     core_only: Annotated[bool, typer.Option(help="Skip the optional scheduler-plugins build (runs build it "
                                             "on demand when a variant uses it).")] = False,

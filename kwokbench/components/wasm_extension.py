@@ -38,7 +38,9 @@ from kwokbench.toolchain.wasm import WASM_MAGIC
 
 MODULE = "sigs.k8s.io/kube-scheduler-wasm-extension/scheduler"
 SOURCES = (PinnedSource(MODULE, "kube-scheduler-wasm-extension-9b2791f.tar.gz",
-                        "ba9fe8ef6256bf94fc9e511aea7c50b97f4ef1558855470533809f24e3ab37fe", "", subdir="scheduler"),)
+                        "ba9fe8ef6256bf94fc9e511aea7c50b97f4ef1558855470533809f24e3ab37fe",
+                        "github.com/kubernetes-sigs/kube-scheduler-wasm-extension at commit 9b2791f",
+                        subdir="scheduler"),)
 EXAMPLES = ("nodenumber", "imagelocality", "advanced")
 PLUGIN = "wasm"
 """The plugin name its configuration enables (any name whose pluginConfig decodes as its PluginConfig)."""

@@ -235,17 +235,16 @@ VERSION = versions.YUNIKORN
 SHIM = "github.com/apache/yunikorn-k8shim"
 CORE = "github.com/apache/yunikorn-core"
 SI = "github.com/apache/yunikorn-scheduler-interface"
-_GH = "https://github.com/apache"
 SOURCES = (
     PinnedSource(SHIM, "yunikorn-k8shim-v1.8.0.tar.gz",
                  "9e048becf234f2b3a7a5509a8fdb3f4aa923a4a9a730a3cfcc64b396b2de96b9",
-                 f"{_GH}/yunikorn-k8shim/archive/refs/tags/v1.8.0.tar.gz"),
+                 "github.com/apache/yunikorn-k8shim at tag v1.8.0"),
     PinnedSource(CORE, "yunikorn-core-v1.8.0-1.tar.gz",
                  "9c476ae7bd08b4e88b7365703fc1369d12382fc42eb6022d1bb2c902ec5bfc57",
-                 f"{_GH}/yunikorn-core/archive/refs/tags/v1.8.0-1.tar.gz"),
+                 "github.com/apache/yunikorn-core at tag v1.8.0-1"),
     PinnedSource(SI, "yunikorn-scheduler-interface-v1.8.0-0.tar.gz",
                  "0e99a5ed4388fb73d2425854087111800c5be43e12ecede8cab6e2355518e32b",
-                 f"{_GH}/yunikorn-scheduler-interface/archive/refs/tags/v1.8.0-0.tar.gz"),
+                 "github.com/apache/yunikorn-scheduler-interface at tag v1.8.0-0"),
 )
 BINARY = "yunikorn-scheduler"
 

@@ -9,8 +9,10 @@ the pinned tag or commit, each pinned by sha256 here, like a package cache. kwok
    built), or holding source *directories* (a checkout: it is built as it is and the build records a hash
    of its Go files instead of the archive's sha256); ``PATH`` may also be one archive or one directory
    when the scheduler needs only one;
-2. else in ``$KWOKBENCH_CACHE/sources``, where a download from upstream (the same pinned archives, on a host
-   that reaches it) is kept after its sha256 matched.
+2. else in ``$KWOKBENCH_CACHE/sources``, where a user may keep the archives once.
+
+Nothing is downloaded: upstream serves no tarball byte-identical to a pinned ``git archive`` (another prefix and
+compression), so a missing source is one line naming the archive's sha256 and the repository and tag to check out.
 
 What was built from what is written next to the binary (``BUILD.json``) and into every run's fairness
 manifest; a cached build is reused only when it came from the same sources.
@@ -24,7 +26,6 @@ import os
 import re
 import shutil
 import tarfile
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,9 +49,9 @@ class PinnedSource:
     archive: str
     """File name of the pinned archive."""
     sha256: str
-    url: str
-    """Where upstream serves this very archive (tried only when no local copy is given; "" when upstream serves
-    none byte-identical to it)."""
+    upstream: str
+    """The repository and tag or commit the archive is ``git archive`` of, for a user to check out (upstream serves
+    no archive byte-identical to the pinned one: its tarballs differ in prefix and compression)."""
     subdir: str = ""
     """Where the module's go.mod is inside the archive's top directory ("" for the top)."""
 
@@ -104,19 +105,18 @@ def default_source() -> Path | None:
     return Path(env).expanduser() if env else None
 
 
-def locate(sources: Sequence[PinnedSource], given: Path | None, work: Path, cache: Path,
-           download: bool = True) -> list[Located]:
+def locate(sources: Sequence[PinnedSource], given: Path | None, work: Path, cache: Path) -> list[Located]:
     """Every pinned source as a module directory under ``work`` (archives are extracted there).
 
     ``given`` is ``--source`` (or ``$KWOKBENCH_SOURCES``): a directory of archives or checkouts, or one
-    archive or checkout. A missing one is looked for in the download cache, then downloaded."""
+    archive or checkout. A missing one is looked for in the cache (``cache/sources``, where a user may keep them)."""
     if given is not None and not given.exists():
         raise ToolchainError(f"--source {given}: no such file or directory")
     out = []
     for s in sources:
         found = _from_given(s, given, work, single=len(sources) == 1) if given is not None else None
         if found is None:
-            found = _from_cache(s, cache, work, download, given)
+            found = _from_cache(s, cache, work, given)
         out.append(found)
     return out
 
@@ -136,32 +136,14 @@ def _from_given(s: PinnedSource, given: Path, work: Path, single: bool) -> Locat
     return Located(s, dest, f"dir:{tree_hash(d)}")
 
 
-def _from_cache(s: PinnedSource, cache: Path, work: Path, download: bool, given: Path | None) -> Located:
+def _from_cache(s: PinnedSource, cache: Path, work: Path, given: Path | None) -> Located:
     cached = cache / "sources" / s.archive
     if cached.is_file():
         return _extract(s, cached, work)
-    where = f" in {given}" if given is not None else ""
-    if not s.url:  # upstream serves no archive byte-identical to the pinned one (e.g. a commit's tarball)
-        raise ToolchainError(f"{s.module}: no {s.archive}{where or ' given'}; give {SOURCES_ENV} or --source DIR "
-                             f"holding it (the pinned archive, sha256 {s.sha256[:16]}…, or a checkout)")
-    if not download:
-        raise ToolchainError(f"{s.module}: neither {s.archive} nor a checkout of it{where}")
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    part = cached.with_name(cached.name + ".part")
-    try:
-        with urllib.request.urlopen(s.url, timeout=30) as r, part.open("wb") as f:
-            shutil.copyfileobj(r, f)
-    except (OSError, ValueError) as e:
-        part.unlink(missing_ok=True)
-        hint = f"{SOURCES_ENV} or --source DIR holding {s.archive}"
-        raise ToolchainError(f"{s.module}: no {s.archive}{where or ' given'} and its upstream archive is "
-                             f"unreachable ({s.url}: {getattr(e, 'reason', None) or e}); give {hint}") from e
-    got = sha256_of(part)
-    if got != s.sha256:
-        part.unlink(missing_ok=True)
-        raise ToolchainError(f"{s.url}: sha256 {got[:16]}… is not the pinned {s.sha256[:16]}…; not built")
-    part.replace(cached)
-    return _extract(s, cached, work)
+    where = f" in {given}" if given is not None else " given"
+    raise ToolchainError(f"{s.module}: neither {s.archive} nor a checkout of it{where}; give {SOURCES_ENV} or "
+                         f"--source DIR holding the pinned archive (sha256 {s.sha256[:16]}…) or a checkout of "
+                         f"{s.upstream}")
 
 
 def _extract(s: PinnedSource, archive: Path, work: Path) -> Located:

@@ -70,8 +70,8 @@ def test_bad_guests_and_variants(tmp_path: Path) -> None:
 
 def test_the_pinned_archive_must_be_given(tmp_path: Path) -> None:
     [pin] = wx.SOURCES
-    assert pin.url == "" and pin.subdir == "scheduler"
-    with pytest.raises(ToolchainError, match=re.escape("give KWOKBENCH_SOURCES or --source DIR holding it")):
+    assert pin.upstream.endswith("at commit 9b2791f") and pin.subdir == "scheduler"
+    with pytest.raises(ToolchainError, match=re.escape("give KWOKBENCH_SOURCES or --source DIR holding the pinned")):
         sources.locate(wx.SOURCES, None, tmp_path / "w", tmp_path / "c")
     sums = Path(__file__).resolve().parents[3] / "shared" / "sources" / "SHA256SUMS"
     if sums.is_file():

@@ -193,32 +193,35 @@ def test_pinned_archives_are_verified_and_checkouts_hashed(tmp_path: Path) -> No
     d = tmp_path / "src"
     d.mkdir()
     sha = _archive(d / "m-v1.tar.gz", "m-1", "example.com/m")
-    pin = sources.PinnedSource("example.com/m", "m-v1.tar.gz", sha, "http://127.0.0.1:9/m.tar.gz")
-    [found] = sources.locate([pin], d, tmp_path / "work", tmp_path / "cache", download=False)
+    pin = sources.PinnedSource("example.com/m", "m-v1.tar.gz", sha, "example.com/m at tag v1")
+    [found] = sources.locate([pin], d, tmp_path / "work", tmp_path / "cache")
     assert found.origin == f"sha256:{sha}" and (found.dir / "go.mod").is_file()
     assert sources.peek_origins([pin], d) == {"example.com/m": f"sha256:{sha}"}
     assert sources.peek_origins([pin], d / "m-v1.tar.gz") == {"example.com/m": f"sha256:{sha}"}
     # another archive under the pinned name is refused, never built
-    bad = pin.__class__(pin.module, pin.archive, "0" * 64, pin.url)
+    bad = pin.__class__(pin.module, pin.archive, "0" * 64, pin.upstream)
     with pytest.raises(ToolchainError, match="is not the pinned 0000000000000000"):
-        sources.locate([bad], d, tmp_path / "work2", tmp_path / "cache", download=False)
+        sources.locate([bad], d, tmp_path / "work2", tmp_path / "cache")
     # a checkout: built from a copy, identified by a hash of its Go files
     co = tmp_path / "checkouts" / "m"
     co.mkdir(parents=True)
     (co / "go.mod").write_text("module example.com/m\n")
-    [found] = sources.locate([pin], co.parent, tmp_path / "work3", tmp_path / "cache", download=False)
+    [found] = sources.locate([pin], co.parent, tmp_path / "work3", tmp_path / "cache")
     assert found.origin.startswith("dir:") and found.dir != co and (found.dir / "go.mod").is_file()
     assert sources.peek_origins([pin], co.parent) == {"example.com/m": found.origin}
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(ToolchainError, match=re.escape("neither m-v1.tar.gz nor a checkout")):
-        sources.locate([pin], empty, tmp_path / "w4", tmp_path / "c", download=False)
+        sources.locate([pin], empty, tmp_path / "w4", tmp_path / "c")
 
 
-def test_unreachable_upstream_names_what_to_give(tmp_path: Path) -> None:
-    pin = sources.PinnedSource("example.com/m", "m-v1.tar.gz", "0" * 64, "http://127.0.0.1:9/m.tar.gz")
-    with pytest.raises(ToolchainError, match=re.escape("KWOKBENCH_SOURCES or --source DIR holding m-v1.tar.gz")):
+def test_a_missing_source_names_what_to_give_and_nothing_is_downloaded(tmp_path: Path) -> None:
+    pin = sources.PinnedSource("example.com/m", "m-v1.tar.gz", "0" * 64, "example.com/m at tag v1")
+    with pytest.raises(ToolchainError, match=re.escape(
+            "example.com/m: neither m-v1.tar.gz nor a checkout of it given; give KWOKBENCH_SOURCES or --source DIR "
+            "holding the pinned archive (sha256 0000000000000000…) or a checkout of example.com/m at tag v1")):
         sources.locate([pin], None, tmp_path / "w", tmp_path / "c")
+    assert all(" at " in s.upstream for s in yk.SOURCES)
 
 
 def test_pinned_yunikorn_sources_match_the_shared_checksums() -> None:

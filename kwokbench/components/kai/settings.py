@@ -24,7 +24,8 @@ KUBERNETES = "v1.34.2"
 """The k8s.io/kubernetes version its go.mod requires (two minors behind the control plane)."""
 MODULE = "github.com/NVIDIA/KAI-scheduler"
 SOURCES = (PinnedSource(MODULE, "kai-scheduler-v0.13.0.tar.gz",
-                        "518caaa10fcf32f689173863c06705881c37a9645d8dbeaa8b595c464e83f065", ""),)
+                        "518caaa10fcf32f689173863c06705881c37a9645d8dbeaa8b595c464e83f065",
+                        "github.com/NVIDIA/KAI-Scheduler at tag v0.13.0"),)
 BINARY = "kai-scheduler"
 HELPERS = ("binder", "podgrouper", "queuecontroller", "podgroupcontroller")
 """The other commands built beside the scheduler (``kai-<name>``)."""

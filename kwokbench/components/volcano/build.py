@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 MODULE = "volcano.sh/volcano"
 SOURCES = (PinnedSource(MODULE, "volcano-v1.15.1.tar.gz",
-                        "06f81ed19cabc6d2bde3cd3796da2e48a3d3099189d3b09a7c6345053cdc57cb", ""),)
+                        "06f81ed19cabc6d2bde3cd3796da2e48a3d3099189d3b09a7c6345053cdc57cb",
+                        "github.com/volcano-sh/volcano at tag v1.15.1"),)
 """The ``git archive`` of tag v1.15.1 without ``docs/`` (upstream serves no archive byte-identical to it)."""
 BINARY = "vc-scheduler"
 CONTROLLER_MANAGER = "vc-controller-manager"
