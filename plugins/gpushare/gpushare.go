@@ -35,6 +35,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
@@ -77,15 +79,59 @@ type Args struct {
 
 // GPUShare implements Filter, PreScore, Score, Reserve and Bind.
 type GPUShare struct {
-	h        fwk.Handle
 	policy   string
 	workload []TaskType
 	ordered  bool  // tieBreak nodeOrder
 	seed     int64 // of the node order
+	book     *Bookings
+	// nodeInfo is a node of the cycle's snapshot, bind posts a Binding (the handle's; tests give their own)
+	nodeInfo func(name string) (fwk.NodeInfo, error)
+	bind     func(ctx context.Context, b *v1.Binding) error
 
-	mu       sync.RWMutex
-	rnd      *rand.Rand
-	reserved map[types.UID][]int // GPUs reserved, until the pod's own annotation says so or it is gone
+	mu  sync.Mutex // of rnd
+	rnd *rand.Rand
+}
+
+// Bookings is the process's one record of the GPUs it chose for each pod, from Reserve until the pod is gone.
+// Every profile's instance of the plugin shares it (ProcessBookings): a pod reserved by one profile is in the
+// ledger of the others before its annotation reaches the scheduler's cache, so two profiles of one
+// kube-scheduler cannot book one GPU twice.
+type Bookings struct {
+	mu    sync.RWMutex
+	byPod map[types.UID][]int
+
+	reportMu sync.Mutex
+	reported map[string]bool // what was logged already: a node's unknown pod or overbooked GPU, once each
+}
+
+// NewBookings is an empty record (ProcessBookings is the process's; tests make their own).
+func NewBookings() *Bookings {
+	return &Bookings{byPod: map[types.UID][]int{}, reported: map[string]bool{}}
+}
+
+// ProcessBookings is the record every instance of the plugin in this process shares.
+var ProcessBookings = NewBookings()
+
+// Book records the GPUs chosen for a pod (Reserve); Forget drops them (Unreserve, or the pod deleted).
+func (b *Bookings) Book(uid types.UID, gpus []int) {
+	b.mu.Lock()
+	b.byPod[uid] = gpus
+	b.mu.Unlock()
+}
+
+// Forget drops a pod's booking.
+func (b *Bookings) Forget(uid types.UID) {
+	b.mu.Lock()
+	delete(b.byPod, uid)
+	b.mu.Unlock()
+}
+
+// Booked is a pod's booking, if this process made one.
+func (b *Bookings) Booked(uid types.UID) ([]int, bool) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	g, ok := b.byPod[uid]
+	return g, ok
 }
 
 var (
@@ -153,19 +199,24 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if err != nil {
 		return nil, err
 	}
-	p := &GPUShare{h: h, policy: a.Policy, workload: w, ordered: a.TieBreak == "nodeOrder", seed: a.Seed,
-		rnd: rand.New(rand.NewSource(a.Seed)), reserved: map[types.UID][]int{}}
-	if h != nil && h.SharedInformerFactory() != nil {
-		// a deleted pod's reservation goes with it (Unreserve covers pods that never bound)
+	p := &GPUShare{policy: a.Policy, workload: w, ordered: a.TieBreak == "nodeOrder", seed: a.Seed,
+		rnd: rand.New(rand.NewSource(a.Seed)), book: ProcessBookings}
+	if h == nil {
+		return p, nil
+	}
+	p.nodeInfo = func(name string) (fwk.NodeInfo, error) { return h.SnapshotSharedLister().NodeInfos().Get(name) }
+	p.bind = func(ctx context.Context, b *v1.Binding) error {
+		return h.ClientSet().CoreV1().Pods(b.Namespace).Bind(ctx, b, metav1.CreateOptions{})
+	}
+	if h.SharedInformerFactory() != nil {
+		// a deleted pod's booking goes with it (Unreserve covers pods that never bound)
 		_, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(
 			cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
 				if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 					obj = d.Obj
 				}
 				if pod, ok := obj.(*v1.Pod); ok {
-					p.mu.Lock()
-					delete(p.reserved, pod.UID)
-					p.mu.Unlock()
+					p.book.Forget(pod.UID)
 				}
 			}})
 		if err != nil {
@@ -178,25 +229,22 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 // Name returns the plugin name.
 func (*GPUShare) Name() string { return Name }
 
-// DemandOf is a pod's demand: its containers' CPU and GPU requests and the GPU models its required node
-// affinity accepts.
+// DemandOf is a pod's demand as the node's scheduler cache counts it (resourcehelper.PodRequests: the larger of
+// its containers' sum and its largest init container, sidecars and pod overhead included) and the GPU models its
+// required node affinity accepts. A share of more than one GPU is no demand this plugin can place: Invalid says so.
 func DemandOf(pod *v1.Pod) Demand {
-	var cpu, gpus, milli int64
-	for _, c := range pod.Spec.Containers {
-		cpu += c.Resources.Requests.Cpu().MilliValue()
-		if q, ok := c.Resources.Requests[GPUResource]; ok {
-			gpus += q.Value()
-		}
-		if q, ok := c.Resources.Requests[MilliResource]; ok {
-			milli += q.Value()
-		}
-	}
-	d := Demand{CPU: cpu, Models: models(pod)}
+	req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	gpuQ, milliQ := req[GPUResource], req[MilliResource]
+	gpus, milli := gpuQ.Value(), milliQ.Value()
+	d := Demand{CPU: req.Cpu().MilliValue(), Models: models(pod)}
 	switch {
 	case gpus > 0:
 		d.D, d.K = MilliPerGPU, gpus
+	case milli > MilliPerGPU:
+		d.Invalid = fmt.Sprintf("%s %d is more than one GPU (%d): ask for whole GPUs with %s", MilliResource, milli,
+			MilliPerGPU, GPUResource)
 	case milli > 0:
-		d.D, d.K = min(milli, MilliPerGPU), 1
+		d.D, d.K = milli, 1
 	}
 	return d
 }
@@ -241,49 +289,107 @@ func FormatIndex(gpus []int) string {
 	return strings.Join(s, "-")
 }
 
-// ledger is a node's per-GPU state from the pods on it (bound or assumed), and its GPU pods' classes.
-func (pl *GPUShare) ledger(ni fwk.NodeInfo) (Node, map[string]int) {
-	node := ni.Node()
-	n := Node{CPULeft: ni.GetAllocatable().GetMilliCPU() - ni.GetRequested().GetMilliCPU()}
+// Ledger is one node's per-GPU state from the GPU pods on it (bound, assumed or nominated): what each GPU has
+// free for the policies, the GPU pods' classes, and what could not be accounted for — reported, never hidden.
+type Ledger struct {
+	Node
+	Tags map[string]int
+	// Over is each GPU booked beyond MilliPerGPU, by how much (its Free is then 0 for the policies).
+	Over map[int]int64
+	// Unknown names the GPU pods placed on the node (bound or assumed) whose GPUs no record gives: no booking of
+	// this process, no annotation, or one this node cannot have. Their GPUs are not guessed (a guess could give
+	// their GPU to another pod), so the node takes no GPU pod while they are on it.
+	Unknown []string
+}
+
+// NodeLedger builds a node's ledger from the pods on it; cpuLeft is its allocatable CPU minus what the scheduler's
+// cache counts as requested.
+func (b *Bookings) NodeLedger(node *v1.Node, cpuLeft int64, pods []*v1.Pod) Ledger {
+	l := Ledger{Node: Node{CPULeft: cpuLeft}, Tags: map[string]int{}, Over: map[int]int64{}}
 	if q, ok := node.Status.Allocatable[GPUResource]; ok {
-		n.Free = make([]int64, q.Value())
-		for i := range n.Free {
-			n.Free[i] = MilliPerGPU
+		l.Free = make([]int64, q.Value())
+		for i := range l.Free {
+			l.Free[i] = MilliPerGPU
 		}
-		n.Model = node.Labels[ModelLabel]
+		l.Model = node.Labels[ModelLabel]
 	}
-	tags := map[string]int{}
-	pl.mu.RLock()
-	defer pl.mu.RUnlock()
-	for _, pi := range ni.GetPods() {
-		pod := pi.GetPod()
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for _, pod := range pods {
 		d := DemandOf(pod)
 		if !d.GPU() {
 			continue
 		}
-		tags[Tag(d)]++
-		gpus, ok := pl.reserved[pod.UID]
+		l.Tags[Tag(d)]++
+		gpus, ok := b.byPod[pod.UID]
 		if !ok {
 			gpus = ParseIndex(pod.Annotations[IndexAnnotation])
 		}
-		if !valid(n, d, gpus) { // placed without a record (another binder): where this plugin would have put it
-			gpus = defaultGPUs(n, d)
+		if !valid(l.Node, d, gpus) {
+			if pod.Spec.NodeName != "" {
+				l.Unknown = append(l.Unknown, pod.Namespace+"/"+pod.Name)
+				continue
+			}
+			// nominated here (preemption), not placed: room is held where the plugin would put it
+			gpus = defaultGPUs(l.Node, d)
 		}
 		for _, i := range gpus {
-			n.Free[i] = max(n.Free[i]-d.D, 0)
+			l.Free[i] -= d.D
 		}
 	}
-	return n, tags
+	for i, f := range l.Free {
+		if f < 0 {
+			l.Over[i], l.Free[i] = -f, 0
+		}
+	}
+	return l
 }
 
+// report logs what a node's ledger could not account for, once per node and pod or GPU.
+func (b *Bookings) report(node string, l Ledger) {
+	if len(l.Unknown) == 0 && len(l.Over) == 0 {
+		return
+	}
+	b.reportMu.Lock()
+	defer b.reportMu.Unlock()
+	for _, p := range l.Unknown {
+		if k := node + "/" + p; !b.reported[k] {
+			b.reported[k] = true
+			klog.InfoS("GPUShare: a GPU pod on the node has no recorded GPU; the node takes no GPU pod while it is there",
+				"node", node, "pod", p)
+		}
+	}
+	for i, over := range l.Over {
+		if k := fmt.Sprintf("%s/gpu-%d", node, i); !b.reported[k] {
+			b.reported[k] = true
+			klog.ErrorS(nil, "GPUShare: a GPU is booked beyond its capacity", "node", node, "gpu", i, "overMilli", over)
+		}
+	}
+}
+
+// ledger is a cycle's node as a Ledger.
+func (pl *GPUShare) ledger(ni fwk.NodeInfo) Ledger {
+	infos := ni.GetPods()
+	pods := make([]*v1.Pod, len(infos))
+	for i, pi := range infos {
+		pods[i] = pi.GetPod()
+	}
+	l := pl.book.NodeLedger(ni.Node(), ni.GetAllocatable().GetMilliCPU()-ni.GetRequested().GetMilliCPU(), pods)
+	pl.book.report(ni.Node().Name, l)
+	return l
+}
+
+// valid: as many GPUs as the pod asks for, each one the node has, none twice.
 func valid(n Node, d Demand, gpus []int) bool {
 	if int64(len(gpus)) != d.K {
 		return false
 	}
+	seen := map[int]bool{}
 	for _, i := range gpus {
-		if i >= len(n.Free) {
+		if i >= len(n.Free) || seen[i] {
 			return false
 		}
+		seen[i] = true
 	}
 	return true
 }
@@ -301,12 +407,20 @@ func defaultGPUs(n Node, d Demand) []int {
 // Filter fits the pod per GPU.
 func (pl *GPUShare) Filter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) *fwk.Status {
 	d := DemandOf(pod)
+	if d.Invalid != "" {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, d.Invalid)
+	}
 	if !d.GPU() {
 		return nil
 	}
-	n, _ := pl.ledger(ni)
+	l := pl.ledger(ni)
+	n := l.Node
 	if len(n.Free) == 0 {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node has no GPU")
+	}
+	if len(l.Unknown) > 0 {
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%d GPU pod(s) on the node have no recorded GPU (%s): "+
+			"a GPU chosen here could be theirs", len(l.Unknown), strings.Join(l.Unknown, ", ")))
 	}
 	if !Fits(n, d) {
 		if d.D < MilliPerGPU {
@@ -366,7 +480,8 @@ func (pl *GPUShare) PreScore(_ context.Context, state fwk.CycleState, pod *v1.Po
 }
 
 func (pl *GPUShare) score(ni fwk.NodeInfo, d Demand) int64 {
-	n, tags := pl.ledger(ni)
+	l := pl.ledger(ni)
+	n, tags := l.Node, l.Tags
 	switch pl.policy {
 	case "DotProduct":
 		return DotProduct(n, d)
@@ -450,33 +565,32 @@ func (pl *GPUShare) Choose(n Node, d Demand) []int {
 	return []int{i}
 }
 
-// Reserve chooses the pod's GPU(s) on the node from the cycle's snapshot and holds them until the pod is bound
-// (its annotation then says so) or unreserved.
+// Reserve chooses the pod's GPU(s) on the node from the cycle's snapshot and books them until the pod is gone
+// or unreserved (the booking, then the pod's annotation, is its record).
 func (pl *GPUShare) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	d := DemandOf(pod)
 	if !d.GPU() {
 		return nil
 	}
-	ni, err := pl.h.SnapshotSharedLister().NodeInfos().Get(nodeName)
+	ni, err := pl.nodeInfo(nodeName)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	n, _ := pl.ledger(ni)
-	gpus := pl.Choose(n, d)
+	l := pl.ledger(ni)
+	if len(l.Unknown) > 0 {
+		return fwk.NewStatus(fwk.Unschedulable, "a GPU pod without a recorded GPU came onto the node before reserve")
+	}
+	gpus := pl.Choose(l.Node, d)
 	if gpus == nil {
 		return fwk.NewStatus(fwk.Unschedulable, "the GPUs filled up before reserve")
 	}
-	pl.mu.Lock()
-	pl.reserved[pod.UID] = gpus
-	pl.mu.Unlock()
+	pl.book.Book(pod.UID, gpus)
 	return nil
 }
 
 // Unreserve gives the GPUs back.
 func (pl *GPUShare) Unreserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
-	pl.mu.Lock()
-	delete(pl.reserved, pod.UID)
-	pl.mu.Unlock()
+	pl.book.Forget(pod.UID)
 }
 
 // Bind posts the Binding, with the GPU choice as an annotation the apiserver copies onto the pod.
@@ -485,13 +599,10 @@ func (pl *GPUShare) Bind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nod
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 		Target:     v1.ObjectReference{Kind: "Node", Name: nodeName},
 	}
-	pl.mu.RLock()
-	gpus, ok := pl.reserved[pod.UID]
-	pl.mu.RUnlock()
-	if ok {
+	if gpus, ok := pl.book.Booked(pod.UID); ok {
 		b.Annotations = map[string]string{IndexAnnotation: FormatIndex(gpus)}
 	}
-	if err := pl.h.ClientSet().CoreV1().Pods(b.Namespace).Bind(ctx, b, metav1.CreateOptions{}); err != nil {
+	if err := pl.bind(ctx, b); err != nil {
 		return fwk.AsStatus(err)
 	}
 	return nil

@@ -42,6 +42,8 @@ type Demand struct {
 	D      int64
 	K      int64
 	Models []string
+	// Invalid says why the pod's GPU request is none the plugin can place ("" for a valid one).
+	Invalid string
 }
 
 // GPU reports whether the demand asks for GPU at all.
