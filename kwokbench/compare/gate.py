@@ -113,17 +113,19 @@ def _devices_twice(summary: dict[str, Any]) -> float | None:
 
 
 def _overbooked(summary: dict[str, Any]) -> float | None:
-    """Capacity given beyond what there is: DRA counter sets overdrawn (``claims.counters``), GPUs holding more
-    than one GPU's worth by a GPU-aware scheduler's own records (``gpu_choices``, at the end of the run), and nodes
+    """Capacity given beyond what there is: DRA counter sets overdrawn (``claims.counters``), shared devices consumed
+    beyond a capacity (``claims.shared_overconsumed``), GPUs holding more
+    than one GPU's worth by a GPU-aware scheduler's own records at some moment (``gpu_choices``), and nodes
     whose bound pods held more than their allocatable at some moment (``allocation.overbooked``); None when the run
     has none of these records."""
     counters = (summary.get("claims") or {}).get("counters")
+    shared = (summary.get("claims") or {}).get("shared_overconsumed")
     gpus = summary.get("gpu_choices")
     nodes = (summary.get("allocation") or {}).get("overbooked")
-    if counters is None and gpus is None and nodes is None:
+    if counters is None and shared is None and gpus is None and nodes is None:
         return None
-    return float(len((counters or {}).get("overcommitted") or {}) + int((gpus or {}).get("overcommitted_gpus") or 0)
-                 + int((nodes or {}).get("nodes") or 0))
+    return float(len((counters or {}).get("overcommitted") or {}) + len(shared or {})
+                 + int((gpus or {}).get("overcommitted_gpus") or 0) + int((nodes or {}).get("nodes") or 0))
 
 
 METRICS: dict[str, Metric] = {m.name: m for m in [

@@ -55,24 +55,51 @@ def overlapping(claims: pd.DataFrame) -> dict[str, int]:
 def peak_consumed(claims: pd.DataFrame, capacity: str = "milli") -> dict[str, float]:
     """Shared devices: device → the most of ``capacity`` the claims holding it at once consumed (from each
     claim's allocation to its release), from the allocations' own ``consumedCapacity``."""
+    return {dev: most[capacity] for dev, most in peaks_consumed(claims).items() if capacity in most}
+
+
+def peaks_consumed(claims: pd.DataFrame) -> dict[str, dict[str, float]]:
+    """Shared devices: device → capacity name → the most of it the claims holding the device at once consumed."""
     if "consumed" not in claims:
         return {}
-    events: dict[str, list[tuple[float, float]]] = {}
+    events: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for row in claims[claims["allocated"].notna()].itertuples(index=False):
         end = _end(row)
         amounts = [dict(kv.split("=", 1) for kv in part.split(",") if "=" in kv)
                    for part in str(row.consumed or "").split()]
         for (dev, shared), got in zip(given(row), amounts, strict=False):
-            if shared and capacity in got:
-                q = quantity(got[capacity])
-                events.setdefault(dev, []).extend([(float(row.allocated), q), (end, -q)])
-    out: dict[str, float] = {}
-    for dev, ev in events.items():
+            if shared:
+                for name, q in got.items():
+                    events.setdefault((dev, name), []).extend(
+                        [(float(row.allocated), quantity(q)), (end, -quantity(q))])
+    out: dict[str, dict[str, float]] = {}
+    for (dev, name), ev in events.items():
         held = most = 0.0
-        for _, q in sorted(ev, key=lambda e: (e[0], e[1])):  # a release before an allocation at the same time
-            held += q
+        for _, amount in sorted(ev, key=lambda e: (e[0], e[1])):  # a release before an allocation at one time
+            held += amount
             most = max(most, held)
-        out[dev] = most
+        out.setdefault(dev, {})[name] = most
+    return out
+
+
+def shared_overconsumed(claims: pd.DataFrame, node_groups: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Shared devices whose claims together consumed more of a capacity than the device has, at some moment:
+    ``driver/pool/device`` → capacity → peak, from the scenario's device specs (the capacities the slices were
+    rendered with) and the claims' consumption over time. The allocator must never let that happen."""
+    caps: dict[tuple[str, str, str], dict[str, float]] = {}
+    for g in node_groups:
+        for spec in g.get("devices") or []:
+            if spec.get("shared") and spec.get("capacity"):
+                for device in devices_of(spec):
+                    caps[(g["name"], spec["driver"], device["name"])] = {
+                        k: quantity(v["value"]) for k, v in (device.get("capacity") or {}).items()}
+    out: dict[str, dict[str, float]] = {}
+    for dev, most in peaks_consumed(claims).items():
+        driver, pool, name = [*dev.split("/", 2), "", ""][:3]
+        cap = caps.get((_pool_group(pool), driver, name), {})
+        beyond = {k: v for k, v in most.items() if k in cap and v > cap[k] * (1 + 1e-9)}
+        if beyond:
+            out[dev] = beyond
     return out
 
 
@@ -171,6 +198,8 @@ def claims_section(claims: pd.DataFrame, pods: pd.DataFrame | None = None,
         out["first_available"] = chosen
     if node_groups and (counters := counters_section(every, node_groups)) is not None:
         out["counters"] = counters
+    if node_groups:
+        out["shared_overconsumed"] = shared_overconsumed(every, node_groups)
     if pods is not None and len(pods) and "name" in pods:
         # a pod bound although its claim was never allocated: a scheduler that ignores DRA (a kubelet would not
         # start such a pod; kwok does)
@@ -216,6 +245,11 @@ def claims_rows(section: dict[str, Any] | None) -> list[list[str]]:
         rows.append(["DRA partitionable devices: counter sets drawn on; most of one drawn at once",
                      f"{counters['counter_sets_drawn']}; {counters['peak_share']:.0%}; "
                      + (f"{len(over)} COUNTER SETS OVERCOMMITTED" if over else "none overcommitted")])
+    if over_shared := section.get("shared_overconsumed"):
+        worst = max(over_shared, key=lambda d: max(over_shared[d].values()))
+        rows.append(["DRA: SHARED DEVICES CONSUMED BEYOND THEIR CAPACITY",
+                     f"{len(over_shared)} (e.g. {worst}: "
+                     + ", ".join(f"{k} {v:g}" for k, v in sorted(over_shared[worst].items())) + " at once)"])
     st = section.get("pod_stages")
     if st:
         rows.append(["DRA pod stages p50 / p99: created → claim allocated → bound → Running",

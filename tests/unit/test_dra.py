@@ -254,6 +254,30 @@ def test_the_capacity_shared_claims_hold_at_once_is_summed_per_device() -> None:
     assert claims_section(claims)["shared_peak_milli"] == 1000.0
 
 
+def test_a_shared_device_consumed_beyond_its_capacity_at_some_moment_is_found_and_gates() -> None:
+    """Each shared device's consumption against its own capacity (the scenario's spec), at every moment: two claims
+    of 600 milli on a 1000-milli GPU at once overdraw it, though one is gone by the end; one after the other do not."""
+    from kwokbench.compare.gate import METRICS
+    from kwokbench.figures.claims import claims_rows, shared_overconsumed
+
+    groups = [{"name": "g", "devices": [{"driver": "d", "count": 2, "shared": True,
+                                         "capacity": {"milli": 1000, "memory": "16Gi"}}]}]
+    pool = "d/kb-g-0/"
+    at_once = _claims([("a", 0, 1, 5, pool + "gpu-0", True), ("b", 0, 2, None, pool + "gpu-0", True),
+                       ("c", 0, 1, None, pool + "gpu-1", True)])
+    at_once["consumed"] = ["milli=600,memory=4Gi", "milli=600,memory=4Gi", "milli=1000,memory=16Gi"]
+    assert shared_overconsumed(at_once, groups) == {pool + "gpu-0": {"milli": 1200.0}}
+    s = claims_section(at_once, None, groups)
+    assert s["shared_overconsumed"] == {pool + "gpu-0": {"milli": 1200.0}}
+    assert METRICS["overbooked"].get({"claims": s}) == 1.0
+    assert ["DRA: SHARED DEVICES CONSUMED BEYOND THEIR CAPACITY", "1 (e.g. d/kb-g-0/gpu-0: milli 1200 at once)"] in \
+        claims_rows(s)
+    in_turn = at_once.copy()
+    in_turn["allocated"] = [1.0, 5.0, 1.0]  # b allocated as a was released: a release before a take
+    assert claims_section(in_turn, None, groups)["shared_overconsumed"] == {}
+    assert METRICS["overbooked"].get({"claims": claims_section(in_turn, None, groups)}) == 0.0
+
+
 def test_a_trace_in_its_dra_form() -> None:
     """Alibaba-like rows: nodes get their GPUs as shareable devices of 1000 milli (their node-level counts stay,
     requested by no pod), pods a claim template of their shape and their demand as an annotation."""

@@ -41,3 +41,18 @@ def test_an_overcommitted_gpu_and_bad_records_are_found() -> None:
 def test_runs_without_records_have_no_section() -> None:
     assert gpu_choices(_pods([("a", 0, 500, "", False)]), NODES) is None
     assert gpu_choices(pd.DataFrame({"node": ["a"], "gpus": [1.0], "gpu_milli": [1000.0]}), NODES) is None
+
+
+def test_a_gpu_overbooked_while_both_pods_lived_is_found_though_neither_is_left() -> None:
+    """A trace with lifetimes: two 600-milli pods on one GPU at once, both gone by the end. Checked at the end only,
+    the GPU would read empty; over the run it held 1200. The same pods one after the other held 600 at most."""
+    def run(second_from: float) -> pd.DataFrame:
+        return pd.DataFrame({"node": ["a", "a"], "gpus": [0.0, 0.0], "gpu_milli": [600.0, 600.0],
+                             "gpu_index": pd.array(["0", "0"], dtype="string"), "deleted": [True, True],
+                             "scheduled": [0.0, second_from], "deleted_at": [10.0, second_from + 10.0]})
+    g = gpu_choices(run(5.0), NODES)
+    assert g is not None
+    assert (g["overcommitted_gpus"], g["overcommitted"], g["max_milli_on_one_gpu"]) == (1, ["a/0"], 1200)
+    assert g["gpus_used"] == 0  # nothing is held at the end
+    g = gpu_choices(run(10.0), NODES)  # the second bound as the first was deleted: a release before a take
+    assert g is not None and (g["overcommitted_gpus"], g["max_milli_on_one_gpu"]) == (0, 600)
