@@ -295,6 +295,34 @@ def test_a_device_given_to_every_claim_is_reported_and_fails_the_gate(dra_cluste
     asyncio.run(delete_labelled(creds, RUN_LABEL, wait_seconds=120))
 
 
+def test_a_shared_gpu_consumed_beyond_its_capacity_is_reported_and_fails_the_gate(dra_cluster: str, kwokctl: Kwokctl,
+                                                                                 tmp_path: Path) -> None:
+    """A proof for shared devices (issue #53): five claims of 300 milli each on the cluster's one shareable GPU of
+    1000. kube-scheduler gives it to three (900) and leaves two pending; the faulty scheduler gives it to all five
+    at once (1500). The run reports the GPU consumed beyond its capacity, and the gate's `overbooked` fails on it
+    (~40 s: two runs of five pods on the shared DRA cluster)."""
+    creds = kwokctl.info(CLUSTER).credentials()
+    share = ["--set", "workloads=[{name: share, count: 5, params: {cpu: 100m}, arrival: {type: qps, qps: 10}, "
+             "settle_seconds: 5, timeout_seconds: 60, "
+             "claims: [{device_class: shared.kwokbench.io, capacity: {milli: 300}}]}]"]
+    asyncio.run(delete_labelled(creds, RUN_LABEL, wait_seconds=120))
+    good, _, good_path = _run(tmp_path / "good", *share)
+    assert good["pods_scheduled"] == 3 and good["claims"]["shared_overconsumed"] == {}, good["claims"]
+    asyncio.run(delete_labelled(creds, RUN_LABEL, wait_seconds=120))
+    booker = (f"[{{name: booker, binary: external, scheduler_name: double-booker, command: [{sys.executable}, -P, "
+              f"{REPO / 'tests/support/double_booker.py'}, --kubeconfig, '{{kubeconfig}}', --scheduler-name, "
+              f"'{{scheduler_name}}', --driver, shared.kwokbench.io]}}]")
+    bad, _, bad_path = _run(tmp_path / "bad", *share, "--set", f"schedulers={booker}")
+    assert bad["pods_scheduled"] == 5, bad["pods_scheduled"]
+    assert bad["claims"]["shared_overconsumed"] == {"shared.kwokbench.io/kb-shared-0/gpu-0": {"milli": 1500.0}}, \
+        bad["claims"]
+    assert bad["claims"]["devices_given_twice"] == {}  # given as shares: not "twice", but beyond its capacity
+    gate = kwokbench("gate", "--baseline", str(good_path), "--candidate", str(bad_path), "--metric", "overbooked:0")
+    assert gate.returncode == 1, gate.stdout + gate.stderr
+    assert re.search(r"overbooked\s.*regression", gate.stdout), gate.stdout
+    asyncio.run(delete_labelled(creds, RUN_LABEL, wait_seconds=120))
+
+
 def test_an_invalid_cel_selector_is_the_apiservers_one_line(dra_cluster: str, tmp_path: Path) -> None:
     bad = 'workloads.0.claims.0.selectors=["device.attributes[\\"gpu.kwokbench.io\\"].model =="]'
     res = kwokbench("run", str(DATA / "cluster.yaml"), "--cluster", CLUSTER, "--out", str(tmp_path), "--set", bad,

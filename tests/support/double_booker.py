@@ -1,9 +1,11 @@
 """A faulty scheduler, to prove kwokbench's checks catch what they claim (issue #53): it gives **one** DRA device to
 every claim. It serves the pods of ``--scheduler-name``: each pending pod's claims (a claim of its own, made by
 kube-controller-manager from the pod's template, or a claim it names) are allocated the first device of the first
-ResourceSlice of ``--driver`` and reserved for the pod, which is then bound to that device's node. kwokbench runs
-it as an ``external`` scheduler (tests/e2e/test_dra.py); the run's summary must report the device given twice, and
-the gate must fail. Ends on SIGTERM, as kwokbench stops an external scheduler.
+ResourceSlice of ``--driver`` and reserved for the pod, which is then bound to that device's node. A shareable
+device (``allowMultipleAllocations``) is given as a share each time, consuming what the claim's request asks
+(``capacity.requests``), however little is left. kwokbench runs it as an ``external`` scheduler
+(tests/e2e/test_dra.py); the run's summary must report the device given twice (or a shared one consumed beyond its
+capacity), and the gate must fail. Ends on SIGTERM, as kwokbench stops an external scheduler.
 
     python tests/support/double_booker.py --kubeconfig K --scheduler-name N --driver gpu.kwokbench.io
 """
@@ -14,6 +16,7 @@ import argparse
 import asyncio
 import contextlib
 import signal
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +39,18 @@ def _claim_names(pod: dict[str, Any]) -> list[str] | None:
     return names
 
 
-async def book(api: Api, pod: dict[str, Any], device: tuple[str, str, str, str]) -> bool:
-    driver, pool, name, node = device
+def _result(request: dict[str, Any], driver: str, pool: str, name: str, shareable: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"request": request["name"], "driver": driver, "pool": pool, "device": name}
+    if shareable:  # a share, consuming what the request asks, whatever the device has left
+        out["shareID"] = str(uuid.uuid4())
+        asks = ((request.get("exactly") or {}).get("capacity") or {}).get("requests") or {}
+        if asks:
+            out["consumedCapacity"] = dict(asks)
+    return out
+
+
+async def book(api: Api, pod: dict[str, Any], device: tuple[str, str, str, str, bool]) -> bool:
+    driver, pool, name, node, shareable = device
     meta = pod["metadata"]
     claims = _claim_names(pod)
     if claims is None:
@@ -47,8 +60,7 @@ async def book(api: Api, pod: dict[str, Any], device: tuple[str, str, str, str])
         claim = await api.json("GET", path)
         requests = ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []
         claim["status"] = {
-            "allocation": {"devices": {"results": [{"request": r["name"], "driver": driver, "pool": pool,
-                                                    "device": name} for r in requests]},
+            "allocation": {"devices": {"results": [_result(r, driver, pool, name, shareable) for r in requests]},
                            "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
                                {"key": "metadata.name", "operator": "In", "values": [node]}]}]}},
             "reservedFor": [{"resource": "pods", "name": meta["name"], "uid": meta["uid"]}]}
@@ -63,7 +75,8 @@ async def serve(kubeconfig: Path, scheduler_name: str, driver: str, stop: asynci
     async with Api(load_kubeconfig(kubeconfig)) as api:
         slices = (await api.json("GET", f"{RESOURCE}/resourceslices"))["items"]
         s = next(x["spec"] for x in slices if x["spec"].get("driver") == driver and x["spec"].get("devices"))
-        device = (driver, s["pool"]["name"], s["devices"][0]["name"], s["nodeName"])
+        first = s["devices"][0]
+        device = (driver, s["pool"]["name"], first["name"], s["nodeName"], bool(first.get("allowMultipleAllocations")))
         done: set[str] = set()
         while not stop.is_set():
             pods = (await api.json("GET", "/api/v1/pods", params={
