@@ -207,7 +207,7 @@ def test_run_refuses_claims_nothing_could_satisfy_before_any_cluster(tmp_path: P
     (["ceiling", "--nodes", "10", "--kubernetes", "v1.37"], "--kubernetes: 'v1.37' is not a Kubernetes release tag"),
     (["validate", "scenarios/kubernetes-upgrade.yaml", "--set", "schedulers.1.kubernetes=v1.34.9"],
      "schedulers.1.kubernetes: Value error, Kubernetes v1.34.9 is older than v1.35.0"),
-    (["validate", "scenarios/gangs-six-ways.yaml", "--set", "schedulers.5.kubernetes=v1.35.4"],
+    (["validate", "scenarios/gangs-six-ways.yaml", "--set", "schedulers.8.kubernetes=v1.35.4"],
      "gangs: native needs Kubernetes v1.36.0 or newer"),
     (["validate", "scenarios/wasm-upstream.yaml", "--set", "cluster.kubernetes_version=v1.37.2"],
      "its Kubernetes v1.33.4 libraries are 4 minor releases older than the control plane's v1.37.2"),
