@@ -232,7 +232,7 @@ class SourceBuild:
 
     def build(self, source: Path | None, rep: Reporter, force: bool = False, cache: Path | None = None) -> Path:
         """The binary; built when missing, when ``force``, or when ``source`` holds other sources than those of
-        the cached build. ``source`` None: ``$KWOKBENCH_SOURCES``, then upstream."""
+        the cached build. ``source`` None: ``$KWOKBENCH_SOURCES``, then the cache's ``sources`` folder."""
         from kwokbench.toolchain.install import build_lock
 
         final = self.path(cache)
@@ -259,7 +259,7 @@ class SourceBuild:
             found = locate(self.sources, given, work, cache or cache_dir())
             by = {f.source.module: f.dir for f in found}
             out = work / "out" / self.binary
-            with rep.status(f"building {self.name} {self.version} from {given or 'upstream sources'} "
+            with rep.status(f"building {self.name} {self.version} from {given or 'the cached sources'} "
                             f"(log: {log})") as update, log.open("w") as logf:
                 for cmd in self.commands(by, out):
                     run_logged(cmd, by[self.workdir], _go_env(), logf, update)
