@@ -15,11 +15,10 @@ import pytest
 
 from kwokbench.store import load_run
 from tests.conftest import REPO, kwokbench
-from tests.support.traces import ALIBABA, NEEDS_ALIBABA
+from tests.support.traces import ALIBABA, HAVE_ALIBABA, NEEDS_ALIBABA
 
 OPENB = ALIBABA
-pytestmark = pytest.mark.skipif(not (OPENB / "openb_pod_list_default.csv").is_file(),
-                                reason=NEEDS_ALIBABA)
+pytestmark = pytest.mark.skipif(not HAVE_ALIBABA, reason=NEEDS_ALIBABA)
 
 
 def _slice(dest: Path, nodes: int = 50, pods: int = 300) -> None:

@@ -301,11 +301,11 @@ def _running_here() -> bool:
     return bool(_builders_here())
 
 
-def raise_priority(log: Path) -> None:
+def raise_priority(log: Path, builders: Callable[[], list[psutil.Process]] | None = None) -> None:
     """A test waits for the builds: they no longer run at the lowest priority (the tests they yielded to are
     waiting on them). Every process of their session to nice 0, and the session's autogroup; what cannot be
     raised (not allowed here) is a line of the log."""
-    sessions = {os.getsid(p.pid) for p in _builders_here() if p.is_running()}
+    sessions = {os.getsid(p.pid) for p in (builders or _builders_here)() if p.is_running()}
     for proc in psutil.process_iter():
         with contextlib.suppress(psutil.Error, ProcessLookupError):
             if os.getsid(proc.pid) in sessions:
@@ -322,18 +322,21 @@ def raise_priority(log: Path) -> None:
                 f.write(f"== could not raise the builds' session {sid} to nice 0 ({e.strerror})\n")
 
 
-def wait_for(builds: Iterable[str], log: Path, poll: float = 5.0) -> float:
+def wait_for(builds: Iterable[str], log: Path, poll: float = 5.0,
+             builders: Callable[[], list[psutil.Process]] | None = None) -> float:
     """Until each of ``builds`` is ready (or failed) in ``log``, or no background build of this checkout runs;
     the seconds waited. A test calls it before its timeout starts (tests/conftest.py): on a slow machine a niced
-    build can take longer than any test's own limit, and that wait is the build's time, not the test's."""
+    build can take longer than any test's own limit, and that wait is the build's time, not the test's.
+    ``builders``: the build processes to watch (default: this checkout's; a unit test gives its own stand-in, so
+    a real background build beside it is not waited for)."""
     t0, raised = time.monotonic(), False
     while True:
         text = _read(log)
         left = [b for b in builds if not re.search(rf"^== {re.escape(b)}: (ready|failed) after", text, flags=re.M)]
-        if not left or not log.exists() or not _running_here():
+        if not left or not log.exists() or not (builders or _builders_here)():
             return time.monotonic() - t0
         if not raised:
-            raise_priority(log)
+            raise_priority(log, builders)
             raised = True
         time.sleep(poll)
 

@@ -188,12 +188,18 @@ def test_a_test_waits_for_its_build_until_it_is_ready_or_no_build_runs(tmp_path:
 
     log = tmp_path / "prebuild.log"
     log.write_text("== kueue\n")
-    assert prebuild.wait_for(["kueue"], log, poll=0.05) < 1  # nothing runs: no wait
+    assert prebuild.wait_for(["kueue"], log, poll=0.05, builders=list) < 1  # nothing runs: no wait
     fake = subprocess.Popen(["nice", "-n", "19", sys.executable, "-c", "import time; time.sleep(60)",
                              "tests.support.prebuild"], cwd=REPO, start_new_session=True)
+
+    def mine() -> list[psutil.Process]:  # this checkout's builders, but only the stand-in: make test's own runs beside
+        return [p for p in prebuild._builders_here() if p.pid == fake.pid]
+
     try:
+        assert [p.pid for p in mine()] == [fake.pid]  # found as a real build is: its command line and folder
         done: list[float] = []
-        waiter = threading.Thread(target=lambda: done.append(prebuild.wait_for(["kueue"], log, poll=0.05)))
+        waiter = threading.Thread(target=lambda: done.append(prebuild.wait_for(["kueue"], log, poll=0.05,
+                                                                                 builders=mine)))
         waiter.start()
         time.sleep(1.0)
         assert not done  # the build runs and has not ended: still waiting
@@ -203,7 +209,8 @@ def test_a_test_waits_for_its_build_until_it_is_ready_or_no_build_runs(tmp_path:
         waiter.join(10)
         assert done and done[0] >= 1.0
         log.write_text("== volcano\n")
-        waiter = threading.Thread(target=lambda: done.append(prebuild.wait_for(["volcano"], log, poll=0.05)))
+        waiter = threading.Thread(target=lambda: done.append(prebuild.wait_for(["volcano"], log, poll=0.05,
+                                                                                 builders=mine)))
         waiter.start()
         time.sleep(0.5)
         assert len(done) == 1
