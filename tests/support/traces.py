@@ -20,9 +20,9 @@ ALIBABA = REAL / "alibaba-gpu-2023"
 # not the stand-in: a pytest-xdist worker inherits the variable use_stand_in_without_the_real_trace() set in the
 # controller, so there REAL is the stand-in (a cold run in a clone alone read its 12 pods as the real trace)
 HAVE_ALIBABA = (ALIBABA / "openb_pod_list_default.csv").is_file() and REAL.resolve() != STAND_IN
-NEEDS_ALIBABA = (f"needs the Alibaba GPU trace (cluster-trace-gpu-v2023, github.com/alibaba/clusterdata) in {ALIBABA}: "
-                 f"set {TRACES_ENV} to a folder holding alibaba-gpu-2023/ (docs/guides/traces.md#where-the-trace-"
-                 "files-come-from)")
+NEEDS_ALIBABA = ("needs the Alibaba GPU trace (cluster-trace-gpu-v2023, github.com/alibaba/clusterdata), not shipped: "
+                 f"set {TRACES_ENV} to a folder holding alibaba-gpu-2023/, or put it in ../shared/traces "
+                 "(docs/guides/traces.md#where-the-trace-files-come-from)")
 
 
 def use_stand_in_without_the_real_trace() -> None:
