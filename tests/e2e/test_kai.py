@@ -82,9 +82,12 @@ def _check_measured(meta: dict[str, Any], pods: Any, s: dict[str, Any] | None) -
 
 def test_kai_tuned_as_its_scale_test_beside_kai_shipped(built: None, kb_home: Path, tmp_path: Path) -> None:
     """KAI as shipped and as its scale test tunes it (the binder's concurrency, consolidation off), each on a fresh
-    cluster (33 s here): both bind every pod, and each process got the flags its variant names."""
+    cluster (33 s here): both bind every pod, and each process got the flags its variant names. The tuned one here
+    also runs sessions every 500 ms and without the status controllers (``kai.schedule_period``,
+    ``kai.status_controllers``)."""
     kwokbench("run", str(REPO / "scenarios/kai.yaml"), "--variant", "kai", "--variant", "kai-tuned", "--out",
-              str(tmp_path), "--set", "workloads.0.count=100", env=ENV, check=True)
+              str(tmp_path), "--set", "workloads.0.count=100", "--set", "schedulers.2.kai.schedule_period=500ms",
+              "--set", "schedulers.2.kai.status_controllers=false", env=ENV, check=True)
     runs = {r.meta["variant"]["name"]: r for r in (load_run(d) for d in (tmp_path / "kai").iterdir() if d.is_dir())}
     assert set(runs) == {"kai", "kai-tuned"}
     for name, run in runs.items():
@@ -95,8 +98,19 @@ def test_kai_tuned_as_its_scale_test_beside_kai_shipped(built: None, kb_home: Pa
         assert ("--max-consolidation-preemptees=0" in sched["argv"]) is tuned
         assert ("--max-concurrent-reconciles=100" in sched["helpers"]["binder"]["argv"]) is tuned
         assert not any("max-concurrent" in a for a in sched["helpers"]["podgrouper"]["argv"])
+        # the processes as they ran (command lines read from them): the scheduler's period, and the status
+        # controllers running only where the variant keeps them
+        ran = run.meta["command_lines"]
+        assert f"--schedule-period={'500ms' if tuned else '1s'}" in ran["kube-scheduler"], ran["kube-scheduler"]
+        status = {"kai-queuecontroller", "kai-podgroupcontroller"}
+        assert (status & set(ran)) == (set() if tuned else status), sorted(ran)
+        assert not (tuned and status & set(run.summary["processes"])), run.summary["processes"]
+        assert set(sched["helpers"]) == {"binder", "podgrouper"} | (set() if tuned else {"queuecontroller",
+                                                                                             "podgroupcontroller"})
     assert runs["kai-tuned"].meta["fairness"]["kai"]["process_args"] == {
         "binder": ["--max-concurrent-reconciles=100"]}
+    tuned = runs["kai-tuned"].meta["fairness"]["kai"]
+    assert tuned["schedule_period"] == "500ms" and tuned["status_controllers"] is False
 
 
 def test_a_queue_is_held_to_its_limit_and_gangs_are_placed_whole(built: None, kb_home: Path,

@@ -5,11 +5,16 @@ never becomes ready, a schedulerName no scheduler serves."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 
+from kwokbench.cluster import ClusterInfo, Kwokctl
+from kwokbench.cluster.api import Api
+from kwokbench.cluster.kwokctl import free_port
 from kwokbench.store import load_run
 from tests.conftest import REPO, kwokbench
 
@@ -30,27 +35,57 @@ def _gone(pids: list[int], timeout: float = 10.0) -> list[int]:
     return alive
 
 
-def test_external_scheduler_binds_every_pod_it_owns(tmp_path: Path) -> None:
+def test_external_scheduler_binds_every_pod_it_owns(kb_home: Path, kwokctl: Kwokctl, tmp_path: Path) -> None:
+    """The stand-in with a fixed metrics port, its own version command and a manifest applied before it starts, on
+    a cluster whose fake nodes two kwok controllers share; kept (``--keep-cluster``) to read the manifest's object
+    back."""
+    port = free_port()
     kwokbench("run", str(REPO / "scenarios/external-scheduler.yaml"), "--variant", "stand-in", "--out", str(tmp_path),
               "--set", "cluster.node_groups.0.count=20", "--set", "workloads.0.count=300", "--profile", "scheduler",
+              "--set", "cluster.kwok_controllers=2", "--set", f"schedulers.1.metrics_port={port}",
+              "--set", """schedulers.1.version_command=[sh, -c, 'echo "$({kube_scheduler} --version) (stand-in)"']""",
+              "--set", "schedulers.1.manifests=[../tests/e2e/data/stand-in-manifest.yaml]", "--keep-cluster",
               check=True)
     run = _only_run(tmp_path / "external-scheduler")
-    assert run.meta["status"] == "complete"
-    [sched] = run.meta["schedulers"]
-    assert sched["component"] == "kube-scheduler" and sched["scheduler_name"] == "stand-in-scheduler"
-    assert sched["version"].startswith("Kubernetes v")  # from `{kube_scheduler} --version`
-    assert run.meta["fairness"]["scheduler_version"] == {"stand-in": sched["version"]}
-    assert run.meta["fairness"]["scheduler_command"][0] == "{kube_scheduler}"  # placeholders, not paths
-    assert set(run.pods["scheduler"]) == {"stand-in-scheduler"}
-    s = run.summary
-    assert s is not None and s["pods_scheduled"] == 300
-    # its own /metrics were scraped as the run's scheduler: it scheduled exactly the pods it owns
-    assert s["scheduler"]["schedule_attempts"].get("scheduled") == 300
-    assert (s["processes"].get("kube-scheduler") or {}).get("cpu_seconds")
+    cluster = run.meta["cluster"]["name"]
+    try:
+        assert run.meta["status"] == "complete"
+        [sched] = run.meta["schedulers"]
+        assert sched["component"] == "kube-scheduler" and sched["scheduler_name"] == "stand-in-scheduler"
+        # from version_command: `{kube_scheduler} --version`, marked
+        assert sched["version"].startswith("Kubernetes v") and sched["version"].endswith(" (stand-in)"), sched
+        assert run.meta["fairness"]["scheduler_version"] == {"stand-in": sched["version"]}
+        assert run.meta["fairness"]["scheduler_command"][0] == "{kube_scheduler}"  # placeholders, not paths
+        assert set(run.pods["scheduler"]) == {"stand-in-scheduler"}
+        s = run.summary
+        assert s is not None and s["pods_scheduled"] == 300
+        # its own /metrics were scraped as the run's scheduler: it scheduled exactly the pods it owns
+        assert s["scheduler"]["schedule_attempts"].get("scheduled") == 300
+        assert (s["processes"].get("kube-scheduler") or {}).get("cpu_seconds")
+        # metrics_port: {metrics_port} in its command was that port, which it served and was scraped on
+        ran = run.meta["command_lines"]
+        assert f"--secure-port={port}" in ran["kube-scheduler"] and sched["metrics_url"] == \
+            f"https://127.0.0.1:{port}/metrics", (ran["kube-scheduler"], sched)
+        # manifests: the object was applied to the cluster
+        got = asyncio.run(_get(kwokctl.info(cluster), "/api/v1/namespaces/default/configmaps/stand-in-settings"))
+        assert got["data"] == {"mode": "stand-in"}, got
+        # kwok_controllers: a second kwok controller ran, on partition 1 of the nodes (kwokctl's on 0); the run's
+        # nodes all became Ready, so each played its half
+        assert run.meta["fairness"]["kwok_controllers"] == 2
+        assert "--manage-nodes-with-label-selector=kwokbench.io/kwok-partition=1" in ran["kwok-controller-1"]
+        assert any(a.endswith("kwokbench.io/kwok-partition=0") for a in ran["kwok-controller"]), ran["kwok-controller"]
+        assert "kwok-controller-1" in s["processes"], s["processes"]
+        # --profile scheduler: the scheduler kwokbench started, on its own port (kwokctl's is not running)
+        prof = s["profiles"]["kube-scheduler"]
+        assert prof.get("file") and prof["top"], prof
+    finally:
+        kwokbench("down", cluster, check=True)
     assert not _gone([sched["pid"]])  # stopped with the cluster
-    # --profile scheduler: the scheduler kwokbench started, on its own port (kwokctl's is not running)
-    prof = s["profiles"]["kube-scheduler"]
-    assert prof.get("file") and prof["top"], prof
+
+
+async def _get(info: ClusterInfo, path: str) -> Any:
+    async with Api(info.credentials()) as api:
+        return await api.json("GET", path)
 
 
 GATE = "--feature-gates=SchedulerAsyncAPICalls=true"

@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
+from kwokbench.cluster import Kwokctl
 from kwokbench.store import NODES, StoredRun, load_run
 from tests.conftest import REPO, kwokbench
 
@@ -85,20 +87,32 @@ def test_gpufilter_plugin_keeps_gpu_pods_off_cpu_nodes(tmp_path: Path) -> None:
     assert binary.parent.parent.name == "schedulers" and binary.parent.name.startswith("gpufilter-")
 
 
-def test_extender_receives_calls_and_its_rule_holds(tmp_path: Path) -> None:
+def test_extender_receives_calls_and_its_rule_holds(kb_home: Path, kwokctl: Kwokctl, tmp_path: Path) -> None:
+    """The extender's priorities weighted 5 (``extender.weight``): in the configuration file kube-scheduler ran with
+    (the cluster kept to read it)."""
     kwokbench("run", str(REPO / "scenarios/extender-vs-plugin.yaml"), "--out", str(tmp_path),
               "--variant", "extender", "--set", "cluster.node_groups.0.count=20",
               "--set", "cluster.node_groups.1.count=20", "--set", "cluster.node_groups.2.count=5",
-              "--set", "workloads.0.count=100", "--set", "workloads.1.count=100", check=True)
+              "--set", "workloads.0.count=100", "--set", "workloads.1.count=100",
+              "--set", "schedulers.2.extender.weight=5", "--keep-cluster", check=True)
     [run] = _runs(tmp_path / "extender-vs-plugin").values()
-    assert run.summary is not None and run.summary["pods_scheduled"] == 200
-    ext = run.summary["extender"]
-    assert ext["calls"]["filter"] >= 200 and ext["calls"]["prioritize"] >= 1, ext
-    assert ext["errors"] == 0 and ext["nodes_rejected"] > 0
-    assert run.summary["placement"]["rule_violations"]["violations"] == 0
-    assert run.meta["fairness"]["extenders"] == [{"weight": 1, "enableHTTPS": False, "nodeCacheCapable": False,
-                                                  "httpTimeout": "30s", "filterVerb": "filter",
-                                                  "prioritizeVerb": "prioritize"}]
+    cluster = run.meta["cluster"]["name"]
+    try:
+        assert run.summary is not None and run.summary["pods_scheduled"] == 200
+        ext = run.summary["extender"]
+        assert ext["calls"]["filter"] >= 200 and ext["calls"]["prioritize"] >= 1, ext
+        assert ext["errors"] == 0 and ext["nodes_rejected"] > 0
+        assert run.summary["placement"]["rule_violations"]["violations"] == 0
+        assert run.meta["fairness"]["extenders"] == [{"weight": 5, "enableHTTPS": False, "nodeCacheCapable": False,
+                                                      "httpTimeout": "30s", "filterVerb": "filter",
+                                                      "prioritizeVerb": "prioritize"}]
+        # the file its command line names, as it read it
+        [config] = [a.removeprefix("--config=") for a in run.meta["command_lines"]["kube-scheduler"]
+                    if a.startswith("--config=")]
+        doc = yaml.safe_load((kwokctl.cluster_dir(cluster) / config).read_text())  # an absolute path stays one
+        assert [e["weight"] for e in doc["extenders"]] == [5], doc["extenders"]
+    finally:
+        kwokbench("down", cluster, check=True)
     assert not list_processes("kwokbench.components.extender.server")  # stopped with the run
 
 

@@ -13,12 +13,15 @@ from pathlib import Path
 
 import psutil
 import pytest
+import yaml
 
 from kwokbench.cluster import processes as processes_module
 from tests.conftest import REPO, assert_one_line_error, kwokbench
 from tests.support.sources import ENV, SOURCES, install, only_run, processes
 
 ARCHIVE = "volcano-v1.15.1.tar.gz"
+CONF_FILE = "../tests/e2e/data/volcano-scheduler.conf"
+"""A whole volcano-scheduler.conf, relative to the scenario (scenarios/)."""
 pytestmark = pytest.mark.skipif(not (SOURCES / ARCHIVE).is_file(),
                                 reason=f"the pinned Volcano source is not in {SOURCES}")
 
@@ -36,6 +39,10 @@ def built(kb_home: Path) -> Iterator[None]:
     assert not _volcano_processes(), "a Volcano process outlived its run"
 
 
+def _plugins(conf: str) -> set[str]:
+    return {p["name"] for t in yaml.safe_load(conf)["tiers"] for p in t["plugins"]}
+
+
 def _scenario(tmp_path: Path, schedulers: str, nodes: int = 5) -> Path:
     path = tmp_path / "bad.yaml"
     path.write_text(f"schema_version: 1\nname: bad\ncluster: {{node_groups: [{{name: c, count: {nodes}}}], "
@@ -44,8 +51,11 @@ def _scenario(tmp_path: Path, schedulers: str, nodes: int = 5) -> Path:
 
 
 def test_volcano_binds_every_pod_is_measured_and_down_stops_it(built: None, kb_home: Path, tmp_path: Path) -> None:
+    """Its configuration from a whole file (``volcano.conf_file``: the chart's without overcommit), which the
+    plugins in its metrics show it read."""
     res = kwokbench("run", str(REPO / "scenarios/volcano.yaml"), "--variant", "volcano", "--out", str(tmp_path),
-                    "--set", "workloads.0.count=300", "--profile", "scheduler", "--keep-cluster", env=ENV, check=True)
+                    "--set", "workloads.0.count=300", "--set", f"schedulers.1.volcano.conf_file={CONF_FILE}",
+                    "--profile", "scheduler", "--keep-cluster", env=ENV, check=True)
     run = only_run(tmp_path / "volcano")
     cluster = run.meta["cluster"]["name"]
     # the kept Volcano's socket directory (outside the cluster's: a socket's path is short) is the cluster's
@@ -70,6 +80,11 @@ def test_volcano_binds_every_pod_is_measured_and_down_stops_it(built: None, kb_h
         assert all(a["mean"] <= sess["mean"] for a in v["action_seconds"].values()), v["action_seconds"]
         assert v["task_latency_seconds"]["Bound"]["count"] >= 0.95 * 300  # the last ones may miss the last scrape
         assert {"enqueue", "allocate", "backfill"} <= set(v["action_seconds"])
+        # conf_file: the file it was given is the scenario's, and the plugins it ran each session are that file's
+        # (the chart's and its own built-in fallback both have overcommit)
+        assert f"--scheduler-conf={sched['conf']}" in run.meta["command_lines"]["kube-scheduler"]
+        assert Path(sched["conf"]).read_text() == (REPO / "scenarios" / CONF_FILE).read_text() == fair["scheduler_conf"]
+        assert set(v["plugin_seconds"]["OnSessionOpen"]) == _plugins(fair["scheduler_conf"]), v["plugin_seconds"]
         assert v["queues"]["default"]["allocated_milli_cpu_peak"] == 300 * 100
         # the pg-controller creates a PodGroup per pod and patches the pod to name it; each session's close writes
         # the PodGroups' status (Pending → Inqueue → Running): the apiserver's writes per pod show it all
@@ -94,10 +109,16 @@ def test_the_agent_scheduler_binds_bare_pods_alone(built: None, tmp_path: Path) 
     one binding per pod; measured by the apiserver and its CPU (it serves no /metrics). 12 s here. Run from pytest's
     deep temporary folders, this is also the check that its klog socket is bound (CI's path was 112 bytes long)."""
     kwokbench("run", str(REPO / "scenarios/volcano.yaml"), "--variant", "volcano-agent", "--out", str(tmp_path),
-              "--set", "workloads.0.count=300", env=ENV, check=True)
+              "--set", "workloads.0.count=300",
+              "--set", "schedulers.2.volcano.agent_scheduler_args=[--scheduler-worker-count=2]", env=ENV, check=True)
     run = only_run(tmp_path / "volcano")
     [sched] = run.meta["schedulers"]
     assert Path(sched["argv"][0]).name == "vc-agent-scheduler" and "--scheduler-name=volcano" in sched["argv"]
+    # agent_scheduler_args: the running process's command line (read from the process) carries the flag, which it
+    # took (a flag it refuses makes it exit at start)
+    ran = run.meta["command_lines"]["kube-scheduler"]
+    assert Path(ran[0]).name == "vc-agent-scheduler" and ran[-1] == "--scheduler-worker-count=2", ran
+    assert run.meta["fairness"]["volcano"]["agent_scheduler"]["args"] == ["--scheduler-worker-count=2"]
     s = run.summary
     assert s is not None and "controller_manager" not in sched and "volcano" not in s  # it alone; no /metrics
     assert run.meta["fairness"]["volcano"]["agent_scheduler"]["conf"].startswith('actions: "allocate"')
@@ -109,15 +130,34 @@ def test_the_agent_scheduler_binds_bare_pods_alone(built: None, tmp_path: Path) 
 
 
 def test_gangs_are_placed_whole_or_not_at_all(built: None, tmp_path: Path) -> None:
-    """12 gangs of 8 one-CPU pods on 80 CPUs: Volcano's gang plugin binds a gang whole or leaves it pending."""
+    """12 gangs of 8 one-CPU pods on 80 CPUs: Volcano's gang plugin binds a gang whole or leaves it pending. Its
+    configuration is the variant's own actions, tiers and configurations (no backfill, no overcommit or binpack):
+    the actions and plugins it reports running are those."""
     res = kwokbench("run", str(REPO / "scenarios/volcano-gangs.yaml"), "--variant", "volcano", "--out", str(tmp_path),
-                    "--set", "workloads.0.settle_seconds=10", env=ENV)  # ends 10 s after the last bind
+                    "--set", "workloads.0.settle_seconds=10",  # ends 10 s after the last bind
+                    "--set", "schedulers.1.volcano.actions=[enqueue, allocate]",
+                    "--set", "schedulers.1.volcano.tiers=[{plugins: [{name: priority}, {name: gang, enablePreemptable: "
+                             "false}, {name: conformance}]}, {plugins: [{name: drf, enablePreemptable: false}, "
+                             "{name: predicates}, {name: proportion}, {name: nodeorder}]}]",
+                    "--set", "schedulers.1.volcano.configurations=[{name: allocate, arguments: "
+                             "{predicateErrorCacheEnable: true}}]", env=ENV)
     assert res.returncode == 0, res.stderr
     run = only_run(tmp_path / "volcano-gangs")
     [g] = run.summary["placement"]["gangs"]
     assert g["gangs"] == 12 and g["partial"] == 0, g
     assert 1 <= g["complete"] <= 10, g  # 80 CPUs hold at most 10 gangs of 8
-    assert run.summary["volcano"]["task_latency_seconds"]["Bound"]["count"] == 8 * g["complete"]
+    v = run.summary["volcano"]
+    assert v["task_latency_seconds"]["Bound"]["count"] == 8 * g["complete"]
+    # what vc-scheduler ran each session is the variant's configuration, not the chart's or its built-in fallback
+    # (both with backfill and overcommit); the configurations rode in the same file, which it accepted
+    conf = run.meta["fairness"]["volcano"]["scheduler_conf"]
+    assert set(v["action_seconds"]) == {"enqueue", "allocate"}, v["action_seconds"]
+    assert set(v["plugin_seconds"]["OnSessionOpen"]) == _plugins(conf) == {
+        "priority", "gang", "conformance", "drf", "predicates", "proportion", "nodeorder"}, v["plugin_seconds"]
+    assert yaml.safe_load(conf)["configurations"] == [{"name": "allocate",
+                                                       "arguments": {"predicateErrorCacheEnable": True}}]
+    [sched] = run.meta["schedulers"]
+    assert f"--scheduler-conf={sched['conf']}" in run.meta["command_lines"]["kube-scheduler"]
 
 
 def test_volcano_jobs_are_placed_by_their_own_controller_whole_or_not_at_all(built: None, tmp_path: Path) -> None:

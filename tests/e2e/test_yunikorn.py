@@ -33,9 +33,13 @@ def built() -> Iterator[None]:
 
 
 def test_yunikorn_binds_every_pod_and_is_measured(built: None, tmp_path: Path) -> None:
+    """Its queues from a whole queues.yaml (``yunikorn.queues_file``): root.default declared with a guarantee and a
+    max, which its own queue metrics report."""
     kwokbench("run", str(REPO / "scenarios/yunikorn-vs-kube-scheduler.yaml"), "--variant", "yunikorn-100ms",
               "--out", str(tmp_path), "--set", "cluster.node_groups.0.count=100", "--set", "workloads.0.count=500",
-              "--set", "workloads.0.arrival.qps=200", "--profile", "scheduler", env=ENV, check=True)
+              "--set", "workloads.0.arrival.qps=200",
+              "--set", "schedulers.2.yunikorn.queues_file=../tests/e2e/data/yunikorn-queues.yaml",
+              "--profile", "scheduler", env=ENV, check=True)
     run = only_run(tmp_path / "yunikorn-vs-kube-scheduler")
     assert run.meta["status"] == "complete"
     [sched] = run.meta["schedulers"]
@@ -53,6 +57,10 @@ def test_yunikorn_binds_every_pod_and_is_measured(built: None, tmp_path: Path) -
     assert y["applications"].get("new") == 5 and y["applications"].get("accepted") == 5
     assert y["scheduling_latency_seconds"]["count"] > 0
     assert y["queues"]["root.default"]["allocated_peak"]["pods"] == 500
+    # queues_file: the queue as that file declares it (vcore in millicores), as YuniKorn reports it
+    assert fair["yunikorn"]["configs"]["queues.yaml"] == (REPO / "tests/e2e/data/yunikorn-queues.yaml").read_text()
+    assert y["queues"]["root.default"]["guaranteed"] == {"vcore": 100_000}, y["queues"]["root.default"]
+    assert y["queues"]["root.default"]["max"] == {"vcore": 1_000_000}, y["queues"]["root.default"]
     # its shim posts three events per pod (Scheduling, Scheduled, PodBindSuccessful) where kube-scheduler
     # posts one (test_run): the apiserver's write counts show it
     writes = s["apiserver"]["writes"]["per_pod"]
@@ -82,15 +90,23 @@ def test_two_queues_are_held_to_their_configured_shares(built: None, tmp_path: P
 
 def test_gangs_are_placed_whole_or_not_at_all(built: None, tmp_path: Path) -> None:
     """8 gangs of 12 one-CPU pods on 80 CPUs: YuniKorn's task groups reserve a gang whole (placeholders)
-    before any member binds, so no gang is left partly placed."""
+    before any member binds, so no gang is left partly placed. The partition's placement rules are the variant's
+    (``yunikorn.placement_rules``): every application in root.gangs, whatever queue its pods' label names."""
     res = kwokbench("run", str(REPO / "scenarios/yunikorn-gangs.yaml"), "--variant", "yunikorn", "--out",
                     str(tmp_path), "--set", "cluster.node_groups.0.count=10", "--set", "workloads.0.count=96",
-                    "--set", "workloads.0.settle_seconds=10", env=ENV)  # ends 10 s after the last bind
+                    "--set", "workloads.0.settle_seconds=10",  # ends 10 s after the last bind
+                    "--set", "schedulers.2.yunikorn.placement_rules=[{name: fixed, value: root.gangs, create: true}]",
+                    env=ENV)
     assert res.returncode == 0, res.stderr
     run = only_run(tmp_path / "yunikorn-gangs")
     [g] = run.summary["placement"]["gangs"]
     assert g["gangs"] == 8 and g["partial"] == 0, g
     assert 1 <= g["complete"] <= 6, g  # 80 CPUs hold at most 6 gangs of 12
+    # the pods are labelled root.default; the fixed rule put their applications in root.gangs, made for them
+    assert set(run.pods["scheduler"]) == {"yunikorn"}
+    q = run.summary["yunikorn"]["queues"]
+    assert "root.gangs" in q and "root.default" not in q, sorted(q)
+    assert q["root.gangs"]["allocated_peak"]["pods"] >= 12 * g["complete"], q["root.gangs"]
 
 
 def test_corrupt_archive_is_refused_and_the_cached_build_kept(built: None, tmp_path: Path) -> None:
