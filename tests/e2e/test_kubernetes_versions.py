@@ -67,7 +67,7 @@ def test_native_gangs_are_placed_whole_or_not_at_all(tmp_path: Path, release: st
     scheduler on the same pods binds 48 and leaves gang 9 with 3 of its 5 (measured here: 9 / 1 / 2). On 1.37's
     beta API and on 1.36's alpha one (other feature gates, the same objects under another version)."""
     kwokbench("run", str(REPO / "scenarios/gangs-six-ways.yaml"), "--variant", "native",
-              "--set", f"schedulers.5.kubernetes={release}",
+              "--set", f"schedulers.8.kubernetes={release}",
               "--set", "cluster.node_groups.0.count=6", "--set", "workloads.0.count=60",
               "--set", "workloads.0.gang.size=5", "--out", str(tmp_path), check=True, timeout=900)
     [run] = [load_run(p) for p in find_runs([tmp_path])]
