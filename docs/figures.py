@@ -37,9 +37,6 @@ class Figure(NamedTuple):  # not a dataclass: mkdocs-macros loads this file outs
     digits: int
     runs: tuple[dict[str, Any], ...]
 
-    def value(self) -> float:
-        return float(statistics.median(float(r["value"]) for r in self.runs))
-
     def text(self, v: float, unit: bool = True) -> str:
         s = f"{v:,.{self.digits}f}" if abs(v) >= 10_000 else f"{v:.{self.digits}f}"
         if not unit or not self.unit:

@@ -3,6 +3,7 @@ package gpushare
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -107,7 +108,7 @@ func TestTheLedgerIsRebuiltFromTheAnnotationsAfterARestart(t *testing.T) {
 	pods := []*v1.Pod{gpuPod("a", 300, "n", "0"), gpuPod("b", 500, "n", "0"), gpuPod("c", 2000, "n", "2-3"),
 		pod("4", 0, 0)}
 	l := NewBookings().NodeLedger(gpuNode("n", 4), 10000, pods)
-	if want := []int64{200, 1000, 0, 0}; !equal(l.Free, want) {
+	if want := []int64{200, 1000, 0, 0}; !slices.Equal(l.Free, want) {
 		t.Errorf("free %v, want %v", l.Free, want)
 	}
 	if len(l.Unknown) != 0 || len(l.Over) != 0 || len(l.Tags) != 2 || l.Tags["share"] != 2 || l.Tags["2-gpu"] != 1 {
@@ -125,7 +126,7 @@ func TestAPlacedPodWithoutARecordIsUnknownNotGuessed(t *testing.T) {
 		var bound []*v1.Binding
 		pl := plugin(t, "BestFit", book, map[string]*nodeInfo{"n": n}, &bound)
 		l := pl.ledger(*n)
-		if !equal(l.Free, []int64{700, 1000, 1000, 1000}) || strings.Join(l.Unknown, ",") != "default/stray" {
+		if !slices.Equal(l.Free, []int64{700, 1000, 1000, 1000}) || strings.Join(l.Unknown, ",") != "default/stray" {
 			t.Errorf("%v: free %v, unknown %v", stray.Annotations, l.Free, l.Unknown)
 		}
 		st := pl.Filter(context.Background(), nil, gpuPod("next", 100, "", ""), *n)
@@ -142,7 +143,7 @@ func TestAPlacedPodWithoutARecordIsUnknownNotGuessed(t *testing.T) {
 	// nominated here (preemption) but not placed: room is held where the plugin would put it, nothing unknown
 	nominated := gpuPod("nominated", 800, "", "")
 	l := NewBookings().NodeLedger(gpuNode("n", 2), 10000, []*v1.Pod{gpuPod("a", 300, "n", "0"), nominated})
-	if !equal(l.Free, []int64{700, 200}) || len(l.Unknown) != 0 {
+	if !slices.Equal(l.Free, []int64{700, 200}) || len(l.Unknown) != 0 {
 		t.Errorf("nominated: free %v, unknown %v", l.Free, l.Unknown)
 	}
 }
@@ -151,7 +152,7 @@ func TestOverbookingIsReportedNotClamped(t *testing.T) {
 	// two records on one GPU beyond its 1000 milli: the excess is the ledger's Over, the GPU has nothing free
 	l := NewBookings().NodeLedger(gpuNode("n", 2), 10000,
 		[]*v1.Pod{gpuPod("a", 600, "n", "0"), gpuPod("b", 700, "n", "0"), gpuPod("c", 1000, "n", "1")})
-	if !equal(l.Free, []int64{0, 0}) || len(l.Over) != 1 || l.Over[0] != 300 {
+	if !slices.Equal(l.Free, []int64{0, 0}) || len(l.Over) != 1 || l.Over[0] != 300 {
 		t.Errorf("free %v, over %v", l.Free, l.Over)
 	}
 }
@@ -167,7 +168,7 @@ func TestReserveUnreserveAndBind(t *testing.T) {
 	if st := pl.Reserve(ctx, nil, p, "n"); !st.IsSuccess() {
 		t.Fatal(st)
 	}
-	if g, ok := book.Booked(p.UID); !ok || !equal64(g, []int{0}) { // the tightest GPU that fits 300: GPU 0 (400 free)
+	if g, ok := book.Booked(p.UID); !ok || !slices.Equal(g, []int{0}) { // the tightest GPU that fits 300: GPU 0 (400 free)
 		t.Fatalf("booked %v %v", g, ok)
 	}
 	// the next cycle's snapshot holds p assumed on n, not yet annotated: its booking is its record
@@ -177,7 +178,7 @@ func TestReserveUnreserveAndBind(t *testing.T) {
 	if st := pl.Reserve(ctx, nil, q, "n"); !st.IsSuccess() {
 		t.Fatal(st)
 	}
-	if g, _ := book.Booked(q.UID); !equal64(g, []int{1}) { // GPU 0 has 100 left now
+	if g, _ := book.Booked(q.UID); !slices.Equal(g, []int{1}) { // GPU 0 has 100 left now
 		t.Errorf("q booked %v, want GPU 1", g)
 	}
 	if st := pl.Bind(ctx, nil, p, "n"); !st.IsSuccess() || len(bound) != 1 ||
@@ -231,7 +232,7 @@ func TestTwoProfilesShareOneLedger(t *testing.T) {
 	if st := b.Filter(context.Background(), nil, gpuPod("q", 500, "", ""), *n); st.IsSuccess() {
 		t.Errorf("the other profile found GPU 0 free for 500 milli with 700 booked: %v", st)
 	}
-	if l := b.ledger(*n); !equal(l.Free, []int64{300}) || len(l.Unknown) != 0 {
+	if l := b.ledger(*n); !slices.Equal(l.Free, []int64{300}) || len(l.Unknown) != 0 {
 		t.Errorf("the other profile's ledger: free %v, unknown %v", l.Free, l.Unknown)
 	}
 }
@@ -263,28 +264,4 @@ func TestDemandIsCountedAsTheNodeCountsIt(t *testing.T) {
 	if d := DemandOf(pod("1", 0, 1000)); d.D != 1000 || d.K != 1 || d.Invalid != "" {
 		t.Errorf("1000 milli: %+v", d)
 	}
-}
-
-func equal(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func equal64(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -83,6 +83,15 @@ def _run(out: Path, *args: str, env: dict[str, str] | None = None) -> tuple[dict
     return summary, pd.read_parquet(path / CLAIMS), path
 
 
+def _double_booker(driver: str) -> str:
+    """The faulty scheduler (tests/support/double_booker.py) as the scenario's one variant, serving ``driver``'s
+    devices. -P: the script's folder not first on sys.path (tests/support/http.py would shadow the standard
+    library's)."""
+    return (f"[{{name: booker, binary: external, scheduler_name: double-booker, command: [{sys.executable}, -P, "
+            f"{REPO / 'tests/support/double_booker.py'}, --kubeconfig, '{{kubeconfig}}', --scheduler-name, "
+            f"'{{scheduler_name}}', --driver, {driver}]}}]")
+
+
 def _objects(kwokctl: Kwokctl, path: str, selector: str = "") -> list[dict[str, Any]]:
     async def get() -> list[dict[str, Any]]:
         async with Api(kwokctl.info(CLUSTER).credentials()) as api:
@@ -278,11 +287,7 @@ def test_a_device_given_to_every_claim_is_reported_and_fails_the_gate(dra_cluste
     good, _, good_path = _run(tmp_path / "good", *small)
     assert good["claims"]["devices_given_twice"] == {}, good["claims"]
     asyncio.run(delete_labelled(creds, RUN_LABEL, wait_seconds=120))
-    # -P: the script's folder not first on sys.path (tests/support/http.py would shadow the standard library's)
-    booker = (f"[{{name: booker, binary: external, scheduler_name: double-booker, command: [{sys.executable}, -P, "
-              f"{REPO / 'tests/support/double_booker.py'}, --kubeconfig, '{{kubeconfig}}', --scheduler-name, "
-              f"'{{scheduler_name}}', --driver, gpu.kwokbench.io]}}]")
-    bad, claims, bad_path = _run(tmp_path / "bad", *small, "--set", f"schedulers={booker}")
+    bad, claims, bad_path = _run(tmp_path / "bad", *small, "--set", f"schedulers={_double_booker('gpu.kwokbench.io')}")
     assert bad["pods_scheduled"] == 8, bad["pods_scheduled"]
     twice = bad["claims"]["devices_given_twice"]
     [(device, held)] = twice.items()
@@ -309,10 +314,7 @@ def test_a_shared_gpu_consumed_beyond_its_capacity_is_reported_and_fails_the_gat
     good, _, good_path = _run(tmp_path / "good", *share)
     assert good["pods_scheduled"] == 3 and good["claims"]["shared_overconsumed"] == {}, good["claims"]
     asyncio.run(delete_labelled(creds, RUN_LABEL, wait_seconds=120))
-    booker = (f"[{{name: booker, binary: external, scheduler_name: double-booker, command: [{sys.executable}, -P, "
-              f"{REPO / 'tests/support/double_booker.py'}, --kubeconfig, '{{kubeconfig}}', --scheduler-name, "
-              f"'{{scheduler_name}}', --driver, shared.kwokbench.io]}}]")
-    bad, _, bad_path = _run(tmp_path / "bad", *share, "--set", f"schedulers={booker}")
+    bad, _, bad_path = _run(tmp_path / "bad", *share, "--set", f"schedulers={_double_booker('shared.kwokbench.io')}")
     assert bad["pods_scheduled"] == 5, bad["pods_scheduled"]
     assert bad["claims"]["shared_overconsumed"] == {"shared.kwokbench.io/kb-shared-0/gpu-0": {"milli": 1500.0}}, \
         bad["claims"]
