@@ -35,12 +35,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from kwokbench import __version__
-from kwokbench.compare.gate import METRICS, Metric, parse_gate
+from kwokbench.compare.gate import METRICS, Metric, metric_named, parse_gate
 from kwokbench.compare.stats import ALPHA, Comparison, compare, compare_worst
 from kwokbench.errors import KwokbenchError, ScenarioError, StoreError
 from kwokbench.progress import Reporter, Silent
 from kwokbench.store import _atomic_write, digest, host_info, outcome, owner, read_versioned, settle_status
-from kwokbench.toolchain import versions
+from kwokbench.toolchain import provenance, versions
 
 if TYPE_CHECKING:
     from kwokbench.scenario import Scenario
@@ -271,9 +271,10 @@ def bisect_metric(spec: str) -> tuple[Metric, float]:
     changes with any difference; another with 10% or its noise floor, the larger."""
     if ":" in spec:
         return parse_gate(spec)
-    if spec not in METRICS:
-        raise ScenarioError(f"--metric {spec!r}: unknown metric (known: {', '.join(METRICS)})")
-    m = METRICS[spec]
+    m = metric_named(spec)
+    if m is None:
+        raise ScenarioError(f"--metric {spec!r}: unknown metric (known: {', '.join(METRICS)}; per phase: "
+                            "latency_pNN@PHASE)")
     return m, 0.0 if m.worst_run else max(0.10, m.noise_floor)
 
 
@@ -335,6 +336,10 @@ def run_bisect(scenario: Scenario, scenario_path: Path, opts: BisectOptions, rep
 
     rep = reporter or Silent()
     metric, allowed = bisect_metric(opts.metric)
+    phase = metric.name.partition("@")[2]
+    if phase and phase not in (w.name for w in scenario.workloads):
+        raise ScenarioError(f"--metric {opts.metric}: the scenario has no phase {phase!r} (its phases: "
+                            f"{', '.join(w.name for w in scenario.workloads)})")
     if opts.repeat < 1 or opts.max_repeat < opts.repeat:
         raise ScenarioError("--repeat must be at least 1 and --max-repeat at least --repeat")
     if scenario.concurrent_schedulers:
@@ -389,7 +394,10 @@ def run_bisect(scenario: Scenario, scenario_path: Path, opts: BisectOptions, rep
         t0 = time.monotonic()
         tc.install("auto", rep)
         doc["builds"][tag] = {"cached": cached, "seconds": round(time.monotonic() - t0, 1),
-                              "components": {c.name: c.version for c in tc.components if not c.optional}}
+                              "components": {c.name: c.version for c in tc.components if not c.optional},
+                              **({"departs": b} if (b := tc.build_record()) else {})}
+        if b:
+            rep.info(f"Kubernetes {tag} was built with {provenance.describe(b)}")
         rep.info(f"Kubernetes {tag}: " + ("cached" if cached else f"built in {doc['builds'][tag]['seconds']:.0f} s"))
         save(bisect_dir, doc)
 

@@ -325,8 +325,10 @@ class ManifestFactory:
                 meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
         if scheduler and object_kind(doc) == "VolcanoJob" and isinstance(doc.get("spec"), dict):
             doc["spec"]["schedulerName"] = scheduler
-        if self.claims and doc.get("kind") == "Pod" and isinstance(doc.get("spec"), dict):
-            self._add_claims(doc["spec"], claim_index)
+        if self.claims and doc.get("kind") in ("Pod", "Job"):
+            for t in pod_templates(doc):  # a Job's pods: each its own claim from the template (shared_by 1)
+                if isinstance(t.get("spec"), dict):
+                    self._add_claims(t["spec"], claim_index)
         if self.scheduling_group and self.gang_size and group and isinstance(doc.get("spec"), dict):
             doc["spec"]["schedulingGroup"] = {"podGroupName": group}
         return doc

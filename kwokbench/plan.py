@@ -130,9 +130,16 @@ def manifest_factories(scenario: Scenario, base: Path, run_label: str, attached:
         if f.pods_per_object() == 0:
             raise ScenarioError(f"workload {w.name}: template {w.template} makes a {f.kind}, not one of "
                                 f"{', '.join(WORKLOAD_KINDS)} with pods")
-        if (w.claims or w.delete_after) and f.kind != "Pod":
-            raise ScenarioError(f"workload {w.name}: claims and delete_after apply to Pod templates, template "
+        if w.delete_after and f.kind != "Pod":
+            raise ScenarioError(f"workload {w.name}: delete_after applies to Pod templates, template "
                                 f"{w.template} makes a {f.kind}")
+        if w.claims and f.kind not in ("Pod", "Job"):
+            raise ScenarioError(f"workload {w.name}: claims apply to Pod and Job templates, template "
+                                f"{w.template} makes a {f.kind}")
+        shared = next((c for c in w.claims if c.shared_by != 1), None)
+        if shared is not None and f.kind == "Job":
+            raise ScenarioError(f"workload {w.name}: claim {shared.name} shared_by {shared.shared_by} on a Job's "
+                                "pods: a Job's pods get a claim each (shared_by 1)")
         if w.queue and f.kind != "Job":
             raise ScenarioError(f"workload {w.name}: queue applies to Jobs, template {w.template} makes a {f.kind}")
         if w.complete_after and f.kind not in JOB_KINDS:

@@ -40,6 +40,11 @@ def tools_install(
                                                    "proxy serves every module it is built from: none does "
                                                    "here), beside the others in the cache; default the pinned "
                                                    "one.", show_default=False)] = None,
+    substitute: Annotated[list[str] | None, typer.Option(
+        "--substitute", help="MODULE@VERSION: build a staging module the module proxy refuses at the release's own "
+        "version (e.g. k8s.io/kube-proxy for v1.37.0-beta.0) at this served version instead; recorded, with the "
+        "packages the binaries import from it, in the build's build.json. The error naming a refused module "
+        "suggests one. Repeatable.", show_default=False)] = None,
 ) -> None:
     """Build (or download) kwok, kwokctl, Kubernetes, etcd and scheduler-plugins into the version-keyed cache;
     or, named, a scheduler built from pinned sources (yunikorn, volcano, kai, wasm-extension)."""
@@ -47,9 +52,11 @@ def tools_install(
     from kwokbench.scheduler_kinds import source_built
     from kwokbench.toolchain import Toolchain, versions
     from kwokbench.toolchain.install import OPTIONAL
+    from kwokbench.toolchain.provenance import parse_substitutes
 
-    if what and kubernetes:
-        raise ScenarioError("--kubernetes builds the control plane; a scheduler built from sources has its own")
+    if what and (kubernetes or substitute):
+        raise ScenarioError("--kubernetes and --substitute build the control plane; a scheduler built from sources "
+                            "has its own")
     built = source_built()
     if what:
         unknown = [w for w in what if w not in built]
@@ -66,12 +73,24 @@ def tools_install(
     if source not in ("auto", "source", "release"):
         raise ScenarioError(f"--from {source!r}: expected source, release or auto")
     try:
-        tc = Toolchain(kubernetes=versions.kubernetes_tag(kubernetes or versions.KUBERNETES))
+        tc = Toolchain(kubernetes=versions.kubernetes_tag(kubernetes or versions.KUBERNETES),
+                       substitutes=parse_substitutes(substitute or []))
     except ValueError as e:
         raise ScenarioError(f"--kubernetes: {e}") from e
+    if substitute and not force and tc.mode() == "source":
+        raise ScenarioError(f"Kubernetes {tc.kubernetes} is already built (with "
+                            f"{describe_build(tc)}); --substitute applies to a build: add --force to rebuild")
     extras = () if core_only or source == "release" else OPTIONAL
     mode = tc.install(source, console.RichReporter(), force=force, extras=extras)  # type: ignore[arg-type]
     console.info(f"toolchain ready ({mode}) in {tc.cache / 'toolchain'}")
+
+
+def describe_build(tc: object) -> str:
+    """What the cached Kubernetes build of ``tc`` departs in (its build.json), or "its own modules"."""
+    from kwokbench.toolchain import provenance
+
+    doc = provenance.read(tc.component("kubernetes").dir(tc.cache))  # type: ignore[attr-defined]
+    return provenance.describe(doc) if doc else "its own modules"
 
 
 @tools_app.command("build-scheduler")

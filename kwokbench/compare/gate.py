@@ -72,11 +72,11 @@ class Metric:
 
     @property
     def noise_floor(self) -> float:
-        return NOISE.get(self.name, (0.0, 0))[0]
+        return NOISE.get(self.name.split("@")[0], (0.0, 0))[0]
 
     @property
     def min_pods(self) -> int:
-        return NOISE.get(self.name, (0.0, 0))[1]
+        return NOISE.get(self.name.split("@")[0], (0.0, 0))[1]
 
 
 def _path(*keys: str) -> Callable[[dict[str, Any]], float | None]:
@@ -177,18 +177,38 @@ ALWAYS = "unscheduled"
 """Gated in every gate, whatever --metric or the scenario says: stranded pods must never improve a score."""
 
 
+PHASE_SCOPED = {"latency_p50": "p50", "latency_p90": "p90", "latency_p99": "p99"}
+"""Metrics that also exist per phase, as ``NAME@PHASE``: created→scheduled of that phase's pods only (a churn phase
+behind a long fill, as clusterloader2 measures its churn's pod startup apart)."""
+
+
+def metric_named(name: str) -> Metric | None:
+    """A metric by name: one of :data:`METRICS`, or ``latency_pNN@PHASE`` (:data:`PHASE_SCOPED`), read from the
+    summary's ``latency.by_phase``; None when there is no such metric."""
+    if name in METRICS:
+        return METRICS[name]
+    base, sep, phase = name.partition("@")
+    if not sep or base not in PHASE_SCOPED or not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", phase):
+        return None
+    m = METRICS[base]
+    return replace(m, name=name, description=f"{m.description} of phase {phase}'s pods",
+                   get=_path("latency", "by_phase", phase, "created_to_scheduled", PHASE_SCOPED[base]))
+
+
 def parse_gate(spec: str) -> tuple[Metric, float]:
-    """``NAME:max-regression`` with the regression as ``10%`` or ``0.1``."""
-    m = re.fullmatch(r"([a-z0-9_]+):(\d+(?:\.\d+)?)(%?)", spec.strip())
+    """``NAME:max-regression`` with the regression as ``10%`` or ``0.1``; NAME may be ``latency_pNN@PHASE``."""
+    m = re.fullmatch(r"([a-z0-9_]+(?:@[-a-z0-9]+)?):(\d+(?:\.\d+)?)(%?)", spec.strip())
     if not m:
         raise ScenarioError(f"--metric {spec!r}: expected NAME:MAX_REGRESSION, e.g. throughput:10%")
     name, value, pct = m.groups()
-    if name not in METRICS:
-        raise ScenarioError(f"--metric {spec!r}: unknown metric {name!r} (known: {', '.join(METRICS)})")
+    metric = metric_named(name)
+    if metric is None:
+        scoped = f"; per phase: {', '.join(f'{k}@PHASE' for k in PHASE_SCOPED)}"
+        raise ScenarioError(f"--metric {spec!r}: unknown metric {name!r} (known: {', '.join(METRICS)}{scoped})")
     frac = float(value) / 100 if pct else float(value)
     if not 0 <= frac < 1:  # 0: no change allowed (a count's usual spec; a timing figure keeps its noise floor)
         raise ScenarioError(f"--metric {spec!r}: the allowed regression must be from 0 up to 100%")
-    return METRICS[name], frac
+    return metric, frac
 
 
 def _complete(runs: list[StoredRun]) -> list[StoredRun]:
@@ -370,7 +390,7 @@ def comparability(runs: list[StoredRun]) -> list[str]:
     keys = sorted({k for r in runs for k in (r.meta.get("fairness") or {})} - varied - under_test())
     tool_keys = sorted({k for r in runs for k in (r.meta.get("toolchain") or {})})
     if len({_canonical((r.meta.get("variant") or {}).get("kubernetes")) for r in runs}) > 1:
-        tool_keys = [k for k in tool_keys if k != "kubernetes"]  # the variants compare releases: the point
+        tool_keys = [k for k in tool_keys if k not in ("kubernetes", "kubernetes_build")]  # releases: the point
     fields = [*[("fairness", k) for k in keys], *[("toolchain", k) for k in tool_keys],
               ("host", "cpu_model"), ("host", "cpus"), ("cluster", "nodes")]
     for section, k in fields:
@@ -443,7 +463,7 @@ def host_explains(comps: list[Comparison], baseline: list[StoredRun],
     slower = shift[1] / shift[0]
     out = []
     for x in comps:
-        metric = METRICS.get(x.metric.split(" [")[0])
+        metric = metric_named(x.metric.split(" [")[0])
         if x.verdict != "regression" or x.ci is None or x.ratio is None or (metric and metric.worst_run):
             out.append(x)
             continue

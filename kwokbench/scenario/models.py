@@ -445,7 +445,8 @@ class WorkloadSpec(_Model):
         "connection is busy, requests wait for one and the run says so."))
 
     claims: list[ClaimSpec] = Field(default_factory=list, description=(
-        "DRA resource claims of every pod (Pod templates only): devices of a node group's `devices`, allocated "
+        "DRA resource claims of every pod (Pod templates; Job templates with a claim per pod, shared_by 1): "
+        "devices of a node group's `devices`, allocated "
         "by the scheduler; their objects are created before the phase's pods."))
 
     _trace_pods: list[Any] = PrivateAttr(default_factory=list)
@@ -566,10 +567,20 @@ class Scenario(_Model):
     workloads: list[WorkloadSpec] = Field(min_length=1, description="Workload phases, submitted in order.")
     chaos: list[ChaosEvent] = Field(default_factory=list, description=(
         "Timed disruptions during the workload; the report marks them and measures recovery."))
-    gates: list[Annotated[str, Field(pattern=r"^[a-z0-9_]+:\d+(\.\d+)?%?$")]] = Field(
+    gates: list[Annotated[str, Field(pattern=r"^[a-z0-9_]+(@[-a-z0-9]+)?:\d+(\.\d+)?%?$")]] = Field(
         default_factory=list, description=(
             "Regression gates used by `kwokbench gate` when it is given no --metric, as NAME:MAX_REGRESSION "
-            "(e.g. throughput:10%, latency_p99:15%)."))
+            "(e.g. throughput:10%, latency_p99:15%; latency_p50/p90/p99@PHASE for one phase's pods, e.g. "
+            "latency_p50@churn:50%)."))
+
+    @model_validator(mode="after")
+    def _gate_phases(self) -> Scenario:
+        phases = [w.name for w in self.workloads]
+        for i, g in enumerate(self.gates):
+            phase = g.split(":")[0].partition("@")[2]
+            if phase and phase not in phases:
+                raise ValueError(f"gates.{i}: no phase {phase!r} (the phases: {', '.join(phases)})")
+        return self
 
     @model_validator(mode="after")
     def _chaos_groups(self) -> Scenario:

@@ -23,14 +23,14 @@ import threading
 import urllib.error
 import urllib.request
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from kwokbench.errors import ToolchainError
 from kwokbench.progress import Reporter, Silent
-from kwokbench.toolchain import versions
+from kwokbench.toolchain import provenance, versions
 from kwokbench.toolchain.gosteps import GoSteps, count_packages, targets, verbose
 
 Source = Literal["auto", "source", "release"]
@@ -61,6 +61,9 @@ class Component:
     """Not needed by a stock cluster: built by ``tools install`` and by runs whose variants use it."""
     post: Callable[[Component, Path], None] | None = field(default=None, compare=False)
     """Runs after the build commands (in the build's output dir), e.g. to copy manifests."""
+    substitutes: tuple[tuple[str, str], ...] = ()
+    """Kubernetes only: (staging module, version) built instead of the release's own version of that module, which
+    the module proxy refuses (:mod:`.provenance`; recorded in the build's ``build.json``)."""
 
     def dir(self, cache: Path) -> Path:
         return cache / "toolchain" / f"{self.name}-{self.version}"
@@ -208,20 +211,29 @@ def staging_replaces(gomod_text: str) -> list[str]:
     return re.findall(r"^\s*(?:replace\s+)?(k8s\.io/\S+)\s+=>\s+\./staging/", gomod_text, flags=re.M)
 
 
-def kubernetes_wrapper(module: str, version: str) -> list[list[str]]:
+def kubernetes_wrapper(module: str, version: str, substitutes: Mapping[str, str] | None = None) -> list[list[str]]:
     """Commands that start a wrapper module able to build ``k8s.io/kubernetes@version`` packages:
-    every staging module it replaces with ``./staging/X`` replaced by the published ``X@v0.N.P``."""
+    every staging module it replaces with ``./staging/X`` replaced by the published ``X@v0.N.P`` (or by the
+    version ``substitutes`` names for it)."""
     staging = "v0." + version.removeprefix("v1.")
+    subs = dict(substitutes or {})
     mods = staging_replaces(_download_gomod("k8s.io/kubernetes", version))
     if not mods:
         raise ToolchainError(f"k8s.io/kubernetes@{version} go.mod has no ./staging replaces; recipe is out of date")
+    stray = sorted(set(subs) - set(mods))
+    if stray:
+        raise ToolchainError(f"--substitute {stray[0]}: not a staging module of Kubernetes {version} (those are "
+                             f"k8s.io/api, k8s.io/kube-proxy, …: its go.mod's ./staging replaces)")
     return [["go", "mod", "init", module],
             ["go", "mod", "edit", "-go=1.26.0", "-godebug=default=go1.26"],
-            ["go", "mod", "edit", *[f"-replace={m}={m}@{staging}" for m in mods]]]
+            ["go", "mod", "edit", *[f"-replace={m}={m}@{subs.get(m, staging)}" for m in mods]]]
+
+
+KUBERNETES_BUILD = "kwokbench.local/k8sbuild"
 
 
 def _build_kubernetes(c: Component, out: Path) -> list[list[str]]:
-    cmds = kubernetes_wrapper("kwokbench.local/k8sbuild", c.version)
+    cmds = kubernetes_wrapper(KUBERNETES_BUILD, c.version, dict(c.substitutes))
     bins = [b.name for b in c.binaries]
     cmds.append(["go", "get", "-tool", *[f"k8s.io/kubernetes/cmd/{b}@{c.version}" for b in bins]])
     ld = kubernetes_ldflags(c.version)
@@ -281,7 +293,7 @@ def _download_gomod(module: str, version: str) -> str:
     return _download_module(module, version)["GoMod"].read_text()
 
 
-def components(kubernetes: str = versions.KUBERNETES) -> list[Component]:
+def components(kubernetes: str = versions.KUBERNETES, substitutes: Mapping[str, str] | None = None) -> list[Component]:
     kv, ev = kubernetes, versions.ETCD.removeprefix("v")
     return [
         Component("kwok", versions.KWOK, (
@@ -299,7 +311,7 @@ def components(kubernetes: str = versions.KUBERNETES) -> list[Component]:
             Binary("kube-controller-manager", ("--version",), f"Kubernetes {kv}"),
             Binary("kube-scheduler", ("--version",), f"Kubernetes {kv}"),
             Binary("kubectl", ("version", "--client"), f"Client Version: {kv}"),
-        ), _build_kubernetes),
+        ), _build_kubernetes, substitutes=tuple(sorted((substitutes or {}).items()))),
         Component("scheduler-plugins", versions.SCHEDULER_PLUGINS, (
             Binary("kube-scheduler", ("--version",), f"Kubernetes {versions.SCHEDULER_PLUGINS_KUBERNETES}"),
             Binary("crds/coscheduling.yaml", (), "kind: PodGroup"),
@@ -320,11 +332,12 @@ _CHECKED: dict[tuple[Any, ...], BinaryStatus] = {}
 class Toolchain:
     """The cached binaries and how to hand them to kwokctl."""
 
-    def __init__(self, cache: Path | None = None, kubernetes: str = versions.KUBERNETES) -> None:
+    def __init__(self, cache: Path | None = None, kubernetes: str = versions.KUBERNETES,
+                 substitutes: Mapping[str, str] | None = None) -> None:
         self.cache = cache or cache_dir()
         self.kubernetes = kubernetes
         """The control plane's release (kube-apiserver, -controller-manager, -scheduler, kubectl)."""
-        self.components = components(kubernetes)
+        self.components = components(kubernetes, substitutes)
 
     def for_kubernetes(self, kubernetes: str) -> Toolchain:
         """The same cache with another Kubernetes release (its binaries in their own folder)."""
@@ -343,6 +356,10 @@ class Toolchain:
                 if b.name == binary:
                     return c.dir(self.cache) / b.name
         raise KeyError(binary)
+
+    def build_record(self) -> dict[str, Any] | None:
+        """What this release's build departs in from its own, checked modules (its ``build.json``), or None."""
+        return provenance.read(self.component("kubernetes").dir(self.cache))
 
     def scheduler_plugins_crds(self) -> list[Path]:
         """PodGroup, ElasticQuota, … CRD manifests of the scheduler-plugins build."""
@@ -421,7 +438,7 @@ class Toolchain:
                     rep.cached(f"{c.name} {c.version}", str(final))
                     continue
                 if c.name == "kubernetes":
-                    check_on_proxy(c.version)
+                    check_on_proxy(c.version, dict(c.substitutes))
                 self._build(c, rep)
             bad = [s for s in (self._check_binary(c, b) for b in c.binaries) if not s.ok]
             if bad:
@@ -451,11 +468,25 @@ class Toolchain:
                     run_logged(cmd, work, env, logf, update)
                 if c.post is not None:
                     c.post(c, out)
+                if c.name == "kubernetes":
+                    self._record(c, work, env, out, rep)
             if final.exists():
                 shutil.rmtree(final)
             out.rename(final)
         finally:
             shutil.rmtree(out, ignore_errors=True)
+
+    @staticmethod
+    def _record(c: Component, work: Path, env: dict[str, str], out: Path, rep: Reporter) -> None:
+        """``build.json`` where the build departs from the release's own, checked modules (:mod:`.provenance`)."""
+        subs = dict(c.substitutes)
+        pkgs = [f"k8s.io/kubernetes/cmd/{b.name}" for b in c.binaries]
+        gosum = (work / "go.sum").read_text() if (work / "go.sum").is_file() else ""
+        doc = provenance.write(out, c.version, subs, provenance.imported_from(work, env, pkgs, list(subs)),
+                               provenance.unchecked(gosum, _go_settings(env)))
+        if doc is not None:
+            rep.info(f"Kubernetes {c.version} built with {provenance.describe(doc)} (recorded in "
+                     f"{c.dir(Path(''))}/{provenance.RECORD})")
 
     def _install_release(self, rep: Reporter) -> None:
         """Download kwokctl and kwok; kwokctl then downloads the official Kubernetes/etcd binaries itself."""
@@ -581,7 +612,20 @@ def run_logged(cmd: Sequence[str], cwd: Path, env: dict[str, str], logf: object,
     rc = proc.wait()
     if rc != 0:
         raise ToolchainError(
-            f"`{' '.join(cmd)[:160]}` failed with exit {rc}; last lines of the Go output:\n  " + "\n  ".join(tail))
+            f"`{' '.join(cmd)[:160]}` failed with exit {rc}; last lines of the Go output:\n  " + "\n  ".join(tail)
+            + sumdb_hint(tail))
+
+
+def sumdb_hint(lines: Sequence[str]) -> str:
+    """For a build Go refused because the checksum database has no record of a module (``verifying module: M@V:
+    reading …/lookup/M@V: 404``): the modules and the setting that lets Go fetch them unchecked."""
+    mods = sorted({m[1] for ln in lines if (m := re.search(r"verifying (?:go\.mod|module): ([^@\s]+)@\S+: reading "
+                                                           r"\S+/lookup/\S+: 404", ln))})
+    if not mods:
+        return ""
+    return (f"\nthe checksum database has no record of {', '.join(mods)}; Go fetches "
+            f"{'it' if len(mods) == 1 else 'them'} unchecked with GONOSUMDB={','.join(mods)} added to its setting "
+            "(kwokbench records each unchecked module's hash in the build's build.json)")
 
 
 def on_proxy(tag: str) -> bool:
@@ -589,7 +633,7 @@ def on_proxy(tag: str) -> bool:
     return proxy_problem(tag) is None
 
 
-def proxy_problem(tag: str) -> str | None:
+def proxy_problem(tag: str, substitutes: Mapping[str, str] | None = None) -> str | None:
     """Why Go cannot fetch k8s.io/kubernetes at ``tag``, or None: the module proxy lacks it (asked for the tag
     itself: the proxy's version list here omits most tags it serves), or the checksum database has no record of it,
     without which Go refuses the download (seen for v1.36.0-beta.0 and v1.37.0-rc.0, which the proxy serves)."""
@@ -607,12 +651,36 @@ def proxy_problem(tag: str) -> str | None:
     settings = _go_settings(env)
     sumdb = _sumdb_lookup(settings, f"k8s.io/kubernetes@{tag}")
     if sumdb is not None and not sumdb:
-        return "is on the Go module proxy, but the checksum database has no record of it, so Go will not fetch it"
-    refused = _staging_refused(settings, tag)
+        return ("is on the Go module proxy, but the checksum database has no record of it, so Go will not fetch it "
+                "(GONOSUMDB=k8s.io/kubernetes, Go's own setting, fetches it unchecked; the build records what it "
+                "did not check)")
+    refused = [m for m in _staging_refused(settings, tag) if m.split("@")[0] not in (substitutes or {})]
     if refused:
-        return (f"is on the Go module proxy, but {len(refused)} of the modules it is built from are not "
-                f"({', '.join(refused[:3])}{', …' if len(refused) > 3 else ''})")
+        hint = _substitute_hint(settings, refused)
+        return (f"is on the Go module proxy, but {len(refused)} of the modules it is built from "
+                f"{'is' if len(refused) == 1 else 'are'} not "
+                f"({', '.join(refused[:3])}{', …' if len(refused) > 3 else ''})" + hint)
     return None
+
+
+def _substitute_hint(settings: dict[str, str], refused: Sequence[str]) -> str:
+    """``; --substitute MOD@VER … builds it with …`` naming, for each refused staging module, the first release of
+    the same minor the proxy lists (the refused version's code is not this; the build records what it imports)."""
+    proxy = _proxy_url(settings)
+    found: list[str] = []
+    for mv in refused:
+        mod, ver = mv.split("@")
+        minor = ".".join(ver.split("-")[0].split(".")[:2]) + "."
+        try:
+            with urllib.request.urlopen(f"{proxy}/{mod}/@v/list", timeout=30) as r:
+                listed = [v for v in r.read().decode().split() if v.startswith(minor) and "-" not in v]
+        except (OSError, ValueError):
+            return ""
+        if not listed:
+            return ""
+        found.append(f"{mod}@{min(listed, key=lambda v: tuple(int(x) for x in v[1:].split('.')))}")
+    return (f"; `--substitute {' --substitute '.join(found)}` builds it with {'those' if len(found) > 1 else 'that'} "
+            "instead (kwokbench records which packages the binaries import from it)")
 
 
 GO_SETTINGS = ("GOPROXY", "GOSUMDB", "GONOSUMDB", "GOPRIVATE", "GONOSUMCHECK")
@@ -690,10 +758,10 @@ def _sumdb_lookup(settings: dict[str, str], module: str) -> bool | None:
         return None
 
 
-def check_on_proxy(tag: str) -> None:
+def check_on_proxy(tag: str, substitutes: Mapping[str, str] | None = None) -> None:
     """Before a build: ToolchainError naming the nearest releases when Go cannot fetch ``tag`` (the patch releases
     just below and above it, then the next minor's first)."""
-    problem = proxy_problem(tag)
+    problem = proxy_problem(tag, substitutes)
     if problem is None:
         return
     minor, patch, pre = versions.tag_key(tag)[:3]

@@ -174,6 +174,8 @@ def test_a_metric_alone_takes_its_default_change() -> None:
     assert bisect_metric("throughput:5%") == (THROUGHPUT, 0.05)
     with pytest.raises(ScenarioError, match="unknown metric"):
         bisect_metric("speed")
+    scoped, allowed = bisect_metric("latency_p50@churn")  # one phase's pods: the base metric's noise floor
+    assert scoped.name == "latency_p50@churn" and allowed == max(0.10, scoped.noise_floor) > 0.10
 
 
 def test_an_unchanged_release_is_same_and_a_speed_up_reads_as_one() -> None:

@@ -157,9 +157,19 @@ def test_claims_nothing_could_satisfy_are_refused_before_any_cluster(override: s
         load_scenario(DRA, [override])
 
 
-def test_claims_apply_to_pod_templates_only() -> None:
-    with pytest.raises(ScenarioError, match="claims and delete_after apply to Pod templates, template job makes a Job"):
-        _pods(DRA, ["workloads.0.template=job"], 1)
+def test_a_jobs_pods_each_get_a_claim_from_the_template_and_no_other_kind_takes_claims() -> None:
+    """kubernetes#140877's churn is Jobs whose pods come and go: each pod of a Job gets its own claim from the
+    workload's ResourceClaimTemplate (made by kube-controller-manager); a claim several pods share cannot be put on
+    a Job's pods, and a kind without a Job's pod template takes no claims."""
+    [job] = _pods(DRA, ["workloads.0.template=job", "workloads.0.params.parallelism=1"], 1)
+    assert job["kind"] == "Job" and "resourceClaims" not in job["spec"]
+    spec = job["spec"]["template"]["spec"]
+    assert spec["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": "train-r1-gpu"}]
+    assert spec["containers"][0]["resources"]["claims"] == [{"name": "gpu"}]
+    with pytest.raises(ScenarioError, match="claim gpu shared_by 2 on a Job's pods: a Job's pods get a claim each"):
+        _pods(DRA, ["workloads.0.template=job", "workloads.0.claims.0.shared_by=2"], 1)
+    with pytest.raises(ScenarioError, match="delete_after applies to Pod templates, template job makes a Job"):
+        _pods(DRA, ["workloads.0.template=job", "workloads.0.delete_after=5s"], 1)
 
 
 def test_allocated_devices_of_a_claim() -> None:

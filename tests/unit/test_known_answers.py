@@ -33,12 +33,15 @@ def test_the_async_api_calls_shape_never_places_its_cloggers_and_churns_the_pods
 
 def test_the_dra_claim_controller_shape_fills_nine_tenths_through_claim_templates() -> None:
     """kubernetes#140877: one GPU per pod, each pod's claim made by kube-controller-manager from a
-    ResourceClaimTemplate; 90% of the GPUs filled, then churn within the last 10% (never more pods than GPUs)."""
+    ResourceClaimTemplate; 90% of the GPUs filled by long-running pods, then the last 10% churned by one-pod Jobs
+    whose pods complete one after another (clusterloader2's testing/dra shape), never more pods than GPUs; gated on
+    the churn's own created → scheduled."""
     sc = load_scenario(REPO / "scenarios/known-dra-claim-controller.yaml")
     gpus = sum(g.count * sum(d.count for d in g.devices) for g in sc.cluster.node_groups)
     fill, churn = sc.workloads
     # shared_by 1: every pod its own claim, made from a ResourceClaimTemplate
     assert fill.count == 0.9 * gpus and all(c.shared_by == 1 and c.count == 1 for w in (fill, churn) for c in w.claims)
-    live_churn = churn.arrival.qps * (10 + 5)  # pods at once: 10 s after they run, a few seconds to get there
-    assert fill.count + live_churn <= gpus and churn.delete_after == "10s"
+    assert churn.template == "job" and churn.params["parallelism"] == 1 and churn.params["completions"] > 1
+    assert fill.count + churn.count * churn.params["parallelism"] <= gpus and churn.complete_after == "20s"
+    assert sc.gates == ["latency_p50@churn:50%", "latency_p99@churn:50%"]
     assert sc.cluster.controller_manager  # the controller that makes the claims is the thing measured

@@ -466,3 +466,28 @@ def test_gang_metrics_read_every_gang_phase() -> None:
     assert METRICS["gangs_partial"].get(s) == 3.0 and METRICS["gangs_partial"].worst_run
     assert all(METRICS[m].get({"placement": {"gangs": []}}) is None
                for m in ("gangs_per_second", "gang_place_p90", "gangs_partial"))
+
+
+def test_a_phase_latency_is_gated_on_that_phases_pods_alone(tmp_path: Path) -> None:
+    """kubernetes#140877 slowed a churn behind a long fill: created → scheduled of every pod hides it (the fill's
+    3600 pods set the p50), the churn phase's own figure (``latency_p50@churn``, from ``latency.by_phase``) shows
+    it. Names not of the form latency_pNN@PHASE are refused in one line."""
+    def with_phase(run: StoredRun, churn_p50: float) -> StoredRun:
+        assert run.summary is not None
+        run.summary["latency"]["created_to_scheduled"]["p50"] = 0.06  # the fill's, the same on both sides
+        run.summary["latency"]["by_phase"] = {"churn": {"created_to_scheduled": {"p50": churn_p50}}}
+        return run
+
+    metric, allowed = parse_gate("latency_p50@churn:50%")
+    assert (metric.name, allowed, metric.higher_is_better) == ("latency_p50@churn", 0.5, False)
+    assert metric.noise_floor == METRICS["latency_p50"].noise_floor and "phase churn's pods" in metric.description
+    base = [with_phase(_run(tmp_path, f"b{i}", v), 0.06 + i * 0.003) for i, v in enumerate(BASE)]
+    slow = [with_phase(_run(tmp_path, f"s{i}", v), 0.56 + i * 0.02) for i, v in enumerate(BASE)]
+    res = gate(base, slow, ["latency_p50@churn:50%", "latency_p50:50%"])
+    verdicts = {c.metric: c.verdict for c in res.comparisons}
+    assert verdicts["latency_p50@churn"] == "regression" and verdicts["latency_p50"] != "regression", verdicts
+    for bad, why in [("latency_p50@Churn:5%", "expected NAME:MAX_REGRESSION"),
+                     ("throughput@churn:5%", "unknown metric 'throughput@churn'"),
+                     ("latency_p75@churn:5%", "per phase: latency_p50@PHASE")]:
+        with pytest.raises(ScenarioError, match=why):
+            parse_gate(bad)
