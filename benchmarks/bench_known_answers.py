@@ -33,7 +33,7 @@ ANSWERS: dict[str, tuple[str, str, str]] = {
     # are not on the module proxy here); each direction its own bisect (its ends would read the same otherwise)
     "dra-claim-controller": ("scenarios/known-dra-claim-controller.yaml", "v1.36.4,v1.37.0-beta.0",
                              "latency_p50@churn:50%"),
-    "dra-claim-controller-revert": ("scenarios/known-dra-claim-controller.yaml", "v1.37.0-beta.0,v1.37.0",
+    "dra-claim-controller-revert": ("scenarios/known-dra-claim-controller.yaml", "v1.37.0-beta.0,v1.37.0-rc.1,v1.37.0",
                                     "latency_p50@churn:50%"),
 }
 """Answer → (scenario, the releases bisected, the figure and the change that counts)."""
@@ -41,16 +41,20 @@ ANSWERS: dict[str, tuple[str, str, str]] = {
 PRE_BUILDS: dict[str, tuple[dict[str, str], list[str]]] = {
     "v1.37.0-beta.0": ({"GONOSUMDB": "k8s.io/kubernetes,github.com/google/cadvisor/lib"},
                        ["--substitute", "k8s.io/kube-proxy@v0.37.0"]),
+    "v1.37.0-rc.1": ({"GONOSUMDB": "k8s.io/kubernetes,github.com/google/cadvisor/lib"},
+                     ["--substitute", "k8s.io/kube-proxy@v0.37.0", "--substitute", "k8s.io/cri-streaming@v0.37.0"]),
 }
 """Releases the module proxy serves only in part, built first with the departures they need (the checksum
-database has no record of the tag and of cadvisor/lib v0.60.4; k8s.io/kube-proxy@v0.37.0-beta.0 is refused): Go's
+database has no record of the tags and of cadvisor/lib v0.60.4; their kube-proxy and cri-streaming are refused): Go's
 GONOSUMDB and ``tools install --substitute``, both recorded in the build's build.json and in bisect.json
 (docs/guides/kubernetes-versions.md). A release already built is reused as it is."""
 
 
 def pre_build(releases: str) -> None:
+    from kwokbench.toolchain import Toolchain
+
     for tag in releases.split(","):
-        if tag not in PRE_BUILDS:
+        if tag not in PRE_BUILDS or Toolchain(kubernetes=tag).mode() == "source":
             continue
         env, extra = PRE_BUILDS[tag]
         subprocess.run([sys.executable, "-m", "kwokbench", "tools", "install", "--kubernetes", tag, "--core-only",

@@ -246,7 +246,7 @@ def search(path: list[str], measure: Measure, metric: Metric, allowed: float, re
         if hi - lo == 1:
             assert last is not None
             s.result = {"found": True, "step": "changed", "between": [path[lo], path[hi]],
-                        **{k: last.get(k) for k in ("ratio", "ci", "method", "runs", "reason", "decision")}}
+                        **{k: last.get(k) for k in ("ratio", "ci", "method", "runs", "reason", "decision", "level")}}
             return s
 
 

@@ -16,8 +16,9 @@ def _change(st: dict[str, Any]) -> str:
     if ratio is None:
         return "-"
     text = f"{(ratio - 1) * 100:+.1f}%"
-    if ci and ci[0] != ci[1]:
-        text += f" ({(ci[0] - 1) * 100:+.1f}..{(ci[1] - 1) * 100:+.1f}%)"
+    if ci and ci[0] != ci[1]:  # the interval tested: 90%, wider where a step was looked at more than once
+        level = round(float(st.get("level") or 0.90) * 100)
+        text += f" ({level}%: {(ci[0] - 1) * 100:+.1f}..{(ci[1] - 1) * 100:+.1f}%)"
     return text
 
 
@@ -28,7 +29,7 @@ def _build(doc: dict[str, Any], tag: str) -> str:
 
 def rows(doc: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     ceilings = doc.get("ceilings") or {}
-    columns = ["round", "from", "to", "runs", f"{doc['metric']} from", f"{doc['metric']} to", "change (90% CI)",
+    columns = ["round", "from", "to", "runs", f"{doc['metric']} from", f"{doc['metric']} to", "change (CI)",
                "step"]
     if ceilings:
         columns += ["ceiling from", "ceiling to"]

@@ -128,10 +128,13 @@ def test_the_search_finds_the_step_in_log2_rounds(change_at: int) -> None:
     assert all(len(c) == 3 for c in calls[1:])
     assert [r["positions"] for r in s.rounds] == [c for n, c in enumerate(calls) if n == 0 or calls[n - 1] != c]
     doc = {"metric": "throughput", "rounds": s.rounds, "result": s.result, "builds": {}, "path": PATH}
-    assert re.search(rf"changed \(worse\) between {PATH[change_at - 1]} and {PATH[change_at]} by -[34]\d\.\d% \(90% CI "
+    # the interval printed is the one tested: 3 looks planned (9 runs at most, 3 a round), each at 0.05 / 3, so
+    # a 97% interval (it read "90%" before, whatever the level)
+    assert re.search(rf"changed \(worse\) between {PATH[change_at - 1]} and {PATH[change_at]} by -[34]\d\.\d% \(97% CI "
                      r"-\d+\.\d%\.\.-\d+\.\d%\), 3 pairs$", sentence(doc)), sentence(doc)
+    assert "(97%: " in table_change(doc)
     columns, table = rows(doc)
-    assert columns[4:6] == ["throughput from", "throughput to"]
+    assert columns[4:7] == ["throughput from", "throughput to", "change (CI)"]
     assert len(table) == 1 + 2 * (len(s.rounds) - 1) and table[-1][-1] in {"changed", "same"}
 
 
@@ -206,3 +209,8 @@ def test_a_bisect_records_what_it_pinned_across_its_releases(monkeypatch: pytest
     monkeypatch.setattr(install, "components", components)
     doc = bisection.pinned(["v1.35.0", "v1.36.4"])
     assert doc["differs"] == ["etcd"] and "etcd" not in {k for k in doc if k != "differs"}
+
+
+def table_change(doc: dict[str, object]) -> str:
+    """The change column of a bisect table's last row (the step found)."""
+    return rows(doc)[1][-1][6]  # type: ignore[arg-type]

@@ -4,8 +4,8 @@ gate's comparability when the variants compare releases."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
