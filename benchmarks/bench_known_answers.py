@@ -76,12 +76,19 @@ def bisect(name: str, out: Path, repeat: int) -> Path:
 def report(folder: Path) -> None:
     doc: dict[str, Any] = json.loads((folder / "bisect.json").read_text())
     print(f"\n== {doc['scenario']} ({folder})")
-    print(f"answer: {doc.get('sentence')}")
+    r = doc.get("result") or {}
+    if r.get("found") and "level" not in r:  # stored before bisect kept the level: the found step's
+        r["level"] = next((st.get("level") for rnd in doc.get("rounds") or [] for st in rnd.get("steps") or []
+                           if [st["from"], st["to"]] == r.get("between")), None)
+    from kwokbench.bisection import sentence
+
+    print(f"answer: {sentence(doc) if r else doc.get('sentence')}")
     print(f"pinned: {doc.get('pinned')}; builds: " + ", ".join(
         f"{t} {'cached' if b['cached'] else str(round(b['seconds'])) + ' s'}" for t, b in doc["builds"].items()))
     for t, b in doc["builds"].items():
         if b.get("departs"):
-            subs = ", ".join(f"{m} {x['built_with']} for {x['release_has']} ({', '.join(x['packages_imported'])})"
+            subs = ", ".join(f"{m} {x['built_with']} for {x['release_has']} (imported: "
+                             f"{', '.join(x['packages_imported']) or 'nothing'})"
                              for m, x in b["departs"].get("substituted", {}).items())
             print(f"  {t} built with: {subs or 'its own modules'}; not checked by the checksum database: "
                   f"{', '.join(b['departs'].get('not_checked_by_sumdb') or {}) or 'none'}")
@@ -93,7 +100,8 @@ def report(folder: Path) -> None:
     for rnd in doc.get("rounds") or []:
         for st in rnd.get("steps") or []:
             ci = st.get("ci")
-            span = f", 90% CI {(ci[0] - 1) * 100:+.0f}..{(ci[1] - 1) * 100:+.0f}%" if ci else ""
+            level = round(float(st.get("level") or 0.90) * 100)  # the interval tested (bisect's looks widen it)
+            span = f", {level}% CI {(ci[0] - 1) * 100:+.0f}..{(ci[1] - 1) * 100:+.0f}%" if ci else ""
             ratio = f" {(st['ratio'] - 1) * 100:+.0f}%" if st.get("ratio") else ""
             print(f"  {st['from']} → {st['to']}: {st['step']}{ratio}{span}")
     started, ended = doc.get("started_at"), doc.get("ended_at")
