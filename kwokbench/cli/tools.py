@@ -50,7 +50,7 @@ def tools_install(
     or, named, a scheduler built from pinned sources (yunikorn, volcano, kai, wasm-extension)."""
     from kwokbench.cli import console
     from kwokbench.scheduler_kinds import source_built
-    from kwokbench.toolchain import Toolchain, versions
+    from kwokbench.toolchain import Toolchain, provenance, versions
     from kwokbench.toolchain.install import OPTIONAL
     from kwokbench.toolchain.provenance import parse_substitutes
 
@@ -78,19 +78,13 @@ def tools_install(
     except ValueError as e:
         raise ScenarioError(f"--kubernetes: {e}") from e
     if substitute and not force and tc.mode() == "source":
+        record = tc.build_record()
         raise ScenarioError(f"Kubernetes {tc.kubernetes} is already built (with "
-                            f"{describe_build(tc)}); --substitute applies to a build: add --force to rebuild")
+                            f"{provenance.describe(record) if record else 'its own modules'}); --substitute "
+                            "applies to a build: add --force to rebuild")
     extras = () if core_only or source == "release" else OPTIONAL
     mode = tc.install(source, console.RichReporter(), force=force, extras=extras)  # type: ignore[arg-type]
     console.info(f"toolchain ready ({mode}) in {tc.cache / 'toolchain'}")
-
-
-def describe_build(tc: object) -> str:
-    """What the cached Kubernetes build of ``tc`` departs in (its build.json), or "its own modules"."""
-    from kwokbench.toolchain import provenance
-
-    doc = provenance.read(tc.component("kubernetes").dir(tc.cache))  # type: ignore[attr-defined]
-    return provenance.describe(doc) if doc else "its own modules"
 
 
 @tools_app.command("build-scheduler")

@@ -229,11 +229,8 @@ def kubernetes_wrapper(module: str, version: str, substitutes: Mapping[str, str]
             ["go", "mod", "edit", *[f"-replace={m}={m}@{subs.get(m, staging)}" for m in mods]]]
 
 
-KUBERNETES_BUILD = "kwokbench.local/k8sbuild"
-
-
 def _build_kubernetes(c: Component, out: Path) -> list[list[str]]:
-    cmds = kubernetes_wrapper(KUBERNETES_BUILD, c.version, dict(c.substitutes))
+    cmds = kubernetes_wrapper("kwokbench.local/k8sbuild", c.version, dict(c.substitutes))
     bins = [b.name for b in c.binaries]
     cmds.append(["go", "get", "-tool", *[f"k8s.io/kubernetes/cmd/{b}@{c.version}" for b in bins]])
     ld = kubernetes_ldflags(c.version)
