@@ -15,7 +15,18 @@ exactly as ``kwokbench detect`` runs it (index rows → commit order → E-divis
 Drawing runs independently ignores drift of the host over a session; ``tests/unit/test_detect.py`` checks
 the in-order series of the same files as they were measured.
 
+``--duets`` asks the same of a plugin's history recorded two ways, on the runs of benchmarks/bench_verdicts.py
+(scenarios/cost-ab.yaml: a Score plugin whose cost moves the scheduler's CPU per pod and nothing else), quiet and
+beside benchmarks/noisy_neighbour.py: each commit **one run** (``scheduler_cpu_per_pod``, drawn from both sides of
+the recorded A/A sequential pairs: 16 runs a host) or each commit **one duet against a pinned reference**
+(``duet_cpu_per_pod``, the candidate side over the reference side at the same instants: drawn from the 8 recorded
+A/A duets, resampled, and from a normal of their measured log spread, as bench_verdicts.py draws them), the
+candidate's CPU per pod raised by ``--duet-steps`` from a random commit on. One recording's runs span minutes:
+drawing them ignores a runner's drift over days, which a single run carries into its history and a duet's ratio
+cancels.
+
     python benchmarks/bench_detect.py [--trials 500] [--commits 20] [--step 0.15] [--json]
+    python benchmarks/bench_detect.py --duets [--trials 500] [--duet-steps 0.05,0.10,0.15] [--threshold 0.03]
 """
 
 from __future__ import annotations
@@ -85,6 +96,72 @@ def rates(name: str, trials: int, commits: int, step: float, specs: list[str], s
             "detected_by_commits_after": {b: by_after[b] for b in sorted(by_after, key=lambda b: int(b.rstrip("+")))}}
 
 
+def plugin_histories(host: str) -> dict[str, tuple[str, str, list[float]]]:
+    """Each way of recording a plugin's history on ``host`` (quiet / noisy): metric, origin, the values drawn."""
+    seq = json.loads((DATA / f"verdicts-sequential-{host}-0.json").read_text())
+    duet = json.loads((DATA / f"verdicts-duet-{host}-0.json").read_text())
+    return {"one run a commit": ("scheduler_cpu_per_pod", seq["origin"],
+                                 [p[side]["cpu_per_pod"] for p in seq["pairs"] for side in ("base", "head")]),
+            "one duet a commit": ("duet_cpu_per_pod", duet["origin"],
+                                  [p["head"]["cpu_per_pod"] / p["base"]["cpu_per_pod"] for p in duet["pairs"]])}
+
+
+def plugin_rates(metric: str, values: list[float], parametric: bool, trials: int, commits: int, steps: list[float],
+                 threshold: float, seed: int) -> dict[str, Any]:
+    """A/A false alarms and detection of each step of ``metric`` (a rise is worse) over ``trials`` histories."""
+    rng = np.random.default_rng(seed)
+    logs = np.log(np.asarray(values))
+    centre, sd = float(np.median(logs)), float(np.std(logs, ddof=1))
+    spec = [f"{metric}:+{threshold * 100:g}%"]
+
+    def rows(step: float, at: int | None) -> list[dict[str, Any]]:
+        x = rng.normal(centre, sd, commits) if parametric else rng.choice(logs, commits)
+        out = []
+        for i, v in enumerate(np.exp(x)):
+            out.append({"run_id": f"run-{i:03d}", "scenario": "cost-ab", "variant": "head", "status": "complete",
+                        "commit": f"{i:040x}", "ref": "main", "started_at": T0 + timedelta(minutes=i),
+                        "host": "vm", "ceiling_pods_per_second": None,
+                        metric: float(v) * (1 + step if at is not None and i >= at else 1)})
+        return out
+
+    aa = sum(detect(rows(0.0, None), spec, seed=t).exit_code == 1 for t in range(trials))
+    found: dict[str, list[int]] = {}
+    for step in steps:
+        hits = at = 0
+        for t in range(trials):
+            k = int(rng.integers(MIN_SEGMENT, commits - MIN_SEGMENT + 1))
+            changes = [c for c in detect(rows(step, k), spec, seed=t).series[0].changes if c.new_regression]
+            hits += bool(changes)
+            at += any(abs(c.index - k) <= 1 for c in changes)
+        found[f"{step:g}"] = [hits, at]
+    return {"metric": metric, "spec": spec[0], "values": len(values), "log_sd": sd, "drawn": "normal" if parametric
+            else "resampled", "trials": trials, "commits": commits, "false_alarms": aa, "found": found}
+
+
+def duets_main(args: argparse.Namespace) -> None:
+    steps = [float(x) for x in args.duet_steps.split(",")]
+    out = []
+    for host in ("quiet", "noisy"):
+        for way, (metric, origin, values) in plugin_histories(host).items():
+            for parametric in (False, True):
+                start = time.monotonic()
+                r = plugin_rates(metric, values, parametric, args.trials, args.commits, steps, args.threshold,
+                                 args.seed)
+                r.update(host=host, way=way, origin=origin, seconds=round(time.monotonic() - start, 1))
+                out.append(r)
+                if args.json:
+                    continue
+                if not parametric:
+                    print(f"{host} host, {way} ({r['values']} recorded, spread {r['log_sd'] * 100:.1f}%; {origin})")
+                print(f"  {r['drawn']:>9}, {r['spec']}: A/A false alarms {r['false_alarms']}/{r['trials']} "
+                      f"({r['false_alarms'] / r['trials'] * 100:.1f}%); " + ", ".join(
+                          f"{float(s) * 100:g}% step found {h / r['trials'] * 100:.1f}% (at its commit ±1 "
+                          f"{a / r['trials'] * 100:.1f}%)" for s, (h, a) in r["found"].items())
+                      + f"  [{r['seconds']} s]")
+    if args.json:
+        print(json.dumps(out, indent=1))
+
+
 def _bucket(after: int) -> str:
     return str(after) if after < 6 else "6+"
 
@@ -96,7 +173,13 @@ def main() -> None:
     ap.add_argument("--step", type=float, default=0.15, help="the injected drop of throughput")
     ap.add_argument("--seed", type=int, default=27)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--duets", action="store_true", help="a plugin's history as one run or one duet a commit")
+    ap.add_argument("--duet-steps", default="0.05,0.10,0.15", help="the injected rises of CPU per pod (--duets)")
+    ap.add_argument("--threshold", type=float, default=0.03, help="the minimum magnitude of a change (--duets)")
     args = ap.parse_args()
+    if args.duets:
+        duets_main(args)
+        return
     specs = ["throughput:-10%", "latency_p99:+40%"]
     out = []
     for name in ("noise.json", "noise-busy.json"):
