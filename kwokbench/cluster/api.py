@@ -92,17 +92,20 @@ class Api:
                     params: dict[str, str] | None = None,
                     on_error: Callable[[str], None] | None = None,
                     synced: asyncio.Event | None = None,
-                    on_listed: Callable[[], None] | None = None) -> None:
+                    on_listed: Callable[[], None] | None = None,
+                    on_gone: Callable[[float], None] | None = None) -> None:
         """List then watch ``path`` until ``stop`` is set, calling ``handler`` for every object.
 
         Listed objects are delivered as ``SYNC`` events; a relist after 410 delivers them again, so
         handlers must be idempotent. ``on_error`` is told about every restart (recorded, not hidden), and
         ``on_listed`` after every list has delivered its last object: after a relist, an object not listed again
-        went away in the gap, when exactly no one can say.
+        went away in the gap, when exactly no one can say. ``on_gone`` is told, before that relist, since when the
+        watch has been blind: the moment its last stream ended or last delivered a line (a stream that broke, then
+        reconnects refused, then the 410 — the gap is all of it, not the 410's moment).
         """
         # stop cancels the stream once, instead of racing a new task against every line read
         loop = asyncio.ensure_future(self._watch_loop(path, handler, stop, dict(params or {}), on_error, synced,
-                                                      on_listed))
+                                                      on_listed, on_gone))
         stopped = asyncio.ensure_future(stop.wait())
         try:
             await asyncio.wait({loop, stopped}, return_when=asyncio.FIRST_COMPLETED)
@@ -116,23 +119,29 @@ class Api:
 
     async def _watch_loop(self, path: str, handler: Handler, stop: asyncio.Event, params: dict[str, str],
                           on_error: Callable[[str], None] | None, synced: asyncio.Event | None,
-                          on_listed: Callable[[], None] | None = None) -> None:
+                          on_listed: Callable[[], None] | None = None,
+                          on_gone: Callable[[float], None] | None = None) -> None:
         rv = ""
         need_list = True
+        whole = [time.time()]
+        """Until when the watch is known to have missed nothing (a list's end, a live stream's last moment)."""
         while not stop.is_set():
             try:
                 if need_list:
                     rv = await self._list_into(path, params, handler)
                     need_list = False
+                    whole[0] = time.time()
                     if on_listed is not None:
                         on_listed()
                     if synced is not None:
                         synced.set()
-                rv = await self._watch_once(path, params, rv, handler)
+                rv = await self._watch_once(path, params, rv, handler, whole)
             except _Gone:
                 need_list = True
                 if on_error:
                     on_error(f"watch {path}: resourceVersion {rv} expired (410), relisting")
+                if on_gone is not None:
+                    on_gone(whole[0])
             except ApiError as e:
                 if on_error:
                     on_error(f"watch {path}: {e}; retrying")
@@ -152,9 +161,13 @@ class Api:
             if not cont:
                 return str(doc["metadata"]["resourceVersion"])
 
-    async def _watch_once(self, path: str, params: dict[str, str], rv: str, handler: Handler) -> str:
+    async def _watch_once(self, path: str, params: dict[str, str], rv: str, handler: Handler,
+                          whole: list[float]) -> str:
+        """One watch stream from ``rv``; ``whole[0]`` moved to each moment the stream is known alive (its lines,
+        its end, its break)."""
         p = {**params, "watch": "1", "resourceVersion": rv, "allowWatchBookmarks": "true",
              "timeoutSeconds": "300"}
+        connected = False
         try:
             async with self.session.get(path.lstrip("/"), params=p,
                                         timeout=self.http.ClientTimeout(total=None, sock_read=None)) as resp:
@@ -162,26 +175,70 @@ class Api:
                     raise _Gone()
                 if resp.status != 200:
                     raise ApiError(f"watch {path}: HTTP {resp.status}: {status_reason(await resp.read())}", resp.status)
+                connected = True
                 async for line in resp.content:
                     if not line.strip():
                         continue
                     ev = orjson.loads(line)
                     obj = ev.get("object") or {}
                     typ = ev.get("type", "")
-                    if typ == "ERROR":
+                    if typ == "ERROR":  # the apiserver's watch cache answers a stale resourceVersion so
                         if obj.get("code") == 410:
                             raise _Gone()
                         raise ApiError(f"watch {path}: {obj.get('message', obj)}")
+                    whole[0] = time.time()
                     rv = str(obj.get("metadata", {}).get("resourceVersion", rv))
                     if typ != "BOOKMARK":
                         handler(typ, obj, time.time())
+                whole[0] = time.time()
                 return rv  # server closed the watch (timeoutSeconds): resume from rv
         except (self.http.ClientError, TimeoutError) as e:
+            if connected:  # the stream broke now: nothing was missed before it
+                whole[0] = time.time()
             raise ApiError(f"watch {path}: {type(e).__name__}: {e}") from e
 
 
 class _Gone(Exception):
     pass
+
+
+class WatchGaps:
+    """What a watch (:meth:`Api.watch`) missed. Fed each delivered object (:meth:`seen`), the 410 (:meth:`gone`,
+    with since when the watch has been blind) and the end of each list (:meth:`listed`): after a relist, an
+    object seen before and not listed again went away in the gap — when exactly, no one can say. Each gap is
+    kept (from, to, seconds, the objects that vanished in it)."""
+
+    def __init__(self) -> None:
+        self.gaps: list[dict[str, Any]] = []
+        self._live: set[tuple[str, str]] = set()
+        """Objects seen and not seen deleted: (namespace, name)."""
+        self._from: float | None = None
+        self._relisted: set[tuple[str, str]] = set()
+
+    def seen(self, typ: str, key: tuple[str, str]) -> None:
+        if typ == "DELETED":
+            self._live.discard(key)
+        else:
+            self._live.add(key)
+            if typ == "SYNC" and self._from is not None:
+                self._relisted.add(key)
+
+    def gone(self, since: float) -> None:
+        if self._from is None:
+            self._from = since
+            self._relisted = set()
+
+    def listed(self) -> tuple[float, float, list[tuple[str, str]]] | None:
+        """A list delivered its last object: the gap it closed (from, to, the objects that vanished), if any."""
+        if self._from is None:
+            return None
+        start, now = self._from, time.time()
+        gone = sorted(self._live - self._relisted)
+        self._live.difference_update(gone)
+        self.gaps.append({"from": start, "to": now, "seconds": round(now - start, 3),
+                          "vanished": [f"{ns}/{name}" if ns else name for ns, name in gone]})
+        self._from = None
+        return start, now, gone
 
 
 async def _sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:

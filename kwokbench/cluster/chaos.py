@@ -1,7 +1,10 @@
 """Chaos: timed disruptions of a run's cluster (how the scheduling recovered: :mod:`kwokbench.figures.chaos`).
 
 Component restarts are :meth:`Kwokctl.restart_component` (the same command line, environment and log
-file, the new pid in kwokctl's pid file), with ``down_seconds`` between stop and start. Node actions
+file, the new pid in kwokctl's pid file), with ``down_seconds`` between stop and start; a restart of the apiserver
+with ``compact_etcd`` compacts etcd (through its own HTTP gateway, at the address the apiserver's command line
+names) to its newest revision while the apiserver is down, so every watch resumed from before it gets 410 Gone
+(the watch cache starts empty, and etcd no longer holds what happened since). Node actions
 go through the API: ``nodes-not-ready`` takes the nodes away from the kwok controller (removes the
 ``kwok.x-k8s.io/node`` annotation it selects on) and sets their Ready condition False, so the
 node-lifecycle controller taints them and the scheduler avoids them (the event waits up to 30 s for that taint
@@ -11,8 +14,10 @@ and records when it was on every node: ``tainted``); ``delete-nodes`` deletes th
 from __future__ import annotations
 
 import asyncio
+import base64
 import threading
 import time
+import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,13 +72,50 @@ class Chaos:
                 if e.action in COMPONENT:
                     if not isinstance(self.info, ClusterInfo):
                         raise ClusterError(f"{e.action}: not possible on an attached cluster")
-                    rec.update(self.kwokctl.restart_component(self.info, COMPONENT[e.action], e.down_seconds))
+                    rec.update(self.kwokctl.restart_component(self.info, COMPONENT[e.action], e.down_seconds,
+                                                              while_down=compact_etcd if e.compact_etcd else None))
                 else:
                     rec.update(asyncio.run(_nodes_action(self.info, e)))
             except (KwokbenchError, OSError, psutil.Error) as err:
                 rec["error"] = str(err)
             rec.setdefault("ended", time.time())  # a NotReady event ends with its patches, before its taint wait
             self.log.append(rec)
+
+
+def etcd_server(apiserver_cmd: list[str]) -> str:
+    """The first etcd the apiserver's command line names (``--etcd-servers``); ClusterError when none."""
+    for i, arg in enumerate(apiserver_cmd):
+        value = arg.split("=", 1)[1] if arg.startswith("--etcd-servers=") else (
+            apiserver_cmd[i + 1] if arg == "--etcd-servers" and i + 1 < len(apiserver_cmd) else None)
+        if value:
+            return value.split(",")[0].rstrip("/")
+    raise ClusterError("the apiserver's command line names no --etcd-servers")
+
+
+def compact_etcd(apiserver_cmd: list[str], timeout: float = 10.0) -> dict[str, Any]:
+    """Compact the apiserver's etcd to its newest revision (etcd's gRPC gateway: ``/v3/kv/range`` for the
+    revision, ``/v3/kv/compaction``). Returns ``{"compacted_to": revision}``, or ``{"compact_error": why}``:
+    a failure is the event's record, never raised into the restart."""
+    try:
+        server = etcd_server(apiserver_cmd)
+        if not server.startswith("http://"):
+            raise ClusterError(f"etcd at {server} is not plain HTTP: kwokbench compacts only kwokctl's own etcd")
+        head = _etcd_post(server, "/v3/kv/range", {"key": base64.b64encode(b"/").decode(), "limit": 1}, timeout)
+        revision = int(head["header"]["revision"])
+        _etcd_post(server, "/v3/kv/compaction", {"revision": revision, "physical": True}, timeout)
+        return {"compacted_to": revision}
+    except (ClusterError, OSError, KeyError, TypeError, ValueError) as e:
+        return {"compact_error": f"compacting etcd: {e}"}
+
+
+def _etcd_post(server: str, path: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
+    req = urllib.request.Request(server + path, data=orjson.dumps(body), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        doc = orjson.loads(r.read())
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path} answered {doc!r:.100}")
+    return doc
 
 
 def pick_nodes(names: list[str], share: float) -> list[str]:

@@ -17,7 +17,7 @@ import ssl
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -332,14 +332,17 @@ class Kwokctl:
             raise
 
     def restart_component(self, info: ClusterInfo, component: str, down_seconds: float = 0.0,
-                          ready_timeout: float = 120) -> dict[str, Any]:
+                          ready_timeout: float = 120,
+                          while_down: Callable[[list[str]], dict[str, Any]] | None = None) -> dict[str, Any]:
         """Stop one component and start it again; kwokctl v0.8.0 can only stop and start a whole cluster.
 
         The process's own command line, working directory and environment are reused, its output is
         appended to kwokctl's log file and the new pid goes into kwokctl's pid file (so ``down`` still
         finds it). The old process is checked to still be that component before it is signalled
         (SIGTERM, SIGKILL after 15 s). Waits ``down_seconds`` in between, then until ``/healthz``
-        answers; returns when each step happened (epoch seconds; ``ready`` None if it never did)."""
+        answers; returns when each step happened (epoch seconds; ``ready`` None if it never did). ``while_down``
+        is called with the stopped process's command line once it is down (what it returns joins the record); the
+        component is started again whatever it raises."""
         cluster_dir = self.cluster_dir(info.name)
         known, why = processes.from_pid_file(cluster_dir, component)
         old = known.process(cluster_dir)[0] if known else None
@@ -356,14 +359,19 @@ class Kwokctl:
             old.kill()
             old.wait(10)
         stopped = time.time()
-        time.sleep(down_seconds)
-        new = processes.spawn(cluster_dir, component, cmd, cwd, env)
+        done: dict[str, Any] = {}
+        try:
+            if while_down is not None:
+                done = while_down(cmd)
+            time.sleep(max(0.0, stopped + down_seconds - time.time()))
+        finally:
+            new = processes.spawn(cluster_dir, component, cmd, cwd, env)
         started = time.time()
         port = {"kube-scheduler": info.scheduler_port, "kube-apiserver": info.apiserver_port,
                 "kube-controller-manager": info.controller_manager_port}[component]
         ready = _wait_healthy(port, info, ready_timeout)
         return {"component": component, "old_pid": old.pid, "new_pid": new.pid, "stopped": stopped,
-                "started": started, "ready": ready}
+                "started": started, "ready": ready, **done}
 
     def start_kwok_controllers(self, info: ClusterInfo, k: int) -> list[dict[str, Any]]:
         """Start partitions 1…k-1 of the fake nodes' kwok controllers (kwokctl's own is partition 0) with its

@@ -82,11 +82,13 @@ def watch_gaps(run_dir: Path) -> dict[str, dict[str, Any]]:
     """Per object watch of the run that restarted: its restarts, and the gaps in which it relisted (how many, how
     long in all, the objects that vanished in them): the records those objects are in say where they are cut."""
     out: dict[str, dict[str, Any]] = {}
-    for f in sorted(run_dir.glob("*_watch.json")):
-        doc = read_versioned(run_dir, f.name, WATCH_DOC_VERSION, "watch record")
+    docs = [({"watch": "Pod", **pods} if (pods := read_doc(run_dir, WATCH)) else {})]  # the pod timeline's
+    docs += [read_versioned(run_dir, f.name, WATCH_DOC_VERSION, "watch record")
+             for f in sorted(run_dir.glob("*_watch.json"))]
+    for doc in docs:
         errors, gaps = doc.get("errors") or [], doc.get("gaps") or []
         if errors or gaps:
-            out[str(doc.get("watch") or f.stem)] = {
+            out[str(doc["watch"])] = {
                 "restarts": len(errors), "gaps": len(gaps),
                 "gap_seconds": round(sum(float(g.get("seconds") or 0) for g in gaps), 3),
                 "vanished": sum(len(g.get("vanished") or []) for g in gaps)}

@@ -72,7 +72,7 @@ def rate_from_pods(pods: pd.DataFrame) -> pd.DataFrame:
 
 def _brief(e: dict[str, Any]) -> dict[str, Any]:
     keys = ("action", "at_seconds", "t", "ended", "tainted", "component", "nodes", "error", "skipped",
-            "down_seconds")
+            "down_seconds", "compacted_to", "compact_error")
     return {k: (len(e[k]) if k == "nodes" else e[k]) for k in keys if k in e}
 
 

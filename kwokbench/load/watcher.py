@@ -4,7 +4,9 @@ scheduled (nodeName set), Running, and finished, with local millisecond timestam
 It starts (list + watch) before the first pod is submitted, survives disconnects and ``410 Gone``
 (relist, then resume; handlers are idempotent: the first time a state is seen wins), and records every
 restart. Pods first seen through a relist instead of their ADDED event are flagged, so their creation
-time is known to be approximate instead of silently biasing the latency.
+time is known to be approximate instead of silently biasing the latency. A pod deleted while the watch was
+blind (the gap from its last live moment to the relist's end) is not listed again: it is marked deleted at the
+gap's start (``deleted_in_gap``), so it holds no node's room for the rest of the run, and the gap is recorded.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from kwokbench.cluster.api import Api
+from kwokbench.cluster.api import Api, WatchGaps
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.labels import RUN_LABEL, WORKLOAD_LABEL
 from kwokbench.load.child import Flag, send_to_parent, spawn_parent
@@ -61,7 +63,9 @@ class PodRecord:
     from_list: bool = False
     deleted: bool = False
     deleted_at: float = np.nan
-    """When its DELETED event arrived (a trace's pod at the end of its lifetime)."""
+    """When its DELETED event arrived (a trace's pod at the end of its lifetime); a pod that vanished in a watch
+    gap: the gap's start, the earliest it can have gone."""
+    deleted_in_gap: bool = False
 
 
 def cpu_millicores(q: str) -> float:
@@ -115,6 +119,7 @@ class Timeline:
         self.workloads = {w: i for i, w in enumerate(workloads)}
         self.pods: dict[tuple[str, str], PodRecord] = {}
         self.counts = np.zeros((len(workloads), len(PROGRESS)), dtype=np.int64)
+        self.gaps = WatchGaps()
 
     def handle(self, typ: str, pod: dict[str, Any], t: float) -> None:
         meta = pod.get("metadata") or {}
@@ -130,6 +135,7 @@ class Timeline:
             rec.scheduler = str((pod.get("spec") or {}).get("schedulerName") or "")
             rec.creation_timestamp = creation_time(meta.get("creationTimestamp"))
             self._mark(rec, "created", t)
+        self.gaps.seen(typ, key)
         spec, status = pod.get("spec") or {}, pod.get("status") or {}
         if spec.get("nodeName"):
             rec.node = spec["nodeName"]
@@ -142,10 +148,21 @@ class Timeline:
         elif phase in ("Succeeded", "Failed"):
             self._mark(rec, "finished", t)
         if typ == "DELETED":
-            rec.deleted = True
-            if np.isnan(rec.deleted_at):
-                rec.deleted_at = t
-                self.counts[rec.workload, PROGRESS.index("deleted")] += 1
+            self._deleted(rec, t)
+
+    def listed(self) -> None:
+        """A list delivered its last pod: after a relist, the run's pods not listed again went in the gap."""
+        if closed := self.gaps.listed():
+            start, _, gone = closed
+            for key in gone:
+                self.pods[key].deleted_in_gap = True
+                self._deleted(self.pods[key], start)
+
+    def _deleted(self, rec: PodRecord, t: float) -> None:
+        rec.deleted = True
+        if np.isnan(rec.deleted_at):
+            rec.deleted_at = t
+            self.counts[rec.workload, PROGRESS.index("deleted")] += 1
 
     def _mark(self, rec: PodRecord, state: str, t: float) -> None:
         if np.isnan(getattr(rec, state)):
@@ -174,6 +191,7 @@ class Timeline:
             "from_list": np.array([r.from_list for r in rows], dtype=bool),
             "deleted": np.array([r.deleted for r in rows], dtype=bool),
             "deleted_at": np.array([r.deleted_at for r in rows], dtype=np.float64),
+            "deleted_in_gap": np.array([r.deleted_in_gap for r in rows], dtype=bool),
         })
 
 
@@ -196,7 +214,8 @@ def _watch_main(creds: Credentials, run_id: str, workloads: list[str], out: str,
 
         async with Api(creds, connections=4) as api:
             task = asyncio.create_task(api.watch("/api/v1/pods", handle, astop, on_error=on_error,
-                                                 params={"labelSelector": f"{RUN_LABEL}={run_id}"}, synced=asynced))
+                                                 params={"labelSelector": f"{RUN_LABEL}={run_id}"}, synced=asynced,
+                                                 on_listed=tl.listed, on_gone=tl.gaps.gone))
             # the parent is checked from the start: killed before the first list succeeded (its cluster
             # torn down by the watchdog), this child would otherwise retry the list forever
             while not stop.is_set() and os.getppid() == ppid:  # parent killed: flush what we have
@@ -214,7 +233,7 @@ def _watch_main(creds: Credentials, run_id: str, workloads: list[str], out: str,
         tmp = Path(out + ".tmp")
         tl.frame().to_parquet(tmp, index=False)
         tmp.rename(out)
-        send_to_parent(errors_q, errors, ppid)
+        send_to_parent(errors_q, {"errors": errors, "gaps": tl.gaps.gaps}, ppid)
 
 
 class Watcher:
@@ -228,6 +247,8 @@ class Watcher:
         self._synced, self._stop = Flag(ctx), Flag(ctx)
         self._errors: Any = ctx.Queue()
         self.errors: list[str] = []
+        self.gaps: list[dict[str, Any]] = []
+        """The watch's gaps (:class:`WatchGaps`): from, to, seconds, the pods that vanished in them."""
         self._proc = ctx.Process(target=_watch_main, name="kwokbench-watch", daemon=True,
                                  args=(creds, run_id, workloads, str(out), self._counts, self._synced, self._stop,
                                        self._errors))
@@ -245,10 +266,11 @@ class Watcher:
         return int(self.counts[workload, PROGRESS.index(state)])
 
     def stop(self, timeout: float = 120.0) -> list[str]:
-        """Stop the watch, wait for pods.parquet, return the recorded watch errors."""
+        """Stop the watch, wait for pods.parquet, return the recorded watch errors (its gaps: ``gaps``)."""
         self._stop.set()
         with contextlib.suppress(Exception):
-            self.errors = self._errors.get(timeout=timeout)
+            got = self._errors.get(timeout=timeout)
+            self.errors, self.gaps = got["errors"], got["gaps"]
         self._proc.join(10)
         if self._proc.is_alive():
             self._proc.terminate()

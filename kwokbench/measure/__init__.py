@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from kwokbench.cluster.api import WatchGaps
 from kwokbench.errors import ClusterError
 from kwokbench.store import RunDir
 
@@ -113,12 +114,8 @@ class ObjectWatch(Recorder):
         super().__init__()
         self.rows: dict[tuple[str, ...], dict[str, Any]] = {}
         self.errors: list[str] = []
-        self.gaps: list[dict[str, Any]] = []
+        self._gaps = WatchGaps()
         self.run_label = ""
-        self._live: set[tuple[str, str]] = set()
-        """Objects seen and not seen deleted: (namespace, name)."""
-        self._gap_from: float | None = None
-        self._relisted: set[tuple[str, str]] = set()
         self._stop: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -141,34 +138,28 @@ class ObjectWatch(Recorder):
         key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
         if not self.mine(obj):
             return
-        if typ == "DELETED":
-            self._live.discard(key)
-        else:
-            self._live.add(key)
-            if typ == "SYNC" and self._gap_from is not None:
-                self._relisted.add(key)
+        self._gaps.seen(typ, key)
         self.handle(typ, obj, t)
 
     def error(self, msg: str) -> None:
-        """A restart of the watch; one that relists opens a gap."""
-        now = time.time()
-        self.errors.append(f"{now:.3f} {msg}")
-        if "relisting" in msg and self._gap_from is None:
-            self._gap_from = now
-            self._relisted = set()
+        """A restart of the watch (recorded)."""
+        self.errors.append(f"{time.time():.3f} {msg}")
+
+    @property
+    def gaps(self) -> list[dict[str, Any]]:
+        return self._gaps.gaps
+
+    def gone(self, since: float) -> None:
+        """The watch's resourceVersion expired (410): it relists, and a gap opens at ``since``, when it was last
+        known to have missed nothing."""
+        self._gaps.gone(since)
 
     def listed(self) -> None:
         """A list delivered its last object: after a relist, what it did not list again vanished in the gap."""
-        if self._gap_from is None:
-            return
-        now = time.time()
-        gone = sorted(self._live - self._relisted)
-        for key in gone:
-            self._live.discard(key)
-            self.vanished(key, self._gap_from, now)
-        self.gaps.append({"from": self._gap_from, "to": now, "seconds": round(now - self._gap_from, 3),
-                          "vanished": [f"{ns}/{name}" if ns else name for ns, name in gone]})
-        self._gap_from = None
+        if closed := self._gaps.listed():
+            start, end, gone = closed
+            for key in gone:
+                self.vanished(key, start, end)
 
     def start(self, ctx: RunContext) -> None:
         from kwokbench.cluster.api import Api  # the package is imported by `validate`, which needs no HTTP client
@@ -183,7 +174,7 @@ class ObjectWatch(Recorder):
                 synced = asyncio.Event()
                 async with Api(creds) as api:
                     task = asyncio.create_task(api.watch(self.path, self.event, self._stop, on_error=self.error,
-                                                         synced=synced, on_listed=self.listed))
+                                                         synced=synced, on_listed=self.listed, on_gone=self.gone))
                     await synced.wait()
                     self._synced.set()
                     await task

@@ -24,4 +24,5 @@ class PodTimeline(Recorder):
 
     def stop(self) -> None:
         if self.watcher is not None and self.run_dir is not None:
-            self.run_dir.write_doc(WATCH, {"errors": self.watcher.stop()})
+            errors = self.watcher.stop()
+            self.run_dir.write_doc(WATCH, {"errors": errors, "gaps": self.watcher.gaps})

@@ -86,6 +86,10 @@ def summary_rows(s: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
                     else f"binding rate back in {rec:.1f} s" if rec is not None
                     else "no load before it to recover" if not e.get("rate_before")
                     else "no load after it to measure recovery" if e.get("recovered") is None else "NOT recovered")
+            if "compacted_to" in e:
+                what += f"; etcd compacted to revision {e['compacted_to']} while it was down"
+            elif e.get("compact_error"):
+                what += f"; etcd NOT compacted ({e['compact_error']})"
             rows.append([f"chaos {e['action']} at {e['at_seconds']:g} s", what])
         rows.append(["pods lost (accepted, never scheduled, gone)", str(chaos.get("pods_lost", "-"))])
         rows.append(["pods evicted from affected nodes / replaced by controllers (scheduled)",
@@ -108,8 +112,6 @@ def summary_rows(s: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
                      f"none: {prof['error']}" if prof.get("error")
                      else f"{prof['file']}; top: {top['function']} ({top['flat_share'] * 100:.0f}% flat)" if top
                      else f"{prof['file']}: no samples"])
-    if s.get("watch_errors"):
-        rows.append(["watch restarts", str(len(s["watch_errors"]))])
     for watch, g in (s.get("watch_gaps") or {}).items():
         rows.append([f"{watch} watch", f"{g['restarts']} restart(s), {g['gaps']} gap(s) of {g['gap_seconds']:.1f} s "
                                        f"in all, {g['vanished']} object(s) vanished in them" if g["gaps"]

@@ -503,6 +503,18 @@ class ChaosEvent(_Model):
     down_seconds: float = Field(0, ge=0, le=600, description="Restart actions: how long the component stays down.")
     share: float = Field(0.1, gt=0, le=1, description="Node actions: the share of nodes affected (at least one).")
     group: str | None = Field(None, description="Node actions: only nodes of this node group.")
+    compact_etcd: bool = Field(False, description=(
+        "restart-apiserver only: while it is down, compact etcd to its newest revision, as the compaction of a "
+        "peer apiserver in a highly available control plane would. Every watch resumed from before it (the "
+        "schedulers' informers, kwokbench's own) is refused with 410 Gone and relists: how a scheduler recovers "
+        "from that, and what kwokbench's record says of its own gap (the report's watch rows)."))
+
+    @model_validator(mode="after")
+    def _compact_only_on_apiserver_restart(self) -> ChaosEvent:
+        if self.compact_etcd and self.action != "restart-apiserver":
+            raise ValueError(f"compact_etcd: only with restart-apiserver (the action is {self.action}): etcd is "
+                             "compacted while the apiserver is down")
+        return self
 
 
 def offered_classes(groups: Iterable[NodeGroupSpec]) -> dict[str, list[DeviceSpec]]:

@@ -1,8 +1,9 @@
 """Gaps are data: a watch whose resourceVersion expired (410) relists, and a claim deleted meanwhile is not in the
-new list. Against a real HTTP server on port 0 speaking the apiserver's list and watch (a stand-in for the moment
-no real apiserver can be made to expire a watch on demand), through the real client and ResourceClaim record:
-the gap is recorded with the claim that vanished in it, the claim is released at the gap's start, and the next
-claim on its device is not reported as given twice (it was, before: the vanished claim held its device for ever)."""
+new list. Against a real HTTP server on port 0 speaking the apiserver's list and watch, through the real client
+and ResourceClaim record: the gap is recorded with the claim that vanished in it, from the moment the watch's stream
+ended (not the later 410's), the claim is released at the gap's start, and the next claim on its device is not
+reported as given twice (it was, before: the vanished claim held its device for ever). A real apiserver's 410 —
+etcd compacted while it was down — is made in tests/e2e/test_dra.py."""
 
 from __future__ import annotations
 
@@ -37,12 +38,14 @@ def claim(name: str, device: str | None) -> dict[str, Any]:
 
 class Apiserver:
     """Lists: first A (holding gpu-0) and B; after the 410, B and C (holding gpu-0: A was deleted in the gap).
-    The first watch answers 410 Gone; later ones close at once (the client watches again)."""
+    The first watch's stream ends at once, the second is refused (HTTP 500: the client waits 0.5 s), the third
+    answers 410 Gone in its stream, as the apiserver does; later ones close at once (the client watches again)."""
 
     def __init__(self) -> None:
         self.lists = 0
         self.watches = 0
         self.relisted = threading.Event()
+        self.stream_ended = 0.0
 
 
 @pytest.fixture
@@ -54,7 +57,14 @@ def apiserver() -> Iterator[tuple[str, Apiserver]]:
             if "watch=1" in self.path:
                 state.watches += 1
                 if state.watches == 1:
-                    self.send(410, json.dumps({"kind": "Status", "code": 410, "reason": "Expired"}).encode())
+                    state.stream_ended = time.time()
+                    self.send(200, b"")
+                elif state.watches == 2:
+                    self.send(500, json.dumps({"kind": "Status", "code": 500, "message": "restarting"}).encode())
+                elif state.watches == 3:  # as kube-apiserver's watch cache answers a stale resourceVersion
+                    self.send(200, json.dumps({"type": "ERROR", "object": {
+                        "kind": "Status", "code": 410, "reason": "Expired",
+                        "message": "too old resource version: 1 (5)"}}).encode() + b"\n")
                 else:
                     time.sleep(0.05)
                     self.send(200, b"")
@@ -81,7 +91,7 @@ def test_a_claim_deleted_in_a_watch_gap_is_released_there_and_not_given_twice(
         stop = asyncio.Event()
         async with Api(Credentials(url, None, None, None)) as api:
             task = asyncio.create_task(api.watch(record.path, record.event, stop, on_error=record.error,
-                                                 on_listed=record.listed))
+                                                 on_listed=record.listed, on_gone=record.gone))
             while not state.relisted.is_set():
                 await asyncio.sleep(0.02)
             await asyncio.sleep(0.2)  # the relist handled, a watch or two after it
@@ -89,9 +99,10 @@ def test_a_claim_deleted_in_a_watch_gap_is_released_there_and_not_given_twice(
             await task
 
     asyncio.run(asyncio.wait_for(watch(), 30))
-    assert state.lists == 2 and len(record.errors) == 1 and "expired (410), relisting" in record.errors[0]
+    assert state.lists == 2 and len(record.errors) == 2 and "expired (410), relisting" in record.errors[1]
     [gap] = record.gaps
-    assert gap["vanished"] == ["ns/a"] and gap["to"] >= gap["from"]
+    # blind from the first stream's end, through the refused reconnect's 0.5 s wait, to the relist
+    assert gap["vanished"] == ["ns/a"] and gap["from"] <= state.stream_ended + 0.1 and gap["seconds"] >= 0.5
     rows = {r["name"]: r for r in record.rows.values()}
     assert rows["a"]["gap"] is True and rows["a"]["released"] == pytest.approx(gap["from"])
     assert rows["c"]["allocated"] >= gap["to"] - 1e-3 and rows["b"].get("gap") is None
@@ -109,7 +120,7 @@ def test_a_runs_watch_gaps_reach_its_summary_and_console_table(tmp_path: Path) -
     from kwokbench.figures.analyse import watch_gaps
     from kwokbench.measure import WATCH_DOC_VERSION, watch_doc
     from kwokbench.report.table import summary_rows
-    from kwokbench.store import CLAIMS, KUEUE_WORKLOADS, RunDir
+    from kwokbench.store import CLAIMS, KUEUE_WORKLOADS, WATCH, RunDir
 
     run = RunDir(tmp_path)
     run.write_json(watch_doc(CLAIMS), {"format_version": WATCH_DOC_VERSION, "watch": "ResourceClaim",
@@ -118,12 +129,17 @@ def test_a_runs_watch_gaps_reach_its_summary_and_console_table(tmp_path: Path) -
                                                  "vanished": ["ns/a", "ns/b"]}]})
     run.write_json(watch_doc(KUEUE_WORKLOADS), {"format_version": WATCH_DOC_VERSION, "watch": "Kueue Workload",
                                                 "errors": ["2.0 watch: HTTP 500; retrying"], "gaps": []})
+    run.write_doc(WATCH, {"errors": ["1.0 watch /api/v1/pods: HTTP 500; retrying", "1.5 watch: expired (410), "
+                                     "relisting"], "gaps": [{"from": 0.9, "to": 2.0, "seconds": 1.1,
+                                                              "vanished": ["ns/p"]}]})
     gaps = watch_gaps(tmp_path)
     assert gaps == {"ResourceClaim": {"restarts": 1, "gaps": 1, "gap_seconds": 2.5, "vanished": 2},
-                    "Kueue Workload": {"restarts": 1, "gaps": 0, "gap_seconds": 0, "vanished": 0}}
+                    "Kueue Workload": {"restarts": 1, "gaps": 0, "gap_seconds": 0, "vanished": 0},
+                    "Pod": {"restarts": 2, "gaps": 1, "gap_seconds": 1.1, "vanished": 1}}
     rows = dict(summary_rows({"throughput": {"average": 1.0}, "watch_gaps": gaps})[1])
     assert rows["ResourceClaim watch"] == "1 restart(s), 1 gap(s) of 2.5 s in all, 2 object(s) vanished in them"
     assert rows["Kueue Workload watch"] == "1 restart(s), resumed without a gap"
+    assert rows["Pod watch"] == "2 restart(s), 1 gap(s) of 1.1 s in all, 1 object(s) vanished in them"
     run.write_json(watch_doc(CLAIMS), {"format_version": 99, "watch": "ResourceClaim", "errors": [], "gaps": []})
     with pytest.raises(StoreError, match="format version 99 is not supported"):
         watch_gaps(tmp_path)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import re
+import socket
 from pathlib import Path
 
 import numpy as np
@@ -58,6 +60,15 @@ def test_pods_lost_and_rate_from_pods() -> None:
     assert list(rate["rate"]) == [1.0, 1.0] and list(rate["t"]) == [2.0, 3.0]
 
 
+COMPACT = """\
+schema_version: 1
+name: s
+cluster: {node_groups: [{name: cpu, count: 3}]}
+workloads: [{name: p, count: 1}]
+chaos: [{at_seconds: 5, action: restart-apiserver, down_seconds: 1, compact_etcd: true}]
+"""
+
+
 def test_chaos_events_are_validated() -> None:
     base = ("schema_version: 1\nname: s\ncluster: {node_groups: [{name: cpu, count: 3}]}\n"
             "workloads: [{name: p, count: 1}]\n")
@@ -67,6 +78,26 @@ def test_chaos_events_are_validated() -> None:
         parse_scenario(base + "chaos: [{at_seconds: 5, action: delete-nodes, group: gpu}]\n")
     with pytest.raises(ScenarioError, match="action"):
         parse_scenario(base + "chaos: [{at_seconds: 5, action: reboot-everything}]\n")
+    assert parse_scenario(COMPACT).chaos[0].compact_etcd
+    with pytest.raises(ScenarioError, match=re.escape("compact_etcd: only with restart-apiserver (the action is "
+                                                      "restart-scheduler)")):
+        parse_scenario(base + "chaos: [{at_seconds: 5, action: restart-scheduler, compact_etcd: true}]\n")
+
+
+def test_etcd_is_found_on_the_apiservers_command_line_and_a_failed_compaction_is_recorded() -> None:
+    cmd = ["kube-apiserver", "--etcd-prefix=/registry", "--etcd-servers=http://127.0.0.1:32765,http://x:2379"]
+    assert chaos.etcd_server(cmd) == "http://127.0.0.1:32765"
+    assert chaos.etcd_server(["kube-apiserver", "--etcd-servers", "http://127.0.0.1:2379/"]) == \
+        "http://127.0.0.1:2379"
+    # a failure is the event's record, never raised into the restart (the apiserver must come back regardless)
+    assert chaos.compact_etcd(["kube-apiserver"]) == {
+        "compact_error": "compacting etcd: the apiserver's command line names no --etcd-servers"}
+    assert "not plain HTTP" in chaos.compact_etcd(["x", "--etcd-servers=https://127.0.0.1:2379"])["compact_error"]
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert "Connection refused" in chaos.compact_etcd(["x", f"--etcd-servers=http://127.0.0.1:{port}"],
+                                                      timeout=2)["compact_error"]
 
 
 GROUPS = """\

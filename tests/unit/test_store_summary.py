@@ -93,6 +93,29 @@ def test_timeline_records_the_gpu_a_binding_named() -> None:
     assert tl.counts[0].tolist() == [1, 1, 1, 0, 1] and tl.frame().set_index("name").loc["p1", "deleted_at"] == 30.0
 
 
+def test_a_pod_deleted_in_a_watch_gap_is_deleted_at_its_start_and_the_gap_kept() -> None:
+    """After a 410 the relist does not hold a pod deleted while the watch was blind: it goes at the gap's start
+    (the earliest it can have gone, so it holds no node's room after), flagged, counted once; the others stay."""
+    tl = Timeline(["a"])
+    for name in ("p1", "p2", "p3"):
+        tl.handle("ADDED", _ev(name), 1.0)
+        tl.handle("MODIFIED", _ev(name, "n1", "Running"), 2.0)
+    tl.handle("DELETED", _ev("p3", "n1", "Running"), 3.0)  # seen going: not the gap's
+    tl.listed()  # a list with no gap open (the first one) closes nothing
+    tl.gaps.gone(5.0)
+    tl.handle("SYNC", _ev("p2", "n1", "Running"), 9.0)
+    tl.listed()
+    df = tl.frame().set_index("name")
+    assert df.loc["p1", "deleted"] and df.loc["p1", "deleted_in_gap"] and df.loc["p1", "deleted_at"] == 5.0
+    assert not df.loc["p2", "deleted"] and not df.loc["p2", "deleted_in_gap"]
+    assert df.loc["p3", "deleted_at"] == 3.0 and not df.loc["p3", "deleted_in_gap"]
+    assert tl.counts[0].tolist() == [3, 3, 3, 0, 2]
+    [gap] = tl.gaps.gaps
+    assert gap["from"] == 5.0 and gap["vanished"] == ["ns/p1"] and gap["seconds"] > 0
+    tl.listed()  # a later list without a 410 opens no second gap
+    assert len(tl.gaps.gaps) == 1
+
+
 def test_throughput_excludes_idle_tails() -> None:
     created = np.arange(100) / 100.0 + 1000.0  # 100 pods over 1 s
     pods = pd.DataFrame({"created": created, "scheduled": created + 0.5, "running": np.nan, "finished": np.nan,
