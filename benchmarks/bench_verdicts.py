@@ -19,6 +19,7 @@ call that adds 5%) is printed.
 
     python benchmarks/bench_verdicts.py --mode duet --pairs 8 [--noisy] [--cost 0] [--out FILE]
     python benchmarks/bench_verdicts.py --analyse benchmarks/data/verdicts-*.json [--allowed 0.02] [--first 3]
+        [--most 20]
 """
 
 from __future__ import annotations
@@ -117,7 +118,7 @@ def log_ratios(doc: dict[str, Any], figure: str) -> np.ndarray:
 
 
 def resampled(aa: np.ndarray, effect: float, higher_is_better: bool, allowed: float, trials: int = 2000,
-              seed: int = 0, first: int = 3, parametric: bool = False) -> dict[str, float]:
+              seed: int = 0, first: int = 3, parametric: bool = False, most: int = 20) -> dict[str, float]:
     """The sequential decision on pairs drawn (with replacement) from A/A log ratios centred on 0 — or, with
     ``parametric``, from a normal of their spread — shifted by the effect (relative, in the worse direction):
     outcome rates and the median pairs used. Drawing from a handful of values makes ties (a draw of 3 alike has no
@@ -128,7 +129,7 @@ def resampled(aa: np.ndarray, effect: float, higher_is_better: bool, allowed: fl
     centred = aa - aa.mean()
     sd = float(aa.std(ddof=1))
     shift = math.log(1 - effect) if higher_is_better else math.log(1 + effect)
-    schedule = looks(first, 20)
+    schedule = looks(first, most)
     counts = {"regression": 0, "same": 0, "better": 0, "inconclusive": 0}
     used = []
     for _ in range(trials):
@@ -175,9 +176,9 @@ def analyse(a: argparse.Namespace) -> None:
                 continue
             for parametric in (False, True):
                 print(f"{mode}, {'noisy' if noisy else 'quiet'}, {fig} (allowed {a.allowed * 100:.0f}%, looks "
-                      f"{looks(a.first, 20)}, {'normal of the measured spread' if parametric else 'resampled'}):")
+                      f"{looks(a.first, a.most)}, {'normal of the measured spread' if parametric else 'resampled'}):")
                 for eff in (0.0, 0.02, 0.05, 0.10, 0.20):
-                    r = resampled(x, eff, hib, a.allowed, first=a.first, parametric=parametric)
+                    r = resampled(x, eff, hib, a.allowed, first=a.first, parametric=parametric, most=a.most)
                     print(f"  effect {eff * 100:>4.0f}%: regression {r['regression'] * 100:5.1f}%  same "
                           f"{r['same'] * 100:5.1f}%  inconclusive {r['inconclusive'] * 100:5.1f}%  median pairs "
                           f"{r['pairs']:.0f} (~{r['pairs'] * minutes:.0f} min)")
@@ -195,7 +196,7 @@ def analyse(a: argparse.Namespace) -> None:
             ref = aa.get((d["mode"], d["noisy"]))
             if ref is not None and len(log_ratios(ref, fig)) >= 3:
                 eff = measured if not hib else -measured
-                r = resampled(log_ratios(ref, fig), max(eff, 0.0), hib, a.allowed, first=a.first)
+                r = resampled(log_ratios(ref, fig), max(eff, 0.0), hib, a.allowed, first=a.first, most=a.most)
                 print(f"  resampled A/A with that effect: regression {r['regression'] * 100:.1f}%")
 
 
@@ -210,6 +211,8 @@ def main() -> None:
     ap.add_argument("--analyse", nargs="+", metavar="FILE", dest="files", help="print the figures of stored files")
     ap.add_argument("--allowed", type=float, default=0.02, help="the allowed change the decision uses")
     ap.add_argument("--first", type=int, default=3, help="pairs at the first look")
+    ap.add_argument("--most", type=int, default=20,
+                    help="pairs at the last look (the action's max-repeat: 12, its first look repeat: 3)")
     a = ap.parse_args()
     if a.files:
         analyse(a)

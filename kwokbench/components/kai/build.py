@@ -8,15 +8,10 @@ import json
 import re
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kwokbench.cluster import processes
 from kwokbench.components.kai.settings import BINARY, CRDS, HELPERS, KUBERNETES, MODULE, SOURCES, VERSION
 from kwokbench.toolchain.sources import SourceBuild
-
-if TYPE_CHECKING:
-    pass  # the summary's frames: pandas loads when a run is analysed, not when it is planned
-
 
 
 def ldflags(version: str = VERSION) -> str:
