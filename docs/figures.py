@@ -39,6 +39,7 @@ class Figure(NamedTuple):  # not a dataclass: mkdocs-macros loads this file outs
 
     def text(self, v: float, unit: bool = True) -> str:
         s = f"{v:,.{self.digits}f}" if abs(v) >= 10_000 else f"{v:.{self.digits}f}"
+        s = s.replace("-", "\u2212")  # the manual's minus sign, as its hand-set figures print it
         if not unit or not self.unit:
             return s
         return f"{s}{self.unit}" if self.unit in ("%", "x") else f"{s} {self.unit}"
