@@ -57,11 +57,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kwokbench.cluster import processes
-from kwokbench.cluster import schedulers as own
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions, port_in_use
-from kwokbench.components import PodSettings, Scheduler, Setup, own_component_name
+from kwokbench.components import PodSettings, Setup
+from kwokbench.components.source_built import SourceBuilt
 from kwokbench.errors import ClusterError, ScenarioError
 from kwokbench.formatting import fmt, ms, to_ms
 from kwokbench.progress import Reporter
@@ -374,7 +374,7 @@ def yunikorn_rows(y: dict[str, Any] | None, who: str = "YuniKorn") -> list[list[
 # ---- the kind --------------------------------------------------------------------------------------
 
 
-class YuniKorn(Scheduler):
+class YuniKorn(SourceBuilt):
     kind = "yunikorn"
     title = "YuniKorn"
     settings = YuniKornSpec
@@ -384,25 +384,19 @@ class YuniKorn(Scheduler):
     recipe = RECIPE
     section = staticmethod(yunikorn_section)
     rows = staticmethod(yunikorn_rows)
-    replaces_kube_scheduler = True
     variant: YuniKornSpec
 
     def __init__(self, setup: Setup) -> None:
         super().__init__(setup)
         self.spec = self.variant.yunikorn
-        self._component = own_component_name(self.name) if setup.concurrent else "kube-scheduler"
         c = setup.scenario.cluster
         self.nodes = 0 if setup.attached else sum(g.count for g in c.node_groups)
         """Nodes it must know before it is ready (it schedules nothing onto nodes it has not registered)."""
         self.qps, self.burst = client_limits(c.qps_limits, self.variant.client_qps, self.variant.client_burst)
 
     def check(self) -> None:
-        if self.setup.attached is not None:
-            raise ScenarioError(f"scheduler {self.name}: kwokbench starts YuniKorn only on clusters it creates")
+        super().check()
         queues_yaml(self.spec, self.setup.base)
-
-    def build(self, rep: Reporter) -> None:
-        self.binary = RECIPE.build(None, rep)
 
     def configure(self, copts: ClusterOptions) -> None:
         pass  # kwokctl's kube-scheduler is off (replaces_kube_scheduler); nothing else of the cluster changes
@@ -426,10 +420,7 @@ class YuniKorn(Scheduler):
                                "host at a time (is another run going?)")
 
     def start(self, info: Any, rep: Reporter) -> dict[str, Any] | None:
-        if not isinstance(info, ClusterInfo):
-            raise ScenarioError(f"scheduler {self.name}: kwokbench starts YuniKorn only on clusters it creates")
-        if self.binary is None:
-            self.build(rep)
+        self.built(info, rep)
         assert self.binary is not None
         data = config_data(self.spec, self.setup.base, self.qps, self.burst)
         workdir = info.dir / "schedulers" / self.name
@@ -444,6 +435,7 @@ class YuniKorn(Scheduler):
         with rep.status(f"starting YuniKorn {versions.YUNIKORN} ({self.name})"):
             try:
                 proc = processes.spawn(info.dir, self._component, argv, workdir, env=env)
+                self._started.append(self._component)
             except OSError as e:
                 raise ClusterError(f"scheduler {self.name}: cannot start {self.binary}: {e.strerror or e}") from e
             self._record = {"kind": self.kind, "variant": self.name, "component": self._component,
@@ -476,9 +468,6 @@ class YuniKorn(Scheduler):
                            f"{_active_nodes()} of {self.nodes}); last log line: {processes.telling_line(log)} "
                            f"(log: {log})")
 
-    def version(self) -> str:
-        return RECIPE.version_line()
-
     def endpoints(self) -> list[Endpoint]:
         if self._record is None:
             return []
@@ -490,11 +479,6 @@ class YuniKorn(Scheduler):
                 "yunikorn": {"version": versions.YUNIKORN, "kubernetes": versions.YUNIKORN_KUBERNETES,
                              "skew_to_control_plane": skew,
                              "configs": config_data(self.spec, self.setup.base, self.qps, self.burst)}}
-
-    def stop(self) -> None:
-        if self._info is not None:
-            own.stop(self._info, self._component)
-            self._info = None
 
 
 def _active_nodes() -> int:

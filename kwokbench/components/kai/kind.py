@@ -15,7 +15,7 @@ import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import orjson
 import yaml
@@ -26,7 +26,7 @@ from kwokbench.cluster.api import Api
 from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions, free_ports, port_in_use
 from kwokbench.cluster.objects import apply_crds
-from kwokbench.components import PodSettings, Scheduler, Setup, own_component_name
+from kwokbench.components import PodSettings, Setup
 from kwokbench.components.kai.build import RECIPE, crd_files, fatal_line
 from kwokbench.components.kai.figures import KEEP, kai_rows, kai_section
 from kwokbench.components.kai.settings import (
@@ -47,14 +47,11 @@ from kwokbench.components.kai.settings import (
     queue_objects,
     scheduler_config,
 )
+from kwokbench.components.source_built import SourceBuilt
 from kwokbench.errors import ClusterError, ScenarioError
 from kwokbench.progress import Reporter
 from kwokbench.scenario import WorkloadSpec
 from kwokbench.toolchain import versions
-
-if TYPE_CHECKING:
-    pass  # the summary's frames: pandas loads when a run is analysed, not when it is planned
-
 
 
 @dataclass
@@ -69,7 +66,7 @@ class Helper:
     metrics_url: str | None
 
 
-class Kai(Scheduler):
+class Kai(SourceBuilt):
     kind = "kai"
     title = "KAI"
     settings = KaiSpec
@@ -79,19 +76,15 @@ class Kai(Scheduler):
     recipe = RECIPE
     section = staticmethod(kai_section)
     rows = staticmethod(kai_rows)
-    replaces_kube_scheduler = True
     variant: KaiSpec
 
     def __init__(self, setup: Setup) -> None:
         super().__init__(setup)
         self.spec = self.variant.kai
-        self._component = own_component_name(self.name) if setup.concurrent else "kube-scheduler"
         c = setup.scenario.cluster
         self.nodes = 0 if setup.attached else sum(g.count for g in c.node_groups)
         """Nodes its cache must hold before it is ready."""
         self.qps, self.burst = client_limits(c.qps_limits, self.variant.client_qps, self.variant.client_burst)
-        self._started: list[str] = []
-        """Components started on the cluster, in start order (stopped in reverse)."""
         self._helpers: list[Helper] = []
         self._since: dict[str, float] = {}
         """When each process was started."""
@@ -101,8 +94,7 @@ class Kai(Scheduler):
         return f"kai-{role}-{self.name}" if self.setup.concurrent else f"kai-{role}"
 
     def check(self) -> None:
-        if self.setup.attached is not None:
-            raise ScenarioError(f"scheduler {self.name}: kwokbench starts KAI only on clusters it creates")
+        super().check()
         scheduler_config(self.spec, self.setup.base)
         for w in self.setup.scenario.workloads:
             if w.scheduler in (None, self.name):
@@ -122,9 +114,6 @@ class Kai(Scheduler):
             raise ScenarioError(f"workload {w.name}: kai.queue {block.queue} is {what} of scheduler {self.name}; "
                                 f"KAI schedules pods of leaf queues only ({', '.join(leaves)})")
         return block.queue
-
-    def build(self, rep: Reporter) -> None:
-        self.binary = RECIPE.build(None, rep)
 
     def configure(self, copts: ClusterOptions) -> None:
         pass  # kwokctl's kube-scheduler is off (replaces_kube_scheduler); nothing else of the cluster changes
@@ -192,10 +181,7 @@ class Kai(Scheduler):
                                "run going?), or set kai.status_controllers: false")
 
     def start(self, info: Any, rep: Reporter) -> dict[str, Any] | None:
-        if not isinstance(info, ClusterInfo):
-            raise ScenarioError(f"scheduler {self.name}: kwokbench starts KAI only on clusters it creates")
-        if self.binary is None:
-            self.build(rep)
+        self.built(info, rep)
         assert self.binary is not None
         missing = [h for h in HELPERS if not (self.binary.parent / f"kai-{h}").is_file()] + \
             ([CRDS] if not crd_files() else [])
@@ -296,9 +282,6 @@ class Kai(Scheduler):
         self._why_not = f"nodes in its cache {known} of {self.nodes}"
         return known >= self.nodes
 
-    def version(self) -> str:
-        return RECIPE.version_line()
-
     def endpoints(self) -> list[Endpoint]:
         if self._record is None:
             return []
@@ -316,12 +299,6 @@ class Kai(Scheduler):
                         "process_args": dict(self.spec.process_args),
                         "queues": [{"name": q["metadata"]["name"], **q["spec"]} for q in queue_objects(self.spec)]}}
 
-    def stop(self) -> None:
-        if self._info is not None:
-            for component in reversed(self._started):
-                own.stop(self._info, component)
-            self._started = []
-            self._info = None
 
 
 def snapshot_nodes(body: bytes) -> int:

@@ -12,17 +12,17 @@ import time
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import orjson
 
 from kwokbench.cluster import processes
-from kwokbench.cluster import schedulers as own
 from kwokbench.cluster.api import Api
 from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions, free_ports
 from kwokbench.cluster.objects import apply_crds
-from kwokbench.components import PodSettings, Scheduler, Setup, own_component_name
+from kwokbench.components import PodSettings, Setup
+from kwokbench.components.source_built import SourceBuilt
 from kwokbench.components.volcano.build import (
     AGENT,
     AGENT_CONF,
@@ -53,9 +53,6 @@ from kwokbench.errors import ClusterError, ScenarioError
 from kwokbench.progress import Reporter
 from kwokbench.scenario import WorkloadSpec
 from kwokbench.toolchain import versions
-
-if TYPE_CHECKING:
-    pass  # the summary's frames: pandas loads when a run is analysed, not when it is planned
 
 # ---- what its logs say ------------------------------------------------------------------------------
 
@@ -94,7 +91,7 @@ def refused_configuration(log: Path) -> str | None:
 
 
 
-class Volcano(Scheduler):
+class Volcano(SourceBuilt):
     kind = "volcano"
     title = "Volcano"
     settings = VolcanoSpec
@@ -104,7 +101,6 @@ class Volcano(Scheduler):
     recipe = RECIPE
     section = staticmethod(volcano_section)
     rows = staticmethod(volcano_rows)
-    replaces_kube_scheduler = True
     variant: VolcanoSpec
 
     CONTROLLER_COMPONENT = "vc-controller-manager"
@@ -112,10 +108,8 @@ class Volcano(Scheduler):
     def __init__(self, setup: Setup) -> None:
         super().__init__(setup)
         self.spec = self.variant.volcano or VolcanoConfig()
-        self._component = own_component_name(self.name) if setup.concurrent else "kube-scheduler"
         self.limits = client_limits(setup.scenario.cluster.qps_limits, self.variant.client_qps,
                                     self.variant.client_burst)
-        self._started: list[str] = []
         self._sockets: Path | None = None
 
     def queues(self) -> list[str]:
@@ -123,8 +117,7 @@ class Volcano(Scheduler):
         return [DEFAULT_QUEUE, *(q.name for q in self.spec.queues if q.name != DEFAULT_QUEUE)]
 
     def check(self) -> None:
-        if self.setup.attached is not None:
-            raise ScenarioError(f"scheduler {self.name}: kwokbench starts Volcano only on clusters it creates")
+        super().check()
         scheduler_conf(self.spec, self.setup.base)
         for w in self.setup.scenario.workloads:
             if w.scheduler not in (None, self.name):
@@ -141,9 +134,6 @@ class Volcano(Scheduler):
             if q not in self.queues():
                 raise ScenarioError(f"workload {w.name}: volcano.queue {q} is not a queue of scheduler {self.name} "
                                     f"(its queues: {', '.join(self.queues())}); add it to volcano.queues")
-
-    def build(self, rep: Reporter) -> None:
-        self.binary = RECIPE.build(None, rep)
 
     def configure(self, copts: ClusterOptions) -> None:
         pass  # kwokctl's kube-scheduler is off (replaces_kube_scheduler); nothing else of the cluster changes
@@ -167,10 +157,7 @@ class Volcano(Scheduler):
     # -- its processes --
 
     def start(self, info: Any, rep: Reporter) -> dict[str, Any] | None:
-        if not isinstance(info, ClusterInfo):
-            raise ScenarioError(f"scheduler {self.name}: kwokbench starts Volcano only on clusters it creates")
-        if self.binary is None:
-            self.build(rep)
+        self.built(info, rep)
         assert self.binary is not None
         if self.spec.agent_scheduler:
             return self._start_agent(info, rep)
@@ -301,9 +288,6 @@ class Volcano(Scheduler):
                            f"sessions run: {sessions}); last log line: {processes.telling_line(sched_log)} "
                            f"(log: {sched_log})")
 
-    def version(self) -> str:
-        return RECIPE.version_line()
-
     def endpoints(self) -> list[Endpoint]:
         if self._record is None or "metrics_url" not in self._record:
             return []  # the agent-scheduler serves no /metrics
@@ -327,11 +311,7 @@ class Volcano(Scheduler):
                             "scheduler_args": self.spec.scheduler_args, "admission_webhooks": False}}
 
     def stop(self) -> None:
-        if self._info is not None:
-            for comp in reversed(self._started):
-                own.stop(self._info, comp)
-            self._started = []
-            self._info = None
+        super().stop()
         if self._sockets is not None:
             shutil.rmtree(self._sockets, ignore_errors=True)
             self._sockets = None
