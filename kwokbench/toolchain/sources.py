@@ -146,6 +146,32 @@ def _from_cache(s: PinnedSource, cache: Path, work: Path, given: Path | None) ->
                          f"{s.upstream}")
 
 
+def extract_all(tar: tarfile.TarFile, dest: Path) -> None:
+    """Every member of ``tar`` under ``dest``: Python's ``data`` filter where it has one (3.11.4 and later); before
+    that (Debian 12's 3.11.2) the same refusals by hand (:func:`refuse_escapes`), then the extraction."""
+    if hasattr(tarfile, "data_filter"):
+        tar.extractall(dest, filter="data")
+        return
+    refuse_escapes(tar, dest)
+    tar.extractall(dest)  # every member checked above
+
+
+def refuse_escapes(tar: tarfile.TarFile, dest: Path) -> None:
+    """TarError for a member that would land outside ``dest`` (an absolute or ``..`` path, a link pointing out of
+    it) or that is not a file, folder or link (a device, a fifo)."""
+    root = dest.resolve()
+    for m in tar.getmembers():
+        target = (root / m.name).resolve()
+        if not (m.isfile() or m.isdir() or m.issym() or m.islnk()):
+            raise tarfile.TarError(f"{m.name}: not a file, folder or link")
+        if not target.is_relative_to(root):
+            raise tarfile.TarError(f"{m.name}: outside the folder it is extracted to")
+        if m.issym() or m.islnk():
+            link = ((target.parent if m.issym() else root) / m.linkname).resolve()
+            if not link.is_relative_to(root):
+                raise tarfile.TarError(f"{m.name}: a link to {m.linkname}, outside the folder it is extracted to")
+
+
 def _extract(s: PinnedSource, archive: Path, work: Path) -> Located:
     got = sha256_of(archive)
     if got != s.sha256:
@@ -155,7 +181,7 @@ def _extract(s: PinnedSource, archive: Path, work: Path) -> Located:
     dest.mkdir(parents=True, exist_ok=True)
     try:
         with tarfile.open(archive) as tar:
-            tar.extractall(dest, filter="data")
+            extract_all(tar, dest)
     except (tarfile.TarError, OSError, EOFError) as e:
         raise ToolchainError(f"{archive}: cannot extract: {e}") from e
     d = _find_dir(dest, s)
