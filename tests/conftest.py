@@ -239,7 +239,10 @@ def postgres() -> Iterator[Postgres]:
             owner = pwd.getpwnam("postgres")
         except KeyError:
             pytest.skip("running as root and there is no postgres user to run initdb as")
-        prefix = ["runuser", "-u", "postgres", "--"]
+        runuser = shutil.which("runuser") or shutil.which("runuser", path="/usr/sbin:/sbin")  # root's tool, off
+        if runuser is None:                                                                    # a bare PATH
+            pytest.skip("running as root and no runuser (util-linux) to run initdb as the postgres user")
+        prefix = [runuser, "-u", "postgres", "--"]
     root = Path(tempfile.mkdtemp(prefix="kb-pg-"))
     pwfile = root / "pw"
     pwfile.write_text(Postgres.password + "\n")
