@@ -184,33 +184,74 @@ class Search:
     result: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class Budget:
+    """Wall time the search may take: no batch of runs is begun that would end beyond ``seconds`` after the
+    search began (a batch taken to last as long as the one before it); the first batch always runs."""
+
+    seconds: float | None = None
+    clock: Callable[[], float] = time.monotonic
+    start: float = 0.0
+    spent_by: str = ""
+    """Set when the budget stopped the search: what it could not do."""
+
+    def begin(self) -> None:
+        self.start = self.clock()
+
+    def allows(self, batch_seconds: float) -> bool:
+        return self.seconds is None or self.clock() + batch_seconds <= self.start + self.seconds
+
+    def say(self) -> str:
+        return f"the budget of {self.seconds / 60:g} min: {self.spent_by} would end beyond it" if self.seconds else ""
+
+
 def _measure_until(idx: list[int], measure: Measure, metric: Metric, allowed: float, repeat: int,
-                   max_repeat: int) -> tuple[dict[int, list[float | None]], list[tuple[Step, Comparison]]]:
-    """Runs the tags at ``idx`` interleaved, ``repeat`` at a time, until every adjacent step is decided or
-    ``max_repeat`` runs of each are in. Tested after each batch, each test at alpha over the most batches (a
-    sequential rule: more looks, more chances of a false "changed", so each look is stricter)."""
+                   max_repeat: int, budget: Budget | None = None
+                   ) -> tuple[dict[int, list[float | None]], list[tuple[Step, Comparison]]]:
+    """Runs the tags at ``idx`` interleaved, ``repeat`` at a time, until every adjacent step is decided,
+    ``max_repeat`` runs of each are in or the next batch would end beyond the ``budget``. Tested after each batch,
+    each test at alpha over the most batches (a sequential rule: more looks, more chances of a false "changed", so
+    each look is stricter)."""
     values: dict[int, list[float | None]] = {i: [] for i in idx}
     alpha = ALPHA / max(1, math.ceil(max_repeat / repeat))
+    budget = budget or Budget()
     while True:
+        began = budget.clock()
         got = measure(idx, repeat)
         for i in idx:
             values[i].extend(got.get(i, [None] * repeat))
         steps = [step(metric, allowed, values[a], values[b], alpha) for a, b in itertools.pairwise(idx)]
         if all(s != "undecided" for s, _ in steps) or len(values[idx[0]]) + repeat > max_repeat:
             return values, steps
+        if not budget.allows(budget.clock() - began):
+            budget.spent_by = f"{repeat} more runs of each of {len(idx)} releases"
+            return values, steps
 
 
 def search(path: list[str], measure: Measure, metric: Metric, allowed: float, repeat: int = 3,
-           max_repeat: int = 9, on_round: Callable[[Search], None] | None = None) -> Search:
-    """Bisects ``path`` for the step where ``metric`` changed by more than ``allowed``."""
+           max_repeat: int = 9, on_round: Callable[[Search], None] | None = None,
+           budget: Budget | None = None) -> Search:
+    """Bisects ``path`` for the step where ``metric`` changed by more than ``allowed`` (within ``budget``: a
+    round the budget stopped undecided, or a narrowing it did not let finish, says so)."""
     if len(path) < 2:
         raise ScenarioError("bisect needs at least two releases")
     s = Search(tags=list(path))
     lo, hi = 0, len(path) - 1
     last: dict[str, Any] | None = None
+    budget = budget or Budget()
+    budget.begin()
+    round_seconds = 0.0
     while True:
         idx = [lo, hi] if not s.rounds else [lo, (lo + hi) // 2, hi]
-        values, steps = _measure_until(idx, measure, metric, allowed, repeat, max_repeat)
+        if s.rounds and not budget.allows(round_seconds):
+            budget.spent_by = "another round"
+            s.result = {"found": False, "step": "undecided", "between": [path[lo], path[hi]],
+                        "why": f"the change lies between {path[lo]} and {path[hi]}, not narrowed further: "
+                               f"{budget.say()}"}
+            return s
+        began = budget.clock()
+        values, steps = _measure_until(idx, measure, metric, allowed, repeat, max_repeat, budget)
+        round_seconds = budget.clock() - began
         s.rounds.append({"tags": [path[i] for i in idx], "positions": idx,
                          "values": [values[i] for i in idx],
                          "steps": [{"from": path[a], "to": path[b], "step": st, **describe(c)}
@@ -224,7 +265,7 @@ def search(path: list[str], measure: Measure, metric: Metric, allowed: float, re
             if kinds[0] != "changed":
                 s.result = {"found": False, "step": kinds[0], "between": [path[lo], path[hi]],
                             "why": ("no change" if kinds[0] == "same" else "undecided")
-                                   + f" from {path[lo]} to {path[hi]}"}
+                                   + f" from {path[lo]} to {path[hi]}" + _stopped(budget)}
                 return s
             last = here[0]
         else:
@@ -239,7 +280,7 @@ def search(path: list[str], measure: Measure, metric: Metric, allowed: float, re
                 s.result = {"found": False, "step": "undecided" if undecided else "same",
                             "between": [path[lo], path[hi]],
                             "why": ("undecided between " if undecided else "the change did not show again between ")
-                                   + f"{path[lo]}, {path[mid]} and {path[hi]}"}
+                                   + f"{path[lo]}, {path[mid]} and {path[hi]}" + _stopped(budget)}
                 return s
             lo, hi = (lo, mid) if first else (mid, hi)
             last = here[0] if first else here[1]
@@ -248,6 +289,10 @@ def search(path: list[str], measure: Measure, metric: Metric, allowed: float, re
             s.result = {"found": True, "step": "changed", "between": [path[lo], path[hi]],
                         **{k: last.get(k) for k in ("ratio", "ci", "method", "runs", "reason", "decision", "level")}}
             return s
+
+
+def _stopped(budget: Budget) -> str:
+    return f" ({budget.say()})" if budget.spent_by else ""
 
 
 def sentence(doc: dict[str, Any]) -> str:
@@ -292,6 +337,8 @@ class BisectOptions:
     max_repeat: int = 9
     variant: str | None = None
     ceiling: bool = False
+    budget_minutes: float | None = None
+    """Wall time the search may take (no batch begun that would end beyond it); None: ``max_repeat`` alone."""
     duet: bool = False
     """Each round's releases at the same time, each on its own cluster (a duet of two clusters; three at once in
     a round that has the middle release too), instead of one after the other."""
@@ -342,6 +389,9 @@ def run_bisect(scenario: Scenario, scenario_path: Path, opts: BisectOptions, rep
                             f"{', '.join(w.name for w in scenario.workloads)})")
     if opts.repeat < 1 or opts.max_repeat < opts.repeat:
         raise ScenarioError("--repeat must be at least 1 and --max-repeat at least --repeat")
+    if opts.budget_minutes is not None and not opts.budget_minutes > 0:
+        raise ScenarioError(f"--budget-minutes {opts.budget_minutes:g}: expected minutes > 0 (the first round "
+                            "always runs; the budget stops further ones)")
     if scenario.concurrent_schedulers:
         raise ScenarioError("bisect runs one scheduler variant per release; concurrent_schedulers does not apply")
     names = [v.name for v in scenario.schedulers]
@@ -379,7 +429,8 @@ def run_bisect(scenario: Scenario, scenario_path: Path, opts: BisectOptions, rep
                            "kwokbench_version": __version__, "host": host_info(), "owner": owner(),
                            "status": "running", "started_at": datetime.now(UTC).isoformat(),
                            "metric": metric.name, "allowed": allowed, "repeat": opts.repeat,
-                           "max_repeat": opts.max_repeat, "pre": opts.pre, "duet": opts.duet, "path": path,
+                           "max_repeat": opts.max_repeat, "budget_minutes": opts.budget_minutes, "pre": opts.pre,
+                           "duet": opts.duet, "path": path,
                            "builds": {},
                            "probed": probed, "pinned": pinned(path), "runs": {}, "rounds": [], "ceilings": {}}
     save(bisect_dir, doc)
@@ -429,7 +480,8 @@ def run_bisect(scenario: Scenario, scenario_path: Path, opts: BisectOptions, rep
 
     try:
         with outcome(doc):
-            s = search(path, measure, metric, allowed, opts.repeat, opts.max_repeat, on_round)
+            s = search(path, measure, metric, allowed, opts.repeat, opts.max_repeat, on_round,
+                       Budget(opts.budget_minutes * 60 if opts.budget_minutes is not None else None))
             doc["result"] = s.result
             if opts.ceiling:
                 _ceilings(scenario, sorted({t for r in s.rounds for t in r["tags"]}, key=versions.tag_key), doc,

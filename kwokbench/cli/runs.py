@@ -271,6 +271,10 @@ def bisect(
     repeat: Annotated[int, typer.Option(min=1, max=50, help="Runs of each release per round, interleaved.")] = 3,
     max_repeat: Annotated[int, typer.Option(min=1, max=100, help="Runs of each release a round may take "
                                             "before it is left undecided.")] = 9,
+    budget_minutes: Annotated[float | None, typer.Option(help="Wall time the search may take: no batch of runs "
+                                                         "or round is begun that would end beyond it (the first "
+                                                         "round always runs); what it stops reads undecided, "
+                                                         "saying so. Default: --max-repeat alone.")] = None,
     variant: Annotated[str | None, typer.Option(help="Scheduler variant (default: the first).")] = None,
     with_ceiling: Annotated[bool, typer.Option("--ceiling", help="Also scheduler_perf's in-process ceiling of "
                                                "each release measured (its own build per release).")] = False,
@@ -295,7 +299,7 @@ def bisect(
 
     sc = load_scenario(file, set_ or [])
     opts = BisectOptions(kubernetes=kubernetes, metric=metric, pre=pre, repeat=repeat, max_repeat=max_repeat,
-                         variant=variant, ceiling=with_ceiling, out=out, duet=duet,
+                         budget_minutes=budget_minutes, variant=variant, ceiling=with_ceiling, out=out, duet=duet,
                          runs=RunOptions(scrape_interval=scrape_interval, commit=commit))
 
     _end_cleanly_on_signals()

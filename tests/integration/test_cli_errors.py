@@ -208,6 +208,8 @@ def test_run_refuses_claims_nothing_could_satisfy_before_any_cluster(tmp_path: P
      "--substitute 'kube-proxy': expected a staging module and a version, e.g. k8s.io/kube-proxy@v0.37.0"),
     (["bisect", "scenarios/quickstart.yaml", "--kubernetes", "v1.36.4,v1.37.2", "--metric", "latency_p50@churn:50%"],
      "--metric latency_p50@churn:50%: the scenario has no phase 'churn' (its phases: "),
+    (["bisect", "scenarios/quickstart.yaml", "--kubernetes", "v1.36.4,v1.37.2", "--budget-minutes", "0"],
+     "--budget-minutes 0: expected minutes > 0"),
     (["tools", "install", "yunikorn", "--substitute", "k8s.io/kube-proxy@v0.37.0"],
      "--kubernetes and --substitute build the control plane"),
     (["ceiling", "--nodes", "10", "--kubernetes", "v1.37"], "--kubernetes: 'v1.37' is not a Kubernetes release tag"),

@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from kwokbench.bisection import bisect_metric, parse_tags, release_path, search, sentence, slug, step
+from kwokbench.bisection import Budget, bisect_metric, parse_tags, release_path, search, sentence, slug, step
 from kwokbench.compare.gate import METRICS
 from kwokbench.errors import ScenarioError
 from kwokbench.report.bisect import rows
@@ -157,6 +157,47 @@ def test_noise_adds_repeats_up_to_the_maximum_then_stops_undecided() -> None:
     s = search(PATH, measure, THROUGHPUT, 0.10, repeat=2, max_repeat=6)
     assert not s.result["found"] and s.result["step"] == "undecided"
     assert calls == [[0, 8]] * 3 and len(s.rounds[0]["values"][0]) == 6
+
+
+class Clock:
+    """A settable clock: the fake measures move it as their runs would take time."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_a_budget_stops_more_batches_and_rounds_and_says_so() -> None:
+    """No batch is begun that would end beyond the budget (each taken as long as the one before), the first always
+    runs; a round the budget stopped reads undecided with why, a narrowing it stopped names where the change is."""
+    clock = Clock()
+
+    def noisy(idx: list[int], repeats: int) -> dict[int, list[float | None]]:
+        clock.t += 60.0 * repeats * len(idx)  # a minute a run
+        return {i: [[100.0, 60.0][(r + n) % 2] for r in range(repeats)] for n, i in enumerate(idx)}
+
+    s = search(PATH, noisy, THROUGHPUT, 0.10, repeat=2, max_repeat=6, budget=Budget(7 * 60, clock))
+    # the first batch (4 runs, 4 min) ran; the next would end at 8 min, beyond 7: one batch, not three
+    assert len(s.rounds[0]["values"][0]) == 2 and s.result["step"] == "undecided"
+    assert s.result["why"] == (f"undecided from {PATH[0]} to {PATH[-1]} (the budget of 7 min: 2 more runs of each "
+                               "of 2 releases would end beyond it)")
+    clock.t = 0.0
+    _, step_at_5 = measured(5, 0.6, 0.03)
+
+    def timed(idx: list[int], repeats: int) -> dict[int, list[float | None]]:
+        clock.t += 10.0 * repeats * len(idx)
+        return step_at_5(idx, repeats)  # type: ignore[operator, no-any-return]
+
+    s = search(PATH, timed, THROUGHPUT, 0.10, repeat=3, budget=Budget(100.0, clock))
+    # round one (6 runs, 60 s) found the ends apart; round two would take about as long again, beyond 100 s
+    assert len(s.rounds) == 1 and not s.result["found"] and s.result["between"] == [PATH[0], PATH[-1]]
+    assert s.result["why"] == (f"the change lies between {PATH[0]} and {PATH[-1]}, not narrowed further: the budget "
+                               "of 1.66667 min: another round would end beyond it")
+    clock.t = 0.0
+    s = search(PATH, timed, THROUGHPUT, 0.10, repeat=3, budget=Budget(None, clock))  # no budget: to the end
+    assert s.result["found"] and s.result["between"] == [PATH[4], PATH[5]]
 
 
 def test_a_change_that_does_not_show_again_stops_the_search() -> None:
