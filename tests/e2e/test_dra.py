@@ -13,7 +13,8 @@ Time: 137 s here on 2026-11-26 (scheduler_perf's DRA case 73 s, building its tes
 included; bring-up 7 s; churn and fill, 1200 pods, 31 s; shared GPU 15 s; the invalid selector 5 s; the refused
 claim's fresh cluster 9 s); 168 s on 2026-11-27 with the partitions (~10 s) and the cluster's capture replayed
 on a fresh cluster (~30 s); + ~30 s on 2026-11-28 for the faulty scheduler's proof (8 pods by kube-scheduler, the
-same 8 by a scheduler that gives one GPU to every claim, and the gate between them). Budget: 3.5 min.
+same 8 by a scheduler that gives one GPU to every claim, and the gate between them); + 39 s on 2026-11-29 for a real
+410 (the apiserver restarted with etcd compacted meanwhile: its graceful stop alone takes ~17 s). Budget: 4.5 min.
 """
 
 from __future__ import annotations
