@@ -182,7 +182,7 @@ class Api:
                     ev = orjson.loads(line)
                     obj = ev.get("object") or {}
                     typ = ev.get("type", "")
-                    if typ == "ERROR":  # the apiserver's watch cache answers a stale resourceVersion so
+                    if typ == "ERROR":  # how the apiserver refuses a stale resourceVersion (410), or fails
                         if obj.get("code") == 410:
                             raise _Gone()
                         raise ApiError(f"watch {path}: {obj.get('message', obj)}")
