@@ -82,9 +82,11 @@ def watch_gaps(run_dir: Path) -> dict[str, dict[str, Any]]:
     """Per object watch of the run that restarted: its restarts, and the gaps in which it relisted (how many, how
     long in all, the objects that vanished in them): the records those objects are in say where they are cut."""
     out: dict[str, dict[str, Any]] = {}
-    docs = [({"watch": "Pod", **pods} if (pods := read_doc(run_dir, WATCH)) else {})]  # the pod timeline's
-    docs += [read_versioned(run_dir, f.name, WATCH_DOC_VERSION, "watch record")
-             for f in sorted(run_dir.glob("*_watch.json"))]
+    pods = read_doc(run_dir, WATCH)  # the pod timeline's, then each object watch's
+    docs = ([{"watch": "Pod", **pods}] if pods else []) + [
+        {"watch": f.name.removesuffix("_watch.json"), **read_versioned(run_dir, f.name, WATCH_DOC_VERSION,
+                                                                      "watch record")}
+        for f in sorted(run_dir.glob("*_watch.json"))]
     for doc in docs:
         errors, gaps = doc.get("errors") or [], doc.get("gaps") or []
         if errors or gaps:
