@@ -14,6 +14,12 @@ shipped one (medians), and whether their throughput ranges overlap.
     python benchmarks/bench_batch.py --nodes 5000         # the 5000-node point (~12 min)
     python benchmarks/bench_batch.py --variant kai-shipped --variant kai-tuned
     python benchmarks/bench_batch.py --runs DIR           # only print, from runs stored in DIR
+    python benchmarks/bench_batch.py --runs DIR --data docs/results/data/batch-5000-DATE.json
+
+``--data FILE`` keeps each run's row (not the runs) with the command that measured them, the commit they ran at (the
+runs' own ``meta.json``), the day and the host: the results page renders its table from that file
+(``{{ bench_table(...) }}``, docs/figures.py, with :func:`markdown` below), so the page and this script print the
+same figures.
 
 Measure the ceiling first (`kwokbench ceiling --scenario scenarios/batch-schedulers.yaml [--set
 cluster.node_groups.0.count=5000]`) for the x ceiling column.
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -53,7 +60,7 @@ def row(run: Path) -> dict[str, Any]:
             "writes": sum(v for k, v in writes.items() if k not in HEARTBEATS),
             "apiserver_cpu": cpu.get("kube-apiserver"),
             "limited_by": (s.get("limited_by") or {}).get("verdict"),
-            "seconds": _seconds(started, ended)}
+            "seconds": _seconds(started, ended), "started": started}
 
 
 def _seconds(a: str | None, b: str | None) -> float | None:
@@ -69,6 +76,7 @@ def main() -> None:
     ap.add_argument("--runs", type=Path, help="print from runs stored here instead of running")
     ap.add_argument("--out", type=Path, help="keep the runs here (default: a temporary folder)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per variant, interleaved")
+    ap.add_argument("--data", type=Path, help="write each run's row, the command, commit, day and host here (JSON)")
     args = ap.parse_args()
     root = args.runs
     if root is None:
@@ -83,9 +91,15 @@ def main() -> None:
     for p in sorted(root.rglob("summary.json")):
         r = row(p.parent)
         runs.setdefault(r["variant"], []).append(r)
-    order = ["kube-scheduler", "yunikorn-shipped", "yunikorn-tuned", "volcano-shipped", "volcano-tuned",
-             "volcano-agent", "kai-shipped", "kai-tuned"]
-    by = {v: median_row(rs) for v, rs in sorted(runs.items(), key=lambda kv: [*order, kv[0]].index(kv[0]))}
+    for rs in runs.values():  # the i-th run of each variant is the i-th repeat (interleaved): pairs for the gate
+        rs.sort(key=lambda r: r["started"] or "")
+    if not runs:
+        raise SystemExit(f"no runs in {root}")
+    runs = dict(sorted(runs.items(), key=lambda kv: [*ORDER, kv[0]].index(kv[0])))
+    if args.data:
+        args.data.write_text(json.dumps(data(root, runs), indent=1) + "\n")
+        print(f"wrote {args.data}")
+    by = {v: median_row(rs) for v, rs in runs.items()}
     print(f"{'variant':<18} {'runs':>4} {'bound':>9}  {'pods/s (range)':>21} {'x ceil':>6}  {'p50 / p99 (s)':>13}  "
           f"{'sched ms/pod':>12}  {'helpers ms/pod':>14}  {'writes/pod':>10}  {'apiserver s':>11}  {'limited by':<10} "
           f"{'run':>5}")
@@ -110,10 +124,56 @@ def main() -> None:
                   f"{(t['sched_ms'] or 0) / (base['sched_ms'] or 1):.2f}x{helpers}{apart if t['runs'] > 1 else ''}")
 
 
+ORDER = ["kube-scheduler", "yunikorn-shipped", "yunikorn-tuned", "volcano-shipped", "volcano-tuned", "volcano-agent",
+         "kai-shipped", "kai-tuned"]
+
+
+def data(root: Path, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """What ``--data`` keeps: every run's row, and what a reader needs to trust them — the command that measured
+    them (its options read back from the runs), the commit they ran at, the day and the host."""
+    metas = [json.loads(p.read_text()) for p in sorted(root.rglob("meta.json"))]
+    commits = sorted({str((m.get("code") or {}).get("commit")) for m in metas})
+    if len(commits) != 1:
+        raise SystemExit(f"the runs in {root} are not of one commit ({', '.join(commits)})")
+    dirty = any((m.get("code") or {}).get("dirty") for m in metas)
+    if dirty:
+        print(f"note: the runs in {root} ran with uncommitted changes beside {commits[0][:10]} (kept as dirty: true)")
+    nodes = {int(m["cluster"]["nodes"]) for m in metas}
+    repeat = max(len(rs) for rs in runs.values())
+    cmd = ".venv/bin/python benchmarks/bench_batch.py" + (f" --nodes {nodes.pop()}" if nodes != {1000} else "")
+    cmd += f" --repeat {repeat}" if repeat > 1 else ""
+    cmd += "".join(f" --variant {v}" for v in runs) if set(runs) != set(ORDER) else ""
+    host = metas[0].get("host") or {}
+    return {"what": "scenarios/batch-schedulers.yaml, each run of each variant (benchmarks/bench_batch.py)",
+            "command": cmd, "commit": commits[0], "date": min(m["started_at"] for m in metas)[:10],
+            "dirty": dirty, "host": f"{host.get('cpu_model')}, {host.get('cpus')} CPUs", "runs": runs}
+
+
+LIMITS = {"arrival": "the arrivals", "host": "the host (its CPUs busy)"}
+
+
+def markdown(doc: dict[str, Any], ceiling: float | None = None) -> str:
+    """The results page's table of ``--data``'s file: each figure the median of the variant's runs, the throughput's
+    range beside it; *× ceiling* the median throughput over ``ceiling`` (pods/s) when one is given."""
+    rows = {v: median_row(rs) for v, rs in doc["runs"].items()}
+    n = {r["runs"] for r in rows.values()}
+    runs = f"{n.pop()} runs" if len(n) == 1 else "runs"
+    out = [f"| variant | throughput ({runs}) | × ceiling | latency p50 / p99 | scheduler CPU per pod | its helpers' "
+           "CPU per pod | apiserver writes per pod | apiserver CPU | limited by |", "|---" * 9 + "|"]
+    for i, (name, r) in enumerate(rows.items()):
+        unit = " pods/s" if i == 0 else ""
+        rng = f" ({r['lo']:.1f}–{r['hi']:.1f})" if r["runs"] > 1 else ""
+        ratio = f"{r['throughput'] / ceiling:.2f}" if ceiling and r["throughput"] else "–"
+        helpers = f"{r['helpers_ms']:.2f} ms" if r["helpers_ms"] is not None else "–"
+        limit = r["limited_by"] or "–"
+        out.append(f"| {name} | {r['throughput']:.1f}{unit}{rng} | {ratio} | {r['p50']:.2f} s / {r['p99']:.2f} s | "
+                   f"{r['sched_ms']:.2f} ms | {helpers} | {r['writes']:.2f} | {r['apiserver_cpu']:.1f} s | "
+                   f"{LIMITS.get(limit, 'the ' + limit)} |")
+    return "\n".join(out)
+
+
 def median_row(rs: list[dict[str, Any]]) -> dict[str, Any]:
     """One variant's runs: the median of each figure, the throughput's range, the verdict most runs had."""
-    import statistics
-
     out: dict[str, Any] = {"runs": len(rs), "expected": rs[0]["expected"],
                            "limited_by": statistics.mode(r["limited_by"] for r in rs)}
     for k in ("bound", "throughput", "ceiling", "p50", "p99", "sched_ms", "helpers_ms", "writes", "apiserver_cpu",

@@ -8,11 +8,19 @@ that opts in (front matter ``render_macros: true``; mkdocs-macros-plugin, mkdocs
 ``{{ ratio("dra.partitions_phase1", "ceilings.dra_100nodes@2026-11-27") }}``. A name no data holds fails the build
 (``on_undefined: strict``), and tests/unit/test_docs.py fails a page that types a stored figure by hand.
 
+A benchmark's table is stored whole: ``docs/results/data/<name>.json`` holds every run's row as the benchmark wrote it
+(``--data``), with the command, commit, day and host, and ``{{ bench_table("<name>") }}`` renders it with that
+benchmark's own ``markdown()`` (so the page and the script print the same figures); ``bench_cell`` quotes one median
+of it, ``bench_change`` the change between two rows' medians and ``bench_gate`` the gate's decision between two
+variants over their paired runs.
+
 Kept beside the pages, not in kwokbench: it is the manual's, and tests render pages with it (``render``).
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import statistics
 from functools import cache
 from pathlib import Path
@@ -21,7 +29,8 @@ from typing import Any, NamedTuple
 import jinja2
 import yaml
 
-DATA = Path(__file__).resolve().parent / "results" / "data"
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "docs" / "results" / "data"
 # what every run of a stored figure says of itself: a figure nobody can trace back is not stored
 RUN_FIELDS = ("value", "date", "command", "commit")
 
@@ -116,7 +125,85 @@ def source(ref: str) -> str:
     return "; ".join(f"{r['date']}: `{r['command']}` at {str(r['commit'])[:10]}" for r in runs)
 
 
-MACROS = {"fig": fig, "runs": runs, "value": value, "ratio": ratio, "over": over, "source": source}
+TABLE_FIELDS = ("what", "command", "commit", "date", "host", "runs")
+
+
+@cache
+def bench_data(name: str) -> dict[str, Any]:
+    """A benchmark's stored runs (``docs/results/data/<name>.json``), refused without their origin."""
+    path = DATA / f"{name}.json"
+    if not path.is_file():
+        raise FigureError(f"no stored benchmark data {name!r} (docs/results/data/{path.name})")
+    doc = json.loads(path.read_text())
+    missing = [f for f in TABLE_FIELDS if not doc.get(f)]
+    if missing:
+        raise FigureError(f"{path.name}: benchmark data needs {', '.join(TABLE_FIELDS)}; missing {', '.join(missing)}")
+    return dict(doc)
+
+
+def benchmarks() -> list[str]:
+    """The names of every stored benchmark table."""
+    return sorted(p.stem for p in DATA.glob("*.json"))
+
+
+def _benchmark(name: str) -> Any:
+    """The module of the benchmark whose command made ``name`` (its ``markdown`` and ``median_row``)."""
+    script = str(bench_data(name)["command"]).split()[1]
+    spec = importlib.util.spec_from_file_location(Path(script).stem, ROOT / script)
+    if spec is None or spec.loader is None:
+        raise FigureError(f"{name}: cannot load {script}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def bench_table(name: str, ceiling: str | None = None) -> str:
+    """The benchmark's table of its stored runs; *× ceiling* against a stored ceiling (its runs' median)."""
+    return str(_benchmark(name).markdown(bench_data(name), value(ceiling) if ceiling else None))
+
+
+def _median_of(name: str, variant: str, key: str) -> float:
+    runs = bench_data(name)["runs"].get(variant)
+    if not runs:
+        raise FigureError(f"{name} has no variant {variant!r} (it has {', '.join(bench_data(name)['runs'])})")
+    row = _benchmark(name).median_row(runs)
+    if row.get(key) is None:
+        raise FigureError(f"{name}: {variant} has no figure {key!r}")
+    return float(row[key])
+
+
+def bench_cell(name: str, variant: str, key: str, digits: int = 1) -> str:
+    """One median of a stored benchmark table (``key`` as the benchmark's rows name it)."""
+    return f"{_median_of(name, variant, key):.{digits}f}"
+
+
+def bench_change(name: str, base: str, other: str, key: str) -> str:
+    """``other``'s median against ``base``'s, as ``+13%``/``−3%`` (or ``2.2x`` from twice up)."""
+    r = _median_of(name, other, key) / _median_of(name, base, key)
+    return f"{r:.1f}x" if r >= 2 else f"{100 * (r - 1):+.0f}%".replace("-", "\u2212")
+
+
+def bench_gate(name: str, base: str, other: str, key: str, higher_is_better: bool = True, allowed: float = 0.10) -> str:
+    """``other`` against ``base`` by the gate's paired test over their stored runs (the i-th run of each the i-th
+    repeat): ``+36.2% (90% CI +20.1..+54.3%, 3 pairs: better)``, the decision as kwokbench gate words it."""
+    from kwokbench.compare.stats import compare
+
+    runs = bench_data(name)["runs"]
+    for v in (base, other):
+        if v not in runs:
+            raise FigureError(f"{name} has no variant {v!r} (it has {', '.join(runs)})")
+    a, b = ([r[key] for r in runs[v]] for v in (base, other))
+    c = compare(key, a, b, higher_is_better, max_regression=allowed, paired=True)
+    if c.ratio is None or c.ci is None:
+        return f"undecided ({c.reason})"
+    pct = [f"{100 * (x - 1):+.1f}" for x in (c.ratio, *c.ci)]
+    text = f"{pct[0]}% ({100 * c.level:.0f}% CI {pct[1]}..{pct[2]}%, {c.pairs} pairs: {c.decision})"
+    return text.replace("-", "\u2212")
+
+
+MACROS = {"fig": fig, "runs": runs, "value": value, "ratio": ratio, "over": over, "source": source,
+          "bench_table": bench_table, "bench_cell": bench_cell, "bench_change": bench_change,
+          "bench_gate": bench_gate}
 
 
 def render(text: str) -> str:

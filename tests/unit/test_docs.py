@@ -422,19 +422,20 @@ def test_every_stored_figure_says_where_it_came_from(example_env: dict[str, str]
 
     stored = figures.figures()
     assert stored, "no stored figures"
+    origins = [(fig.key, run) for fig in stored.values() for run in fig.runs]
+    origins += [(name, figures.bench_data(name)) for name in figures.benchmarks()]
     commits = subprocess.run(["git", "rev-list", "--all"], cwd=ROOT, capture_output=True, text=True).stdout.split()
     shallow = len(commits) < 50  # a shallow CI clone holds too little history to find the older commits in
     checked: dict[str, str] = {}
-    for fig in stored.values():
-        for run in fig.runs:
-            assert shallow or any(c.startswith(str(run["commit"])) for c in commits), (fig.key, run["commit"])
-            cmd = shlex.split(str(run["command"]))
-            argv = ([sys.executable, "-m", "kwokbench", cmd[1]] if cmd[0] == "kwokbench"
-                    else [sys.executable, str(ROOT / cmd[1])] if cmd[0] == ".venv/bin/python" else [])
-            assert argv, f"{fig.key}: {run['command']}: neither kwokbench nor a benchmark"
-            shown = checked.setdefault(" ".join(argv), _help(argv, example_env))
-            unknown = [f for f in _flags(cmd) if not re.search(re.escape(f) + r"(?![\w-])", shown)]
-            assert not unknown, f"{fig.key}: {run['command']}: options {unknown} are not in its --help"
+    for key, run in origins:
+        assert shallow or any(c.startswith(str(run["commit"])) for c in commits), (key, run["commit"])
+        cmd = shlex.split(str(run["command"]))
+        argv = ([sys.executable, "-m", "kwokbench", cmd[1]] if cmd[0] == "kwokbench"
+                else [sys.executable, str(ROOT / cmd[1])] if cmd[0] == ".venv/bin/python" else [])
+        assert argv, f"{key}: {run['command']}: neither kwokbench nor a benchmark"
+        shown = checked.setdefault(" ".join(argv), _help(argv, example_env))
+        unknown = [f for f in _flags(cmd) if not re.search(re.escape(f) + r"(?![\w-])", shown)]
+        assert not unknown, f"{key}: {run['command']}: options {unknown} are not in its --help"
 
 
 def test_a_figure_no_data_holds_fails_the_build() -> None:
@@ -461,6 +462,48 @@ def test_a_figure_no_data_holds_fails_the_build() -> None:
 
 
 
+def _bench_rows(variant: str, throughputs: list[float]) -> list[dict[str, object]]:
+    return [{"variant": variant, "bound": 1000, "expected": 1000, "throughput": t, "ceiling": None, "p50": 0.5,
+             "p99": 1.0 + i, "sched_ms": 2.0, "helpers_ms": None, "writes": 4.0, "apiserver_cpu": 5.0,
+             "limited_by": "arrival", "seconds": 60.0, "started": f"2026-11-29T0{i}:00:00"}
+            for i, t in enumerate(throughputs)]
+
+
+def test_a_benchmark_table_is_rendered_from_its_stored_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A benchmark's stored runs render as the benchmark prints them (its own ``markdown``): medians, the range over
+    the runs, the ratio to a stored ceiling; one median, a change of medians and the gate's paired decision are
+    quoted from the same runs; data without its origin, or a variant it lacks, fails the build."""
+    import json
+
+    runs = {"kube-scheduler": _bench_rows("kube-scheduler", [100, 110, 120]),
+            "yunikorn-tuned": _bench_rows("yunikorn-tuned", [150, 160, 170])}
+    doc = {"what": "t", "command": ".venv/bin/python benchmarks/bench_batch.py --repeat 3", "commit": "abc",
+           "date": "2026-11-29", "host": "h", "runs": runs}
+    (tmp_path / "t.json").write_text(json.dumps(doc))
+    (tmp_path / "bare.json").write_text(json.dumps({**doc, "commit": ""}))
+    monkeypatch.setattr(figures, "DATA", tmp_path)
+    figures.bench_data.cache_clear()
+    try:
+        assert figures.benchmarks() == ["bare", "t"]
+        table = figures.render('{{ bench_table("t") }}').splitlines()
+        assert table[0].startswith("| variant | throughput (3 runs) | × ceiling |") and len(table) == 4
+        assert table[2] == ("| kube-scheduler | 110.0 pods/s (100.0–120.0) | – | 0.50 s / 2.00 s | 2.00 ms | – | "
+                            "4.00 | 5.0 s | the arrivals |"), table[2]
+        assert figures.bench_cell("t", "yunikorn-tuned", "throughput") == "160.0"
+        assert figures.bench_change("t", "kube-scheduler", "yunikorn-tuned", "throughput") == "+45%"
+        # paired by the order the runs started: 1.5, 1.45, 1.42 -> geometric mean +45.7%, every pair better
+        assert figures.bench_gate("t", "kube-scheduler", "yunikorn-tuned", "throughput").startswith("+45.7% (90% CI +")
+        assert figures.bench_gate("t", "kube-scheduler", "yunikorn-tuned", "throughput").endswith("3 pairs: better)")
+        with pytest.raises(figures.FigureError, match="has no variant 'kai'"):
+            figures.bench_cell("t", "kai", "throughput")
+        with pytest.raises(figures.FigureError, match="missing commit"):
+            figures.bench_table("bare")
+        with pytest.raises(figures.FigureError, match="no stored benchmark data 'nope'"):
+            figures.render('{{ bench_table("nope") }}')
+    finally:
+        figures.bench_data.cache_clear()
+
+
 def test_no_page_types_a_stored_figure_by_hand() -> None:
     """A stored figure is quoted from its data everywhere in the manual (``{{ fig(...) }}``), never copied: a copy
     is how one ceiling came to read 55.4 pods/s on four pages and 86.0 on a fifth. (The README, which GitHub shows
@@ -471,6 +514,39 @@ def test_no_page_types_a_stored_figure_by_hand() -> None:
               for p in sorted(DOCS.rglob("*.md")) if p.parent.name != "development"
               for n, line in enumerate(p.read_text().splitlines(), 1) for m in pattern.finditer(line)]
     assert not copies, "\n".join(copies)
+
+
+def typed_figures(text: str) -> list[str]:
+    """The measured figures (numbers with a decimal point) a page's source types by hand: outside its front matter,
+    code, and the macros that quote stored data."""
+    text = re.sub(r"\A---\n.*?\n---\n", "", text, flags=re.S)
+    text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    text = re.sub(r"\{\{.*?\}\}|\{%.*?%\}", "", text, flags=re.S)
+    return _MEASURED.findall(re.sub(r"`[^`\n]*`", "", text))
+
+
+TYPED_AT_MOST = {
+    "batch-schedulers.md": 216, "capacity.md": 116, "dra.md": 77, "gate-and-detect.md": 143, "index.md": 135,
+    "known-answers.md": 80, "kubernetes-versions.md": 34, "scheduler-kinds.md": 121, "traces.md": 418,
+    "wasm-extension.md": 96, "yunikorn.md": 99,
+}
+"""How many figures each results page still types by hand (2026-11-29): a page may only move its figures into
+stored data (docs/results/data: a benchmark's ``--data`` file or a figure's runs), never type more. A new page starts
+at none; when a page's count falls, lower it here."""
+
+
+@pytest.mark.parametrize("page", sorted((DOCS / "results").glob("*.md")), ids=lambda p: p.name)
+def test_results_pages_type_no_more_figures_by_hand(page: Path) -> None:
+    typed = typed_figures(page.read_text())
+    allowed = TYPED_AT_MOST.get(page.name, 0)
+    assert len(typed) <= allowed, (f"{page.name} types {len(typed)} figures by hand, {allowed} allowed: quote new "
+                                   f"figures from stored data (docs/figures.py), e.g. {typed[-3:]}")
+
+
+def test_the_count_of_typed_figures_finds_them_and_skips_quoted_ones() -> None:
+    text = ("---\nrender_macros: true\n---\n| a | 176.9 pods/s | {{ over(176.9, x) }} |\n\n```bash\nx 1.5\n```\n"
+            "v1.36.4, `3.2 s`, {{ fig(\"ceilings.a\") }} and 0.43 s\n")
+    assert typed_figures(text) == ["176.9", "0.43"]
 
 
 def test_one_name_for_each_skew_rule() -> None:
