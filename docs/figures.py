@@ -45,6 +45,9 @@ class Figure(NamedTuple):  # not a dataclass: mkdocs-macros loads this file outs
     unit: str
     digits: int
     runs: tuple[dict[str, Any], ...]
+    check_copies: bool = True
+    """False where the value's text also stands for other quantities on the pages (a GPU allocation of 95.4% is also
+    the simulator's): a copy of it cannot be told from those by its text, so the by-hand check leaves it out."""
 
     def text(self, v: float, unit: bool = True) -> str:
         s = f"{v:,.{self.digits}f}" if abs(v) >= 10_000 else f"{v:.{self.digits}f}"
@@ -66,7 +69,8 @@ def figures() -> dict[str, Figure]:
             if not runs or missing or not entry.get("what"):
                 raise FigureError(f"{path.name}: {name}: a figure needs `what` and runs with "
                                   f"{', '.join(RUN_FIELDS)}; missing {', '.join(missing) or 'runs or what'}")
-            out[key] = Figure(key, entry["what"], entry.get("unit", ""), int(entry.get("digits", 1)), runs)
+            out[key] = Figure(key, entry["what"], entry.get("unit", ""), int(entry.get("digits", 1)), runs,
+                              bool(entry.get("check_copies", True)))
     return out
 
 
@@ -185,7 +189,8 @@ def bench_change(name: str, base: str, other: str, key: str) -> str:
 
 def bench_gate(name: str, base: str, other: str, key: str, higher_is_better: bool = True, allowed: float = 0.10) -> str:
     """``other`` against ``base`` by the gate's paired test over their stored runs (the i-th run of each the i-th
-    repeat): ``+36.2% (90% CI +20.1..+54.3%, 3 pairs: better)``, the decision as kwokbench gate words it."""
+    repeat): ``+36.2% (90% CI +20.1..+54.3%, 3 pairs: better)``, the gate's decision (better, same, worse or
+    inconclusive at ``allowed``)."""
     from kwokbench.compare.stats import compare
 
     runs = bench_data(name)["runs"]
@@ -197,7 +202,8 @@ def bench_gate(name: str, base: str, other: str, key: str, higher_is_better: boo
     if c.ratio is None or c.ci is None:
         return f"undecided ({c.reason})"
     pct = [f"{100 * (x - 1):+.1f}" for x in (c.ratio, *c.ci)]
-    text = f"{pct[0]}% ({100 * c.level:.0f}% CI {pct[1]}..{pct[2]}%, {c.pairs} pairs: {c.decision})"
+    decision = {"regression": "worse"}.get(c.decision, c.decision)  # rivals compared, not a change to gate
+    text = f"{pct[0]}% ({100 * c.level:.0f}% CI {pct[1]}..{pct[2]}%, {c.pairs} pairs: {decision})"
     return text.replace("-", "\u2212")
 
 
