@@ -1,0 +1,135 @@
+"""Gangs six ways, repeated: `scenarios/gangs-six-ways.yaml` (40 gangs of 12 one-CPU pods on 400 CPUs, at most 33
+fit) under kube-scheduler, Coscheduling, YuniKorn, Volcano and KAI (each shipped and tuned) and kube-scheduler's own
+gangs, through the real CLI, one fresh cluster per run, the variants interleaved; then one row per variant.
+
+Printed per variant, each run: gangs placed whole / partly / not at all, the pods stranded in partial gangs, the pods
+bound; and the time to place a gang (from its last member created to its last needed member bound, over the gangs
+placed whole): p50 / p90 / max, the median over the runs with the p50's range.
+
+    python benchmarks/bench_gangs.py --repeat 3                 # every variant, three runs each (~14 min here)
+    python benchmarks/bench_gangs.py --runs DIR                 # only print, from runs stored in DIR
+    python benchmarks/bench_gangs.py --runs DIR --data docs/results/data/gangs-DATE.json
+
+``--data FILE`` keeps each run's row with the command, the commit the runs ran at, the day and the host; the results
+page renders its table from that file with :func:`markdown` (``{{ bench_table(...) }}``, docs/figures.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+SCENARIO = REPO / "scenarios/gangs-six-ways.yaml"
+ORDER = ["kube-scheduler", "coscheduling", "yunikorn", "yunikorn-tuned", "volcano", "volcano-tuned", "kai",
+         "kai-tuned", "native"]
+
+
+def row(run: Path) -> dict[str, Any]:
+    s, meta = json.loads((run / "summary.json").read_text()), json.loads((run / "meta.json").read_text())
+    gangs = (s.get("placement") or {}).get("gangs") or []
+    place = [g.get("time_to_place") or {} for g in gangs]
+    return {"variant": meta["variant"]["name"], "kubernetes": (meta.get("toolchain") or {}).get("kubernetes"),
+            "gangs": sum(g["gangs"] for g in gangs), "complete": sum(g["complete"] for g in gangs),
+            "partial": sum(g["partial"] for g in gangs), "unplaced": sum(g["unplaced"] for g in gangs),
+            "stranded": sum(g["pods_in_partial_gangs"] for g in gangs), "bound": s.get("pods_scheduled") or 0,
+            "p50": max((p["p50"] for p in place if p.get("p50") is not None), default=None),
+            "p90": max((p["p90"] for p in place if p.get("p90") is not None), default=None),
+            "max": max((p["max"] for p in place if p.get("max") is not None), default=None),
+            "started": meta.get("started_at")}
+
+
+def median_row(rs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One variant's runs: the median of each figure, the p50's range."""
+    out: dict[str, Any] = {"runs": len(rs)}
+    for k in ("gangs", "complete", "partial", "unplaced", "stranded", "bound", "p50", "p90", "max"):
+        xs = [r[k] for r in rs if r[k] is not None]
+        out[k] = statistics.median(xs) if xs else None
+    p50 = [r["p50"] for r in rs if r["p50"] is not None]
+    out["lo"], out["hi"] = (min(p50), max(p50)) if p50 else (None, None)
+    return out
+
+
+def _seconds(x: float | None) -> str:
+    return "–" if x is None else f"{x:.2f} s" if x < 1 else f"{x:.1f} s"
+
+
+def markdown(doc: dict[str, Any], ceiling: float | None = None) -> str:
+    """The results page's table of ``--data``'s file: each run's gangs whole / partly / not placed, stranded and
+    bound pods; the time to place, medians over the runs (the p50's range beside it). ``ceiling`` is not used (a
+    gang's time has no in-process ceiling); it is accepted as every benchmark table's is."""
+    del ceiling
+    runs = doc["runs"]
+    n = {len(rs) for rs in runs.values()}
+    count = f"{n.pop()} runs" if len(n) == 1 else "runs"
+    total = next(iter(runs.values()))[0]["gangs"]
+    out = [f"| variant | gangs whole / partly / not placed (of {total}), each of the {count} | pods stranded in "
+           f"partial gangs | pods bound | time to place p50 (range) / p90 / max, medians |", "|---" * 5 + "|"]
+    for name, rs in runs.items():
+        m = median_row(rs)
+        release = f" (Kubernetes {rs[0]['kubernetes']})" if name == "native" and rs[0].get("kubernetes") else ""
+        placed = " · ".join(f"{r['complete']} / {r['partial']} / {r['unplaced']}" for r in rs)
+        stranded = " · ".join(str(r["stranded"]) for r in rs)
+        bound = " · ".join(str(r["bound"]) for r in rs)
+        rng = f" ({_seconds(m['lo'])}–{_seconds(m['hi'])})" if m["runs"] > 1 and m["lo"] is not None else ""
+        out.append(f"| {name}{release} | {placed} | {stranded} | {bound} | {_seconds(m['p50'])}{rng} / "
+                   f"{_seconds(m['p90'])} / {_seconds(m['max'])} |")
+    return "\n".join(out)
+
+
+def data(root: Path, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """What ``--data`` keeps: every run's row, the command (its options read back from the runs), the commit they
+    ran at, the day and the host."""
+    metas = [json.loads(p.read_text()) for p in sorted(root.rglob("meta.json"))]
+    commits = sorted({str((m.get("code") or {}).get("commit")) for m in metas})
+    if len(commits) != 1:
+        raise SystemExit(f"the runs in {root} are not of one commit ({', '.join(commits)})")
+    repeat = max(len(rs) for rs in runs.values())
+    cmd = ".venv/bin/python benchmarks/bench_gangs.py" + (f" --repeat {repeat}" if repeat > 1 else "")
+    cmd += "".join(f" --variant {v}" for v in runs) if set(runs) != set(ORDER) else ""
+    host = metas[0].get("host") or {}
+    return {"what": "scenarios/gangs-six-ways.yaml, each run of each variant (benchmarks/bench_gangs.py)",
+            "command": cmd, "commit": commits[0], "date": min(m["started_at"] for m in metas)[:10],
+            "dirty": any((m.get("code") or {}).get("dirty") for m in metas),
+            "host": f"{host.get('cpu_model')}, {host.get('cpus')} CPUs", "runs": runs}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--variant", action="append", default=[], help="only these variants (default: all)")
+    ap.add_argument("--runs", type=Path, help="print from runs stored here instead of running")
+    ap.add_argument("--out", type=Path, help="keep the runs here (default: a temporary folder)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per variant, interleaved")
+    ap.add_argument("--data", type=Path, help="write each run's row, the command, commit, day and host here (JSON)")
+    args = ap.parse_args()
+    root = args.runs
+    if root is None:
+        root = args.out or Path(tempfile.mkdtemp(prefix="bench-gangs-"))
+        cmd = [sys.executable, "-m", "kwokbench", "run", str(SCENARIO), "--out", str(root), "--repeat",
+               str(args.repeat), *[a for v in args.variant for a in ("--variant", v)]]
+        res = subprocess.run(cmd, stdin=subprocess.DEVNULL, check=False)
+        if res.returncode not in (0, 1):  # 1: a gate or a phase said so; the runs are stored
+            raise SystemExit(f"{' '.join(cmd[3:])} failed ({res.returncode})")
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for p in sorted(root.rglob("summary.json")):
+        r = row(p.parent)
+        runs.setdefault(r["variant"], []).append(r)
+    if not runs:
+        raise SystemExit(f"no runs in {root}")
+    for rs in runs.values():
+        rs.sort(key=lambda r: r["started"] or "")
+    runs = dict(sorted(runs.items(), key=lambda kv: [*ORDER, kv[0]].index(kv[0])))
+    if args.data:
+        args.data.write_text(json.dumps(data(root, runs), indent=1) + "\n")
+        print(f"wrote {args.data}")
+    print(markdown({"runs": runs}))
+
+
+if __name__ == "__main__":
+    main()
