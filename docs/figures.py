@@ -152,10 +152,15 @@ def benchmarks() -> list[str]:
 
 def _benchmark(name: str) -> Any:
     """The module of the benchmark whose command made ``name`` (its ``markdown`` and ``median_row``)."""
-    script = str(bench_data(name)["command"]).split()[1]
+    return _module(str(bench_data(name)["command"]).split()[1])
+
+
+@cache
+def _module(script: str) -> Any:
+    """A benchmark script (``benchmarks/bench_x.py``) loaded once, by its path in the repository."""
     spec = importlib.util.spec_from_file_location(Path(script).stem, ROOT / script)
     if spec is None or spec.loader is None:
-        raise FigureError(f"{name}: cannot load {script}")
+        raise FigureError(f"cannot load the benchmark {script}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
