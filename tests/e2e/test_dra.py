@@ -346,9 +346,10 @@ def test_a_real_410_is_a_recorded_gap_and_the_claims_stay_whole(dra_cluster: str
                                                                  tmp_path: Path) -> None:
     """kwokbench's own watches against a real apiserver's 410 Gone: etcd compacted while the apiserver is down
     (chaos restart-apiserver with compact_etcd), so the pod and claim watches resume into 410 and relist. Each
-    gap is recorded from the moment its stream broke to the relist's end — at least as long as the apiserver was
-    down, not the instant of the 410 (0.1–0.2 s, which it read before) — and the record stays whole: no pod lost,
-    a claim for each pod bound, none given twice. Last on this cluster: it restarts its apiserver."""
+    gap is recorded from the moment its stream broke to the relist's end — as long as the apiserver was down
+    (within the readiness poll), not the instant of the 410 (0.1–0.2 s, which it read before) — and the record
+    stays whole: no pod lost, a claim for each pod bound, none given twice. Last on this cluster: it restarts its
+    apiserver."""
     asyncio.run(delete_labelled(kwokctl.info(CLUSTER).credentials(), RUN_LABEL, wait_seconds=120))
     # inside the last phase's arrivals (its claim template made before it): a phase set up while the apiserver is
     # down fails the run, as it would a user's
@@ -364,7 +365,9 @@ def test_a_real_410_is_a_recorded_gap_and_the_claims_stay_whole(dra_cluster: str
     [event] = run.summary["chaos"]["events"]
     assert event["compacted_to"] > 0 and "compact_error" not in event, event
     [raw] = json.loads((path / "chaos.json").read_text())["events"]
-    down = raw["ready"] - raw["stopped"]
+    # ready is when a /healthz poll (every 0.2 s, kwokctl.py) saw it answer: a watch may relist a poll before that
+    # (seen once: a gap of 3.172 s for 3.191 s down); the old gap start read 0.1-0.2 s
+    down = raw["ready"] - raw["stopped"] - 0.5
     gaps = run.summary["watch_gaps"]
     for watch in ("Pod", "ResourceClaim"):
         assert gaps[watch]["gaps"] >= 1 and gaps[watch]["gap_seconds"] >= down, (watch, gaps, down)
