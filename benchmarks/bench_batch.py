@@ -33,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -87,15 +88,7 @@ def main() -> None:
         res = subprocess.run(cmd, stdin=subprocess.DEVNULL, check=False)
         if res.returncode not in (0, 1):  # 1: a gate or a phase said so; the runs are stored
             raise SystemExit(f"{' '.join(cmd[3:])} failed ({res.returncode})")
-    runs: dict[str, list[dict[str, Any]]] = {}
-    for p in sorted(root.rglob("summary.json")):
-        r = row(p.parent)
-        runs.setdefault(r["variant"], []).append(r)
-    for rs in runs.values():  # the i-th run of each variant is the i-th repeat (interleaved): pairs for the gate
-        rs.sort(key=lambda r: r["started"] or "")
-    if not runs:
-        raise SystemExit(f"no runs in {root}")
-    runs = dict(sorted(runs.items(), key=lambda kv: [*ORDER, kv[0]].index(kv[0])))
+    runs = collect(root, row, ORDER)
     if args.data:
         args.data.write_text(json.dumps(data(root, runs), indent=1) + "\n")
         print(f"wrote {args.data}")
@@ -128,9 +121,25 @@ ORDER = ["kube-scheduler", "yunikorn-shipped", "yunikorn-tuned", "volcano-shippe
          "kai-shipped", "kai-tuned"]
 
 
-def data(root: Path, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """What ``--data`` keeps: every run's row, and what a reader needs to trust them — the command that measured
-    them (its options read back from the runs), the commit they ran at, the day and the host."""
+def collect(root: Path, row: Callable[[Path], dict[str, Any]], order: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Every stored run under ``root`` as ``row`` reads it, by variant in ``order``; each variant's runs in the
+    order they started, so that the i-th run of each is the i-th (interleaved) repeat: the gate's pairs."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for p in sorted(root.rglob("summary.json")):
+        r = row(p.parent)
+        runs.setdefault(r["variant"], []).append(r)
+    if not runs:
+        raise SystemExit(f"no runs in {root}")
+    for rs in runs.values():
+        rs.sort(key=lambda r: r["started"] or "")
+    return dict(sorted(runs.items(), key=lambda kv: [*order, kv[0]].index(kv[0])))
+
+
+def provenance(root: Path, runs: dict[str, list[dict[str, Any]]], scenario: Path, script: str, options: str,
+               order: list[str]) -> dict[str, Any]:
+    """What a benchmark's ``--data`` keeps: every run's row, and what a reader needs to trust them — the command that
+    measured them (``options``, read back from the runs, with ``--repeat`` and ``--variant`` added here), the
+    commit they ran at (runs of two commits refused; a dirty checkout recorded), the day and the host."""
     metas = [json.loads(p.read_text()) for p in sorted(root.rglob("meta.json"))]
     commits = sorted({str((m.get("code") or {}).get("commit")) for m in metas})
     if len(commits) != 1:
@@ -138,15 +147,20 @@ def data(root: Path, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     dirty = any((m.get("code") or {}).get("dirty") for m in metas)
     if dirty:
         print(f"note: the runs in {root} ran with uncommitted changes beside {commits[0][:10]} (kept as dirty: true)")
-    nodes = {int(m["cluster"]["nodes"]) for m in metas}
     repeat = max(len(rs) for rs in runs.values())
-    cmd = ".venv/bin/python benchmarks/bench_batch.py" + (f" --nodes {nodes.pop()}" if nodes != {1000} else "")
-    cmd += f" --repeat {repeat}" if repeat > 1 else ""
-    cmd += "".join(f" --variant {v}" for v in runs) if set(runs) != set(ORDER) else ""
+    cmd = f".venv/bin/python benchmarks/{script}{options}" + (f" --repeat {repeat}" if repeat > 1 else "")
+    cmd += "".join(f" --variant {v}" for v in runs) if set(runs) != set(order) else ""
     host = metas[0].get("host") or {}
-    return {"what": "scenarios/batch-schedulers.yaml, each run of each variant (benchmarks/bench_batch.py)",
+    return {"what": f"scenarios/{scenario.name}, each run of each variant (benchmarks/{script})",
             "command": cmd, "commit": commits[0], "date": min(m["started_at"] for m in metas)[:10],
             "dirty": dirty, "host": f"{host.get('cpu_model')}, {host.get('cpus')} CPUs", "runs": runs}
+
+
+def data(root: Path, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """``--data``'s file: the runs' rows and their provenance, the node count read back from the runs."""
+    nodes = {int(json.loads(p.read_text())["cluster"]["nodes"]) for p in root.rglob("meta.json")}
+    options = f" --nodes {nodes.pop()}" if nodes != {1000} else ""
+    return provenance(root, runs, SCENARIO, "bench_batch.py", options, ORDER)
 
 
 LIMITS = {"arrival": "the arrivals", "host": "the host (its CPUs busy)"}

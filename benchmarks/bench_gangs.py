@@ -25,6 +25,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bench_batch import collect, provenance  # a sibling: benchmarks/ is on the path of a script run
+
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios/gangs-six-ways.yaml"
 ORDER = ["kube-scheduler", "coscheduling", "yunikorn", "yunikorn-tuned", "volcano", "volcano-tuned", "kai",
@@ -84,20 +86,8 @@ def markdown(doc: dict[str, Any], ceiling: float | None = None) -> str:
 
 
 def data(root: Path, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """What ``--data`` keeps: every run's row, the command (its options read back from the runs), the commit they
-    ran at, the day and the host."""
-    metas = [json.loads(p.read_text()) for p in sorted(root.rglob("meta.json"))]
-    commits = sorted({str((m.get("code") or {}).get("commit")) for m in metas})
-    if len(commits) != 1:
-        raise SystemExit(f"the runs in {root} are not of one commit ({', '.join(commits)})")
-    repeat = max(len(rs) for rs in runs.values())
-    cmd = ".venv/bin/python benchmarks/bench_gangs.py" + (f" --repeat {repeat}" if repeat > 1 else "")
-    cmd += "".join(f" --variant {v}" for v in runs) if set(runs) != set(ORDER) else ""
-    host = metas[0].get("host") or {}
-    return {"what": "scenarios/gangs-six-ways.yaml, each run of each variant (benchmarks/bench_gangs.py)",
-            "command": cmd, "commit": commits[0], "date": min(m["started_at"] for m in metas)[:10],
-            "dirty": any((m.get("code") or {}).get("dirty") for m in metas),
-            "host": f"{host.get('cpu_model')}, {host.get('cpus')} CPUs", "runs": runs}
+    """``--data``'s file: the runs' rows and their provenance (bench_batch.provenance)."""
+    return provenance(root, runs, SCENARIO, "bench_gangs.py", "", ORDER)
 
 
 def main() -> None:
@@ -116,15 +106,7 @@ def main() -> None:
         res = subprocess.run(cmd, stdin=subprocess.DEVNULL, check=False)
         if res.returncode not in (0, 1):  # 1: a gate or a phase said so; the runs are stored
             raise SystemExit(f"{' '.join(cmd[3:])} failed ({res.returncode})")
-    runs: dict[str, list[dict[str, Any]]] = {}
-    for p in sorted(root.rglob("summary.json")):
-        r = row(p.parent)
-        runs.setdefault(r["variant"], []).append(r)
-    if not runs:
-        raise SystemExit(f"no runs in {root}")
-    for rs in runs.values():
-        rs.sort(key=lambda r: r["started"] or "")
-    runs = dict(sorted(runs.items(), key=lambda kv: [*ORDER, kv[0]].index(kv[0])))
+    runs = collect(root, row, ORDER)
     if args.data:
         args.data.write_text(json.dumps(data(root, runs), indent=1) + "\n")
         print(f"wrote {args.data}")

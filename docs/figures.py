@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import statistics
+import sys
 from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -158,6 +159,9 @@ def _benchmark(name: str) -> Any:
 @cache
 def _module(script: str) -> Any:
     """A benchmark script (``benchmarks/bench_x.py``) loaded once, by its path in the repository."""
+    folder = str((ROOT / script).parent)
+    if folder not in sys.path:  # as when the script runs: it may import its sibling benchmarks
+        sys.path.append(folder)
     spec = importlib.util.spec_from_file_location(Path(script).stem, ROOT / script)
     if spec is None or spec.loader is None:
         raise FigureError(f"cannot load the benchmark {script}")
