@@ -14,6 +14,7 @@ import dataclasses
 import os
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -429,7 +430,8 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
             if w.has_claims:
                 _create_claims(info, w, f, run_label, attached, rep)
             _phase_together(opts, w.name, rep)
-            log, timed_out = _run_phase(info, w, f, i, scenario.seed, opts, watcher, rep, phases[i])
+            log, timed_out = _run_phase(info, w, f, i, scenario.seed, opts, watcher, rep, phases[i],
+                                        ctx.first_created)
             logs.append(_log_frame(log, w.name))
             phases[i].update(timed_out=timed_out, harness_cpu_seconds=log.cpu_seconds,
                              harness_setup_cpu_seconds=log.setup_cpu_seconds,
@@ -636,7 +638,9 @@ def _ensure_namespaces(info: AnyCluster, namespaces: set[str], labels: dict[str,
 
 
 def _run_phase(info: AnyCluster, w: WorkloadSpec, f: ManifestFactory, i: int, seed: int, opts: RunOptions,
-               watcher: Watcher, rep: Reporter, phase: dict[str, Any]) -> tuple[RequestLog, bool]:
+               watcher: Watcher, rep: Reporter, phase: dict[str, Any],
+               created: threading.Event | None = None) -> tuple[RequestLog, bool]:
+    """Submit one phase and wait for its pods; ``created`` is set once its first object was created."""
     arrival, how = w.arrival, f"at {target_rate(w.arrival):g}/s"
     if w.trace:
         offsets = np.asarray(w.trace_offsets, dtype=np.float64)
@@ -652,7 +656,11 @@ def _run_phase(info: AnyCluster, w: WorkloadSpec, f: ManifestFactory, i: int, se
     sub = Submission(job, opts.submit_workers)
     try:
         with rep.counter(f"{w.name}: creating {w.count} {f.kind}s {how}", w.count) as adv:
-            _poll(lambda: sub.done >= w.count, lambda: adv(sub.done),
+            def tick() -> None:
+                adv(sub.done)
+                if created is not None and sub.done:
+                    created.set()
+            _poll(lambda: sub.done >= w.count, tick,
                   timeout=float(offsets[-1]) + w.timeout_seconds + 30)
         log = sub.result(timeout=w.timeout_seconds + 30)
     finally:

@@ -195,7 +195,8 @@ def profiles_section(run_dir: Path) -> dict[str, Any] | None:
             out[comp] = {"error": entry.get("error") or f"{f} is missing"}
             continue
         try:
-            out[comp] = {"file": entry["file"], "seconds": index.get("seconds"), **top_of_file(f.read_bytes(), TOP)}
+            out[comp] = {"file": entry["file"], "seconds": index.get("seconds"), "began": entry.get("began"),
+                         **top_of_file(f.read_bytes(), TOP)}
         except StoreError as e:
             out[comp] = {"file": entry["file"], "error": str(e)}
     return out

@@ -50,6 +50,9 @@ class RunContext:
     components: list[Any] = field(default_factory=list)
     """The run's components (:mod:`kwokbench.components`): their endpoints and measurements."""
     extras: dict[str, Any] = field(default_factory=dict)
+    first_created: threading.Event = field(default_factory=threading.Event)
+    """Set by the runner when the first phase's first object was created: what a measurement of the phase
+    alone (a CPU profile) waits for, however long the run took to begin submitting."""
 
 
 class Measurement(Protocol):

@@ -5,10 +5,13 @@ and with the credentials its ``/metrics`` is scraped with (:func:`kwokbench.meas
 kube-scheduler, kube-controller-manager and kube-apiserver serve pprof with profiling on by default, the
 admin client certificate is authorised for it. A scheduler kwokbench started itself (``binary: external``,
 or several side by side: ``scheduler`` then profiles each) is asked on its metrics port; one that serves
-no pprof there gets its error recorded. N is the first phase's expected duration plus the lead before
-its first request, at most :data:`MAX_SECONDS`. The profile is stored as it came,
+no pprof there gets its error recorded. Each profile begins when the first phase's first object was
+created (:attr:`RunContext.first_created <kwokbench.measure.RunContext.first_created>`), not when the
+measurements started: a run slow to begin submitting (its submit workers starting on a loaded host) would
+otherwise profile an idle scheduler. N is the first phase's expected duration plus :data:`TAIL_SECONDS`,
+at most :data:`MAX_SECONDS`. The profile is stored as it came,
 ``profiles/<component>.pb.gz`` (read it with ``go tool pprof``); ``profiles/profiles.json`` says what was
-asked and what failed. The analysis reads the top functions from it (:mod:`kwokbench.figures.pprof`).
+asked, when each profile began and what failed. The analysis reads the top functions from it (:mod:`kwokbench.figures.pprof`).
 
 The kwok controller serves ``/debug/pprof/`` only for named runtime profiles, not the CPU profile: it is
 not offered.
@@ -40,9 +43,10 @@ TARGETS = {"scheduler": "kube-scheduler", "apiserver": "kube-apiserver",
 """``--profile`` names → the component profiled."""
 MAX_SECONDS = 30
 MIN_SECONDS = 10
-LEAD_SECONDS = 2.0
-"""From the start of the measurements to the first request of the first phase (its worker's start and the
-pacer's 1.5 s lead)."""
+TAIL_SECONDS = 2.0
+"""After the first phase's last request: the pods of its last seconds being scheduled."""
+WAIT_SECONDS = 600.0
+"""The longest a profile waits for the first phase's first object (then it records that it never began)."""
 
 
 def components(names: list[str]) -> list[str]:
@@ -55,11 +59,11 @@ def components(names: list[str]) -> list[str]:
 
 
 def profile_seconds(scenario: Scenario) -> int:
-    """The first phase's expected duration plus the lead before it, within [MIN_SECONDS, MAX_SECONDS]."""
+    """The first phase's expected duration plus the tail after it, within [MIN_SECONDS, MAX_SECONDS]."""
     w = scenario.workloads[0]
     offsets = schedule(w.arrival, w.count, scenario.seed)
     duration = float(offsets[-1]) if len(offsets) else 0.0
-    return int(min(MAX_SECONDS, max(MIN_SECONDS, math.ceil(duration + LEAD_SECONDS))))
+    return int(min(MAX_SECONDS, max(MIN_SECONDS, math.ceil(duration + TAIL_SECONDS))))
 
 
 def profile_path(run_dir: Path, component: str) -> Path:
@@ -98,10 +102,14 @@ class ComponentProfiles:
         self._run_dir: Path | None = None
         self._seconds = 0
         self._started = 0.0
+        self._began: dict[str, float] = {}
+        self._stopping = threading.Event()
+        self._created: threading.Event | None = None
 
     def start(self, ctx: RunContext) -> None:
         self._run_dir = ctx.run_dir
         self._seconds = profile_seconds(ctx.scenario)
+        self._created = ctx.first_created
         endpoints = {e.component: e for e in scraped_endpoints(ctx)}
         # "scheduler" in a run whose schedulers kwokbench started itself, side by side: each of them
         if "kube-scheduler" in self.components and "kube-scheduler" not in endpoints:
@@ -118,20 +126,31 @@ class ComponentProfiles:
             t = threading.Thread(target=self._one, args=(e,), name=f"kwokbench-profile-{comp}", daemon=True)
             self._threads.append(t)
             t.start()
-        ctx.reporter.info(f"profiling {', '.join(self.components)} for {self._seconds} s")
+        ctx.reporter.info(f"profiling {', '.join(self.components)} for {self._seconds} s from the first pod created")
 
     def _one(self, e: Endpoint) -> None:
-        assert self._run_dir is not None
+        assert self._run_dir is not None and self._created is not None
+        deadline = time.monotonic() + WAIT_SECONDS
+        while not self._created.wait(0.1):
+            if self._stopping.is_set() or time.monotonic() > deadline:
+                self._results[e.component] = {"error": "not taken: the first phase created no object"}
+                return
+        self._began[e.component] = time.time()
         try:
             data = fetch(e, self._seconds)
             _atomic_write(profile_path(self._run_dir, e.component), data)
-            self._results[e.component] = {"file": f"{PROFILES}/{e.component}.pb.gz", "bytes": len(data)}
+            self._results[e.component] = {"file": f"{PROFILES}/{e.component}.pb.gz", "bytes": len(data),
+                                          "began": self._began[e.component]}
         except (OSError, http.client.HTTPException) as ex:
             self._results[e.component] = {"error": f"{type(ex).__name__}: {ex}"}
 
     def stop(self) -> None:
-        """Waits for the profiles still being taken (at most their length and the request timeout)."""
-        deadline = self._started + self._seconds + 35.0
+        """Waits for the profiles still being taken (at most their length and the request timeout); one
+        still waiting for the first object is not taken."""
+        if self._created is None or not self._created.is_set():
+            self._stopping.set()
+        began = max(self._began.values(), default=time.time())
+        deadline = began + self._seconds + 35.0
         for t in self._threads:
             t.join(max(0.0, deadline - time.time()))
         if self._run_dir is None:

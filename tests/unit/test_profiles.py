@@ -123,7 +123,7 @@ def test_profile_length_follows_the_first_phase() -> None:
             f"schema_version: 1\nname: s\ncluster: {{node_groups: [{{name: c, count: 1}}]}}\n"
             f"workloads: [{{name: p, count: {count}, arrival: {{type: qps, qps: {qps}}}}}]\n"))
 
-    assert sc(1000, 100) == 12  # 9.99 s of schedule and the lead before it
+    assert sc(1000, 100) == 12  # 9.99 s of schedule and the tail after it
     assert sc(100_000, 1000) == MAX_SECONDS
     assert sc(10, 100) == MIN_SECONDS
 
