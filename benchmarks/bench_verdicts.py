@@ -17,9 +17,15 @@ alarms, detection, the median pairs and minutes to a decided verdict. A file wit
 it ran, beside the resampled rate at its measured effect. The calibration (the stock CPU per pod, the cost per node
 call that adds 5%) is printed.
 
-    python benchmarks/bench_verdicts.py --mode duet --pairs 8 [--noisy] [--cost 0] [--out FILE]
-    python benchmarks/bench_verdicts.py --analyse benchmarks/data/verdicts-*.json [--allowed 0.02] [--first 3]
-        [--most 20]
+``--analyse FILE… --data OUT`` stores those figures instead (what docs/results/gate-and-detect.md renders, through
+docs/figures.py's ``bench`` macro and this module's ``spread_table``, ``errors_table``, ``decided`` and ``value``):
+per file its origin, pairs, minutes a pair, spreads and stock CPU per pod; per A/A file the resampled and the normal
+draws' rates on the schedules of :data:`SCHEDULES` at the effects of :data:`EFFECTS`; per file with a real cost its
+decision as it ran and the resampled rate at its measured effect; with the command, the commit, the day and the host.
+
+    .venv/bin/python benchmarks/bench_verdicts.py --mode duet --pairs 8 [--noisy] [--cost 0] [--out FILE]
+    .venv/bin/python benchmarks/bench_verdicts.py --analyse benchmarks/data/verdicts-*.json [--allowed 0.02]
+        [--first 3] [--most 20] [--data docs/results/data/verdicts-DAY.json]
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import platform
 import subprocess
 import sys
@@ -43,6 +50,10 @@ FIGURES = {"cpu_per_pod": False, "throughput": True}
 """Figure → higher is better."""
 NODES_SCORED = 100
 """Score calls per pod in cost-ab.yaml (every node of a side's pool is feasible and scored)."""
+SCHEDULES = {"3-20": (3, 20), "3-12": (3, 12), "5-20": (5, 20)}
+"""``--data``'s looks (first, most): kwokbench's default, the action's (repeat 3, max-repeat 12), a later first look."""
+EFFECTS = (0.0, 0.05, 0.10, 0.20)
+"""``--data``'s effects added to the A/A pairs (relative, more CPU per pod)."""
 
 
 def _seconds(meta: dict[str, Any]) -> float | None:
@@ -200,6 +211,160 @@ def analyse(a: argparse.Namespace) -> None:
                 print(f"  resampled A/A with that effect: regression {r['regression'] * 100:.1f}%")
 
 
+def _stem(path: str) -> str:
+    return Path(path).name.removesuffix(".json").removeprefix("verdicts-")
+
+
+def summarise(files: list[str], allowed: float) -> dict[str, dict[str, Any]]:
+    """``--data``'s figures of each stored file (keyed ``mode-noise-cost``), the same computations ``--analyse``
+    prints (resampling seeded: the same files give the same figures)."""
+    from kwokbench.compare.stats import decide_sequential, looks
+
+    docs = {_stem(f): json.loads(Path(f).read_text()) for f in files}
+    aa = {(d["mode"], d["noisy"]): d for d in docs.values() if d["cost_nanos"] == 0}
+    out: dict[str, dict[str, Any]] = {}
+    for stem, d in sorted(docs.items()):
+        secs = [p["seconds"] for p in d["pairs"] if p.get("seconds")]
+        base = [p["base"]["cpu_per_pod"] for p in d["pairs"] if p["base"].get("cpu_per_pod")]
+        x = log_ratios(d, "cpu_per_pod")
+        row: dict[str, Any] = {
+            "origin": d["origin"], "mode": d["mode"], "noisy": d["noisy"], "cost_nanos": d["cost_nanos"],
+            "pairs": len(d["pairs"]), "minutes": float(np.median(secs)) / 60 if secs else None,
+            "sd": {fig: float(log_ratios(d, fig).std(ddof=1)) for fig in FIGURES},
+            "stock_cpu_per_pod": float(np.median(base)) if base else None}
+        if d["cost_nanos"] == 0:
+            row["errors"] = {key: {method: {f"{eff:g}": resampled(x, eff, False, allowed, first=first, most=most,
+                                                                  parametric=method == "normal")
+                                            for eff in EFFECTS}
+                                   for method in ("resampled", "normal")}
+                             for key, (first, most) in SCHEDULES.items()}
+        else:
+            got, n = decide_sequential(x, False, allowed, looks(min(3, len(x)), max(3, len(x))))
+            measured = math.exp(float(x.mean())) - 1
+            ref = aa.get((d["mode"], d["noisy"]))
+            row["decided"] = {
+                "measured": measured, "decision": got.decision if got else None, "pairs": n,
+                "ratio": got.ratio if got else None, "interval": list(got.interval) if got else None,
+                "level": got.level if got else None,
+                "predicted": d["cost_nanos"] * 1e-9 * NODES_SCORED / row["stock_cpu_per_pod"],
+                "resampled_regression": (resampled(log_ratios(ref, "cpu_per_pod"), max(measured, 0.0), False,
+                                                   allowed)["regression"] if ref is not None else None)}
+        out[stem] = row
+    return out
+
+
+def store(a: argparse.Namespace) -> None:
+    """``--analyse … --data OUT``: the figures and their provenance (the analysis's commit; each file its origin)."""
+    code = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=REPO).stdout.strip()
+    dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                                text=True, cwd=REPO).stdout.strip())
+    files = " ".join(str(Path(f).resolve().relative_to(REPO)) if Path(f).resolve().is_relative_to(REPO) else f
+                     for f in a.files)
+    opts = "".join(f" --{k} {getattr(a, k)}" for k, dflt in (("allowed", 0.02), ("first", 3), ("most", 20))
+                   if getattr(a, k) != dflt)
+    doc = {"what": "the verdicts' spreads and error rates over the pairs stored in benchmarks/data (each with its "
+                   "origin): scenarios/cost-ab.yaml, CPU per pod",
+           "command": f".venv/bin/python benchmarks/bench_verdicts.py --analyse {files}{opts} --data {a.data}",
+           "commit": code, "dirty": dirty, "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+           "host": f"{platform.node()}, {os.cpu_count()} CPUs", "allowed": a.allowed,
+           "runs": summarise(a.files, a.allowed)}
+    Path(a.data).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.data).write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"stored the figures of {len(doc['runs'])} files in {a.data}")
+
+
+# What docs/results/gate-and-detect.md renders from --data's file (docs/figures.py: bench(name, function, ...)).
+
+def _pct(x: float, digits: int = 1) -> str:
+    t = f"{100 * x:.{digits}f}"
+    return ("100" if float(t) == 100 else t) + "%"
+
+
+def _both(a: float, b: float) -> str:
+    """A rate by the resampled draws and by the normal ones: ``91.0% / 87.9%``, or one figure when they agree."""
+    return _pct(a) if _pct(a) == _pct(b) else f"{_pct(a)} / {_pct(b)}"
+
+
+def _label(row: dict[str, Any]) -> str:
+    return f"{'two clusters' if row['mode'] == 'clusters' else row['mode']}, " \
+           f"{'noisy neighbour' if row['noisy'] else 'quiet'}"
+
+
+def spread_table(doc: dict[str, Any], mode: str) -> str:
+    """Each A/A file of ``mode`` (``duet`` or ``clusters``) beside the sequential pairs of the same noise: pairs,
+    minutes a pair, the spread of the pair's log ratio of CPU per pod and its share of the sequential pairs'."""
+    runs = doc["runs"]
+    what = "duet" if mode == "duet" else "two clusters"
+    lines = [f"| | pairs | minutes a pair | spread of the pair's log ratio of CPU per pod | {what} / sequential |",
+             "|---|---|---|---|---|"]
+    for noise in ("quiet", "noisy"):
+        seq, other = runs[f"sequential-{noise}-0"], runs[f"{mode}-{noise}-0"]
+        rows = [(other, None)] if mode != "duet" else [(seq, None), (other, None)]
+        for r, _ in rows:
+            share = "" if r is seq else f"**{r['sd']['cpu_per_pod'] / seq['sd']['cpu_per_pod']:.2f}×**"
+            lines.append(f"| {_label(r)} | {r['pairs']} | {r['minutes']:.2f} | {_pct(r['sd']['cpu_per_pod'])} | "
+                         f"{share} |")
+    return "\n".join(lines)
+
+
+def _pairs_to_find(row: dict[str, Any], rates: dict[str, dict[str, Any]], most: int) -> str:
+    """The median pairs (and minutes) the resampled and the normal draws used to decide a 5% rise."""
+    ns = sorted({int(rates[m]["0.05"]["pairs"]) for m in ("resampled", "normal")})
+    undecided = all(rates[m]["0.05"]["inconclusive"] >= 0.5 for m in ("resampled", "normal"))
+    pairs = "–".join(map(str, ns)) + (", undecided" if undecided and ns[-1] >= most else "")
+    mins = "–".join(f"{n * row['minutes']:.0f}" for n in ns)
+    return f"{pairs} ({mins} min)"
+
+
+def errors_table(doc: dict[str, Any], schedule: str, rows: list[str], effects: list[float]) -> str:
+    """The sequential decision's rates on the looks ``schedule`` (a key of SCHEDULES), one row per A/A file: false
+    regressions, each effect found (resampled / normal; the first bold where both reach 95%), the median pairs to
+    find 5%."""
+    runs = doc["runs"]
+    head = ["host, mode", "A/A false regressions (resampled / normal)",
+            *[f"{100 * e:.0f}% slower found" if i == 0 else f"{100 * e:.0f}%" for i, e in enumerate(effects)],
+            "median pairs (minutes) to find 5%"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    most = SCHEDULES[schedule][1]
+    for stem in rows:
+        r = runs[stem]
+        rates = r["errors"][schedule]
+        cells = [f"{'noisy' if r['noisy'] else 'quiet'}, {'two clusters' if r['mode'] == 'clusters' else r['mode']}",
+                 _both(rates["resampled"]["0"]["regression"], rates["normal"]["0"]["regression"])]
+        for e in effects:
+            a, b = (rates[m][f"{e:g}"]["regression"] for m in ("resampled", "normal"))
+            cells.append(f"**{_both(a, b)}**" if e == effects[0] and min(a, b) >= 0.95 else _both(a, b))
+        cells.append(_pairs_to_find(r, rates, most))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def decided(doc: dict[str, Any], stem: str) -> str:
+    """A file with a real cost, decided as its pairs ran: ``regression after 3 pairs (+7.1%, 98% interval
+    +3.1%..+11.2%)``."""
+    d = doc["runs"][stem]["decided"]
+    lo, hi = (f"{100 * (x - 1):+.1f}%" for x in d["interval"])
+    return f"{d['decision']} after {d['pairs']} pairs ({100 * (d['ratio'] - 1):+.1f}%, " \
+           f"{100 * d['level']:.0f}% interval {lo}..{hi})"
+
+
+def value(doc: dict[str, Any], stem: str, path: str, kind: str = "pct") -> str:
+    """One stored figure of a file, at a dotted ``path`` (``sd.cpu_per_pod``, ``errors.5-20.normal.0.regression``):
+    ``pct`` 5.8%, ``signed`` +8.5%, ``ms`` 2.21 ms, ``pairs`` 8, ``minutes`` 3 min (with the file's minutes a pair)."""
+    node: Any = doc["runs"][stem]
+    parts = path.split(".")
+    i = 0
+    while i < len(parts):  # keys may hold a dot (an effect, "0.05")
+        k = parts[i]
+        if k not in node and i + 1 < len(parts) and f"{k}.{parts[i + 1]}" in node:
+            k, i = f"{k}.{parts[i + 1]}", i + 1
+        node = node[k]
+        i += 1
+    x = float(node)
+    return {"pct": lambda: _pct(x), "signed": lambda: f"{100 * x:+.1f}%", "ms": lambda: f"{1000 * x:.2f} ms",
+            "pairs": lambda: f"{x:.0f}", "minutes": lambda: f"{x * doc['runs'][stem]['minutes']:.0f} min"}[kind]()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description="Record pairs (--mode), or analyse stored files (--analyse).")
     ap.add_argument("--mode", choices=["duet", "clusters", "sequential"], help="record pairs this way")
@@ -213,8 +378,11 @@ def main() -> None:
     ap.add_argument("--first", type=int, default=3, help="pairs at the first look")
     ap.add_argument("--most", type=int, default=20,
                     help="pairs at the last look (the action's max-repeat: 12, its first look repeat: 3)")
+    ap.add_argument("--data", metavar="OUT", help="with --analyse: store the figures (docs/results/data/) instead")
     a = ap.parse_args()
-    if a.files:
+    if a.files and a.data:
+        store(a)
+    elif a.files:
         analyse(a)
     elif a.mode:
         record(a)

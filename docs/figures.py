@@ -216,9 +216,21 @@ def bench_gate(name: str, base: str, other: str, key: str, higher_is_better: boo
     return text.replace("-", "\u2212")
 
 
+def bench(name: str, function: str, *args: Any) -> str:
+    """What a benchmark's own ``function`` renders from its stored data (``bench_verdicts.spread_table(doc, "duet")``
+    as ``bench("verdicts-…", "spread_table", "duet")``): a table or a figure the script computes, not the page."""
+    fn = getattr(_benchmark(name), function, None)
+    if not callable(fn):
+        raise FigureError(f"{name}: its benchmark has no function {function!r}")
+    try:
+        return str(fn(bench_data(name), *args))
+    except (KeyError, IndexError, TypeError) as e:
+        raise FigureError(f"{name}: {function}{args} reads what the data does not hold ({type(e).__name__}: {e})") from e
+
+
 MACROS = {"fig": fig, "runs": runs, "value": value, "ratio": ratio, "over": over, "source": source,
           "bench_table": bench_table, "bench_cell": bench_cell, "bench_change": bench_change,
-          "bench_gate": bench_gate}
+          "bench_gate": bench_gate, "bench": bench}
 
 
 def render(text: str) -> str:
