@@ -356,7 +356,7 @@ def value(doc: dict[str, Any], stem: str, path: str, kind: str = "pct") -> str:
     i = 0
     while i < len(parts):  # keys may hold a dot (an effect, "0.05")
         k = parts[i]
-        if k not in node and i + 1 < len(parts) and f"{k}.{parts[i + 1]}" in node:
+        if i + 1 < len(parts) and f"{k}.{parts[i + 1]}" in node:
             k, i = f"{k}.{parts[i + 1]}", i + 1
         node = node[k]
         i += 1

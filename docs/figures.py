@@ -216,6 +216,12 @@ def bench_gate(name: str, base: str, other: str, key: str, higher_is_better: boo
     return text.replace("-", "\u2212")
 
 
+def bench_source(name: str) -> str:
+    """Where a benchmark's stored data came from: ``2026-11-29 at 1d207d4f80 on vm, 2 CPUs``."""
+    d = bench_data(name)
+    return f"{d['date']} at {str(d['commit'])[:10]}{' (uncommitted changes)' if d.get('dirty') else ''} on {d['host']}"
+
+
 def bench(name: str, function: str, *args: Any) -> str:
     """What a benchmark's own ``function`` renders from its stored data (``bench_verdicts.spread_table(doc, "duet")``
     as ``bench("verdicts-…", "spread_table", "duet")``): a table or a figure the script computes, not the page."""
@@ -225,12 +231,14 @@ def bench(name: str, function: str, *args: Any) -> str:
     try:
         return str(fn(bench_data(name), *args))
     except (KeyError, IndexError, TypeError) as e:
-        raise FigureError(f"{name}: {function}{args} reads what the data does not hold ({type(e).__name__}: {e})") from e
+        raise FigureError(f"{name}: {function}{args} reads what the data does not hold "
+                          f"({type(e).__name__}: {e})") from e
 
 
 MACROS = {"fig": fig, "runs": runs, "value": value, "ratio": ratio, "over": over, "source": source,
           "bench_table": bench_table, "bench_cell": bench_cell, "bench_change": bench_change,
-          "bench_gate": bench_gate, "bench": bench}
+          "bench_gate": bench_gate, "bench": bench,
+          "bench_source": bench_source}
 
 
 def render(text: str) -> str:
