@@ -25,14 +25,22 @@ candidate's CPU per pod raised by ``--duet-steps`` from a random commit on. One 
 drawing them ignores a runner's drift over days, which a single run carries into its history and a duet's ratio
 cancels.
 
-    python benchmarks/bench_detect.py [--trials 500] [--commits 20] [--step 0.15] [--json]
-    python benchmarks/bench_detect.py --duets [--trials 500] [--duet-steps 0.05,0.10,0.15] [--threshold 0.03]
+``--data OUT`` stores what either mode measured, with the command, the commit, the day and the host: what
+docs/results/gate-and-detect.md renders (docs/figures.py's ``bench`` macro with :func:`duets_table`,
+:func:`history_table` and :func:`found_after`).
+
+    .venv/bin/python benchmarks/bench_detect.py [--trials 500] [--commits 20] [--step 0.15] [--json] [--data OUT]
+    .venv/bin/python benchmarks/bench_detect.py --duets [--trials 500] [--duet-steps 0.05,0.10,0.15]
+        [--threshold 0.03] [--data OUT]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
+import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
@@ -43,6 +51,8 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from bench_verdicts import _both, _pct  # noqa: E402
 
 from kwokbench.compare.detect import MIN_SEGMENT, detect  # noqa: E402
 
@@ -138,6 +148,21 @@ def plugin_rates(metric: str, values: list[float], parametric: bool, trials: int
             else "resampled", "trials": trials, "commits": commits, "false_alarms": aa, "found": found}
 
 
+def store(args: argparse.Namespace, what: str, runs: dict[str, Any]) -> None:
+    """``--data``: what was measured and how, with the commit it ran at (a dirty checkout recorded)."""
+    git = ("git", "-C", str(REPO))
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = bool(subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                                text=True).stdout.strip())
+    argv = " ".join(sys.argv[1:])
+    doc = {"what": what, "command": f".venv/bin/python benchmarks/bench_detect.py {argv}", "commit": commit,
+           "dirty": dirty, "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+           "host": f"{platform.node()}, {os.cpu_count()} CPUs", "runs": runs}
+    Path(args.data).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.data).write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"stored in {args.data}")
+
+
 def duets_main(args: argparse.Namespace) -> None:
     steps = [float(x) for x in args.duet_steps.split(",")]
     out = []
@@ -160,6 +185,10 @@ def duets_main(args: argparse.Namespace) -> None:
                       + f"  [{r['seconds']} s]")
     if args.json:
         print(json.dumps(out, indent=1))
+    if args.data:
+        store(args, "a plugin's history recorded as one run or one duet a commit: detect's false alarms and steps "
+                    "found, drawn from the pairs of benchmarks/data/verdicts-{sequential,duet}-{quiet,noisy}-0.json",
+              {f"{r['host']}/{r['way']}/{r['drawn']}": r for r in out})
 
 
 def _bucket(after: int) -> str:
@@ -176,6 +205,7 @@ def main() -> None:
     ap.add_argument("--duets", action="store_true", help="a plugin's history as one run or one duet a commit")
     ap.add_argument("--duet-steps", default="0.05,0.10,0.15", help="the injected rises of CPU per pod (--duets)")
     ap.add_argument("--threshold", type=float, default=0.03, help="the minimum magnitude of a change (--duets)")
+    ap.add_argument("--data", metavar="OUT", help="also store what was measured (docs/results/data/)")
     args = ap.parse_args()
     if args.duets:
         duets_main(args)
@@ -198,6 +228,66 @@ def main() -> None:
                 f"{b}: {d}/{n} ({d / n * 100:.0f}%)" for b, (d, n) in r["detected_by_commits_after"].items()))
     if args.json:
         print(json.dumps(out, indent=1))
+    if args.data:
+        store(args, "a release's history, one run a commit of scenarios/perf-gate.yaml drawn from "
+                    "benchmarks/data/noise.json and noise-busy.json: detect's false alarms and a throughput step found",
+              {r["data"]: r for r in out})
+
+
+# What docs/results/gate-and-detect.md renders from --data's file (docs/figures.py: bench(name, function, ...)).
+
+def _rate(n: int, trials: int) -> str:
+    return _pct(n / trials)
+
+
+def duets_table(doc: dict[str, Any]) -> str:
+    """``--duets``' rates, a row per host and way of recording (its log spread): A/A false alarms and each step
+    found, resampled / normal (bold where both reach 90%)."""
+    runs = doc["runs"]
+    steps = list(next(iter(runs.values()))["found"])
+    head = ["host, history (spread a commit)", "A/A false alarms",
+            *[f"{float(s) * 100:g}% step found" if i == 0 else f"{float(s) * 100:g}%" for i, s in enumerate(steps)]]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for host in ("quiet", "noisy"):
+        for way in ("one run a commit", "one duet a commit"):
+            r, n = runs[f"{host}/{way}/resampled"], runs[f"{host}/{way}/normal"]
+            cells = [f"{'noisy neighbour' if host == 'noisy' else 'quiet'}, {way} ({_pct(r['log_sd'])})",
+                     _both(r["false_alarms"] / r["trials"], n["false_alarms"] / n["trials"])]
+            for s in steps:
+                a, b = r["found"][s][0] / r["trials"], n["found"][s][0] / n["trials"]
+                cells.append(f"**{_both(a, b)}**" if min(a, b) >= 0.9 else _both(a, b))
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def history_table(doc: dict[str, Any]) -> str:
+    """The release histories' rates per data file: false alarms (by metric), the step found and where."""
+    lines = ["| data | A/A false alarms (any regression) | of which throughput / latency_p99 | "
+             f"{100 * next(iter(doc['runs'].values()))['step']:g}% step detected | at the injected commit (±1) |",
+             "|---|---|---|---|---|"]
+    for name, label in (("noise.json", "quiet host"), ("noise-busy.json", "busy host")):
+        r = doc["runs"][name]
+        t = r["trials"]
+        by = r["false_alarms_by_metric"]
+        lines.append(f"| {label} (`{name}`) | {r['false_alarms']} / {t} ({_rate(r['false_alarms'], t)}) | "
+                     f"{by['throughput']} ({_rate(by['throughput'], t)}) / {by['latency_p99']} "
+                     f"({_rate(by['latency_p99'], t)}) | {r['detected']} / {t} ({_rate(r['detected'], t)}) | "
+                     f"{r['at_commit']} / {t} ({_rate(r['at_commit'], t)}) |")
+    return "\n".join(lines)
+
+
+def found_after(doc: dict[str, Any], name: str, bucket: str) -> str:
+    """The share of step histories found with ``bucket`` commits measured after the step (``2`` … ``6+``)."""
+    d, n = doc["runs"][name]["detected_by_commits_after"][bucket]
+    return f"{100 * d / n:.0f}%"
+
+
+def duet_rate(doc: dict[str, Any], key: str, step: str | None = None, at: bool = False) -> str:
+    """One rate of ``--duets``: ``key`` ``host/way/drawn``; the A/A false alarms, or ``step`` found (``at``: at
+    its commit ±1)."""
+    r = doc["runs"][key]
+    n = r["false_alarms"] if step is None else r["found"][step][1 if at else 0]
+    return _rate(n, r["trials"])
 
 
 if __name__ == "__main__":
