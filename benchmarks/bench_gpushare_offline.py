@@ -13,18 +13,24 @@ plugin's own seeded order (`Rank`, what the live runs use).
     python benchmarks/bench_gpushare_offline.py --seeds 42 --policies FGD,BestFit --order plugin
 
 Printed: per policy and seed, the GPU allocation at 100% arrived and at the end (% of the 6212 GPUs) beside the
-simulator's (its 100 and 130 columns), then the means and the ranking.
+simulator's (its 100 and 130 columns), then the means and the ranking. ``--data OUT`` also stores each row (with the
+simulator's figures for its seed, so the page renders without the trace files), the command, the commit, the day
+and the host: docs/results/traces.md renders its table with :func:`markdown` and quotes :func:`mean` and :func:`cell`.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import platform
 import re
 import subprocess
 import sys
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -74,6 +80,7 @@ def main() -> None:
     ap.add_argument("--seeds", default="42,43,44")
     ap.add_argument("--policies", default=",".join(POLICIES))
     ap.add_argument("--order", choices=("simulator", "plugin"), default="simulator")
+    ap.add_argument("--data", metavar="OUT", help="also store the rows and their provenance (docs/results/data/)")
     args = ap.parse_args()
     require_traces()
     sim = simulator_per_seed()
@@ -100,6 +107,64 @@ def main() -> None:
     there = sorted(means, key=lambda p: -means[p][1])
     print(f"ranking: here {', '.join(here)}; simulator {', '.join(there)}{' (the same)' if here == there else ''}")
     os.environ.pop("GPUSHARE_OFFLINE", None)
+    if args.data:
+        store(args, rows)
+
+
+def store(args: argparse.Namespace, rows: list[tuple[Any, ...]]) -> None:
+    """``--data``: each policy and seed's row beside the simulator's, with the command, commit, day and host."""
+    git = ("git", "-C", str(REPO))
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = bool(subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                                text=True).stdout.strip())
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for policy, seed, at100, end, placed, s in rows:
+        runs.setdefault(policy, []).append({
+            "seed": seed, "at100": at100, "at_end": end, "placed": placed,
+            "simulator_100": float(s["100"]) if s is not None else None,
+            "simulator_130": float(s["130"]) if s is not None else None})
+    doc = {"what": "the FGD paper's six policies of plugins/gpushare placing the simulator's pod list without a "
+                   f"scheduler (TestOffline), ties in the {args.order}'s order; the simulator's published figures "
+                   "for the same seeds (../shared/traces/fgd-expected) beside them",
+           "command": ".venv/bin/python benchmarks/bench_gpushare_offline.py " + " ".join(sys.argv[1:]),
+           "commit": commit, "dirty": dirty, "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+           "host": f"{platform.node()}, {os.cpu_count()} CPUs", "order": args.order, "runs": runs}
+    Path(args.data).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.data).write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"stored in {args.data}")
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs)
+
+
+def mean(doc: dict[str, Any], policy: str, key: str = "at_end") -> str:
+    """A policy's mean over the stored seeds (``at_end``, ``at100``, ``simulator_130``), two decimals."""
+    return f"{_mean([r[key] for r in doc['runs'][policy]]):.2f}"
+
+
+def cell(doc: dict[str, Any], policy: str, seed: int, key: str = "at_end") -> str:
+    return f"{next(r[key] for r in doc['runs'][policy] if r['seed'] == seed):.2f}"
+
+
+def widest(doc: dict[str, Any]) -> str:
+    """The largest distance of a policy and seed from the simulator's same seed, in points."""
+    return f"{max(abs(r['at_end'] - r['simulator_130']) for rs in doc['runs'].values() for r in rs):.1f}"
+
+
+def markdown(doc: dict[str, Any], ceiling: float | None = None) -> str:
+    """Per policy: each seed's allocation at the end (the simulator's same seed), the mean, the simulator's mean
+    and the difference."""
+    seeds = sorted({r["seed"] for rs in doc["runs"].values() for r in rs})
+    lines = ["| policy | " + " | ".join(f"seed {s}" for s in seeds) + " | mean | simulator, same seeds | difference |",
+             "|---|" + "---|" * (len(seeds) + 3)]
+    for policy, rs in doc["runs"].items():
+        by = {r["seed"]: r for r in rs}
+        ours, theirs = _mean([r["at_end"] for r in rs]), _mean([r["simulator_130"] for r in rs])
+        cells = [f"{by[s]['at_end']:.2f} ({by[s]['simulator_130']:.1f})" if s in by else "" for s in seeds]
+        diff = f"{ours - theirs:+.2f}".replace("-", "\u2212")
+        lines.append(f"| {policy} | " + " | ".join(cells) + f" | {ours:.2f} | {theirs:.2f} | {diff} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
