@@ -639,8 +639,8 @@ def _ensure_namespaces(info: AnyCluster, namespaces: set[str], labels: dict[str,
 
 def _run_phase(info: AnyCluster, w: WorkloadSpec, f: ManifestFactory, i: int, seed: int, opts: RunOptions,
                watcher: Watcher, rep: Reporter, phase: dict[str, Any],
-               created: threading.Event | None = None) -> tuple[RequestLog, bool]:
-    """Submit one phase and wait for its pods; ``created`` is set once its first object was created."""
+               first_created: threading.Event | None = None) -> tuple[RequestLog, bool]:
+    """Submit one phase and wait for its pods; ``first_created`` is set once its first object was created."""
     arrival, how = w.arrival, f"at {target_rate(w.arrival):g}/s"
     if w.trace:
         offsets = np.asarray(w.trace_offsets, dtype=np.float64)
@@ -658,8 +658,8 @@ def _run_phase(info: AnyCluster, w: WorkloadSpec, f: ManifestFactory, i: int, se
         with rep.counter(f"{w.name}: creating {w.count} {f.kind}s {how}", w.count) as adv:
             def tick() -> None:
                 adv(sub.done)
-                if created is not None and sub.done:
-                    created.set()
+                if first_created is not None and sub.done:
+                    first_created.set()
             _poll(lambda: sub.done >= w.count, tick,
                   timeout=float(offsets[-1]) + w.timeout_seconds + 30)
         log = sub.result(timeout=w.timeout_seconds + 30)
