@@ -8,6 +8,12 @@ from a bisect folder already stored.
 
     python benchmarks/bench_known_answers.py [--only NAME] [--repeat 3] [--out DIR]   # NAME: see ANSWERS
     python benchmarks/bench_known_answers.py --analyse DIR [DIR ...]
+    python benchmarks/bench_known_answers.py --analyse DIR --extra extra_claims --data OUT   # keep one bisect
+
+``--data OUT`` keeps a bisect folder's ``bisect.json`` small under docs/results/data/ with what a reader needs to
+trust it: the command that made it (read back from bisect.json), the commit its runs ran at (and whether a checkout
+was dirty), the day and the host, and each run's ``--extra`` figures from its summary. docs/results/known-answers.md
+renders its rounds (:func:`rounds_table`), answer (:func:`answer`) and wall time (:func:`minutes`) from there.
 
 The machine is shared and noisy: the answer is the step each bisect decided, with its interval, not an absolute
 figure.
@@ -18,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -108,13 +115,133 @@ def report(folder: Path) -> None:
     print(f"  from {started} to {ended}")
 
 
+def _at(d: Any, path: str) -> Any:
+    for k in path.split("."):
+        d = d.get(k) if isinstance(d, dict) else None
+    return d
+
+
+def keep(folder: Path, extras: list[str], out: Path) -> None:
+    """``--analyse DIR --data OUT``: the bisect and its provenance, each run with its ``extras`` (summary keys)."""
+    doc: dict[str, Any] = json.loads((folder / "bisect.json").read_text())
+    metas, runs = [], {}
+    for tag, rs in doc["runs"].items():
+        kept = []
+        for r in rs:
+            run = Path(r["path"])
+            meta = json.loads((run / "meta.json").read_text())
+            summary = json.loads((run / "summary.json").read_text())
+            metas.append(meta)
+            kept.append({"run": run.name, "status": r["status"], "value": r.get("value"),
+                         **{k.rsplit(".", 1)[-1]: _at(summary, k) for k in extras}})
+        runs[tag] = kept
+    code = [m.get("code") or {} for m in metas]
+    commits = sorted({str(c.get("commit")) for c in code})
+    spec = f"{doc['metric']}:{doc['allowed'] * 100:g}%"
+    command = (f"kwokbench bisect {doc['scenario_file']} --kubernetes {','.join(doc['path'])} --metric {spec} "
+               f"--repeat {doc['repeat']} --max-repeat {doc['max_repeat']}" + (" --duet" if doc.get("duet") else ""))
+    host = doc.get("host") or {}
+    bisect = {k: v for k, v in doc.items() if k not in ("runs", "owner")}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({
+        "what": f"kwokbench bisect of {doc['scenario_file']} over {', '.join(doc['path'])} (bisect.json, each run's "
+                f"{doc['metric']}{' and ' + ', '.join(extras) if extras else ''}; runs keyed as bisect.json keys them, "
+                f"in the order of its path)",
+        "command": command, "commit": commits[0], "commits": commits, "dirty": any(c.get("dirty") for c in code),
+        "date": str(doc["started_at"])[:10], "host": f"{host.get('cpu_model')}, {host.get('cpus')} CPUs",
+        "rendered_by": "benchmarks/bench_known_answers.py", "runs": runs, "bisect": bisect}, indent=1) + "\n")
+    print(f"kept {folder} in {out}" + (f" (its runs ran at {len(commits)} commits)" if len(commits) > 1 else ""))
+
+
+# What docs/results/known-answers.md renders from --data's file (docs/figures.py: bench(name, function, ...)).
+
+def _minus(text: str) -> str:
+    """A minus sign for each negative figure (not a release's or a date's hyphen)."""
+    return re.sub(r"(?<!\w)-(?=\d)", "\u2212", text)
+
+
+def _pct(ratio: float) -> str:
+    return f"{(ratio - 1) * 100:+.1f}%".replace("-", "\u2212")
+
+
+def _interval(st: dict[str, Any]) -> str:
+    lo, hi = (f"{(x - 1) * 100:+.1f}".replace("-", "\u2212") for x in st["ci"])
+    return f"{round(float(st.get('level') or 0.90) * 100)}% CI {lo}..{hi}%"
+
+
+def rounds_table(doc: dict[str, Any], extra: str | None = None, label: str = "") -> str:
+    """A row per round: its releases, each run's figure per release (``;`` between releases), each run's
+    ``extra`` (a kept summary key, headed ``label``), and each step with its change and the interval tested."""
+    b = doc["bisect"]
+    head = ["round", "releases", f"{label or b['metric']}, each run"]
+    if extra:
+        head.append(f"{extra.replace('_', ' ')}, each run")
+    head.append("step")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for n, rnd in enumerate(b["rounds"], 1):
+        cells = [str(n), ", ".join(rnd["tags"]),
+                 "; ".join(", ".join(f"{v:.3f}" for v in vs if v is not None) for vs in rnd["values"])]
+        if extra:
+            per = []
+            for tag, at, vs in zip(rnd["tags"], rnd["positions"], rnd["values"], strict=True):
+                # keyed by release, or by position in the path where a release is there twice (an A/A)
+                runs = doc["runs"][tag] if tag in doc["runs"] else list(doc["runs"].values())[at]
+                per.append(", ".join(str(next(r[extra] for r in runs if r["value"] == v)) for v in vs))
+            cells.append("; ".join(per))
+        steps = rnd["steps"]
+        cells.append("; ".join(
+            (f"{st['from']} → {st['to']} " if len(steps) > 1 else "") + f"{st['step']}: {_pct(st['ratio'])} "
+            f"({_interval(st)})" for st in steps))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def answer(doc: dict[str, Any]) -> str:
+    """The bisect's answer in one line, with the interval it tested."""
+    from kwokbench.bisection import sentence
+
+    b = doc["bisect"]
+    r = b.get("result") or {}
+    if r.get("found"):
+        found = next(st for rnd in b["rounds"] for st in rnd["steps"] if [st["from"], st["to"]] == r["between"])
+        return _minus(sentence({**b, "result": {"level": found.get("level"), **r}}))
+    last = b["rounds"][-1]["steps"][-1]
+    return f"{r.get('why', b.get('sentence'))}: {_pct(last['ratio'])} ({_interval(last)}), {last['runs']}"
+
+
+def minutes(doc: dict[str, Any]) -> str:
+    """The bisect's wall time, and its runs: ``35.4 minutes (14 runs)``."""
+    from datetime import datetime
+
+    b = doc["bisect"]
+    m = (datetime.fromisoformat(b["ended_at"]) - datetime.fromisoformat(b["started_at"])).total_seconds() / 60
+    return f"{m:.1f} minutes ({sum(len(rs) for rs in doc['runs'].values())} runs)"
+
+
+def extra_range(doc: dict[str, Any], tags: list[str], extra: str) -> str:
+    """The range of a kept summary key over the runs of ``tags``: ``8830–10908``."""
+    xs = [r[extra] for t in tags for r in doc["runs"][t] if r.get(extra) is not None]
+    if not xs:
+        raise KeyError(f"no run of {', '.join(tags)} has {extra}")
+    return f"{min(xs)}–{max(xs)}" if min(xs) != max(xs) else str(min(xs))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", choices=sorted(ANSWERS), help="one answer (default: every one)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each release per round (bisect's --repeat)")
     ap.add_argument("--out", type=Path, default=None, help="where the bisects are stored (default: a temp folder)")
     ap.add_argument("--analyse", type=Path, nargs="+", metavar="DIR", help="print stored bisect folders")
+    ap.add_argument("--extra", action="append", default=[], metavar="KEY",
+                    help="with --data: a summary figure of each run to keep too (repeatable)")
+    ap.add_argument("--data", type=Path, metavar="OUT",
+                    help="with --analyse DIR: keep that bisect (docs/results/data/)")
     args = ap.parse_args()
+    if args.analyse and args.data:
+        if len(args.analyse) != 1:
+            raise SystemExit("error: --data keeps one bisect folder; give --analyse one DIR")
+        keep(args.analyse[0], args.extra, args.data)
+        return 0
     if args.analyse:
         for folder in args.analyse:
             report(folder)

@@ -152,8 +152,10 @@ def benchmarks() -> list[str]:
 
 
 def _benchmark(name: str) -> Any:
-    """The module of the benchmark whose command made ``name`` (its ``markdown`` and ``median_row``)."""
-    return _module(str(bench_data(name)["command"]).split()[1])
+    """The module of the benchmark whose command made ``name`` (its ``markdown`` and ``median_row``), or the one its
+    ``rendered_by`` names (data a kwokbench command made, kept by a benchmark: a bisect)."""
+    d = bench_data(name)
+    return _module(str(d.get("rendered_by") or str(d["command"]).split()[1]))
 
 
 @cache
