@@ -14,6 +14,12 @@ whose CPU was full; then the simulator's rows; and the allocation-against-arrive
     python benchmarks/bench_traces.py --runs DIR               # only print, from runs already stored in DIR
     python benchmarks/bench_traces.py --policies               # the paper's six policies as plugins/gpushare
     python benchmarks/bench_traces.py --policies --seeds 42,43,44   # each seed's pod list, beside the simulator's
+    python benchmarks/bench_traces.py --runs DIR --data OUT     # also keep the rows (docs/results/data/)
+
+``--data OUT`` keeps every run's row (its curve every 10% of arrived workload) by variant, the simulator's means
+beside them, and the command, commit, day and host (benchmarks/bench_batch.py's ``provenance``):
+docs/results/traces.md renders its tables with :func:`markdown`, :func:`curve_table` and :func:`cpu_table`, and
+quotes :func:`cell`.
 
 With --policies it runs `scenarios/alibaba-gpu-2023-policies.yaml` instead (the 1213 GPU nodes, the six policies of
 plugins/gpushare, FGD again with kube-scheduler's random tie-break) and prints, from the GPU each pod was given,
@@ -212,6 +218,7 @@ def main() -> None:
                                                             "(scenarios/alibaba-gpu-2023-policies.yaml)")
     ap.add_argument("--seeds", help="with --policies: run once per seed (comma-separated), the simulator's pod "
                                     "list of each")
+    ap.add_argument("--data", type=Path, metavar="OUT", help="also keep the runs' rows (docs/results/data/)")
     args = ap.parse_args()
     require_traces()
     root = args.runs
@@ -227,6 +234,10 @@ def main() -> None:
             if res.returncode != 0:
                 raise SystemExit(f"{' '.join(cmd[3:])} failed ({res.returncode})")
     found = rows(root)
+    if args.data:
+        args.data.parent.mkdir(parents=True, exist_ok=True)
+        args.data.write_text(json.dumps(data(root, found, args.policies), indent=1) + "\n")
+        print(f"kept in {args.data}")
     print("variant            bound  pending  GPU alloc @100%  @130%  end    frag(mean)  offered/accepted  "
           "p99 by class (s)                         run")
     for r in found:
@@ -255,6 +266,103 @@ def main() -> None:
     for r in found:
         print(f"  {r['variant']:<18} " + " ".join(f"{p['arrived']:.0f}:{p['allocated']:.1f}"
                                                   for p in r["curve"] if p["arrived"] % 10 == 0))
+
+
+
+def data(root: Path, found: list[dict[str, Any]], policies: bool) -> dict[str, Any]:
+    """``--data``'s file: each run's row by variant (its curve every 10%), the simulator's means, the provenance."""
+    import yaml
+    from bench_batch import provenance
+
+    scenario = POLICIES_SCENARIO if policies else SCENARIO
+    order = [v["name"] for v in yaml.safe_load(scenario.read_text()).get("variants") or []]
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for r in found:
+        runs.setdefault(r["variant"], []).append({**r, "curve": [p for p in r["curve"] if p["arrived"] % 10 == 0]})
+    doc = provenance(root, runs, scenario, "bench_traces.py", " --policies" if policies else "", order)
+    if (TRACES / "fgd-expected").is_dir():
+        sim = simulator(ALL_POLICIES if policies else POLICIES)
+        doc["simulator"] = {str(k): {c: float(v[c]) for c in ("100", "130", "frag130")} for k, v in sim.iterrows()}
+    return doc
+
+
+# What docs/results/traces.md renders from --data's file (docs/figures.py: bench_table, bench).
+
+LABELS = {
+    "least-allocated": "**kube-scheduler, LeastAllocated** (stock)",
+    "gpu-binpack": "**kube-scheduler, MostAllocated on GPUs** (bin packing)",
+    "gpu-rtcr": "**kube-scheduler, RequestedToCapacityRatio on GPUs**",
+    "yunikorn": "Apache YuniKorn, binpacking node order: **cut off**, not its result (the 30 s settle rule ended the "
+                "run while it still worked through its asks, see below)",
+}
+SHORT = {"least-allocated": "LeastAllocated", "gpu-binpack": "MostAllocated on GPUs",
+         "gpu-rtcr": "RequestedToCapacityRatio on GPUs",
+         "yunikorn": "YuniKorn, binpacking (cut off by the settle rule)"}
+CUT_OFF = {"yunikorn"}
+"""Variants the settle rule ends while they still place pods (docs/results/traces.md says why): their figures are
+where they stood, marked "when cut", never their result."""
+SIMULATOR = {"01-Random": "Random", "05-BestFit": "BestFit", "06-FGD": "FGD"}
+
+
+def _one(doc: dict[str, Any], variant: str) -> dict[str, Any]:
+    rs = doc["runs"][variant]
+    if len(rs) != 1:
+        raise ValueError(f"{variant}: {len(rs)} runs; the trace tables show one run a variant")
+    return dict(rs[0])
+
+
+def cell(doc: dict[str, Any], variant: str, key: str, digits: int = 1) -> str:
+    """One figure of a variant's run (``at100``, ``at130``, ``frag``, ``bound``, ``free_gpus``, ``p99.gpu-one``)."""
+    r: Any = _one(doc, variant)
+    for k in key.split("."):
+        r = r[k]
+    return f"{r:.{digits}f}" if isinstance(r, float) else str(r)
+
+
+def markdown(doc: dict[str, Any], ceiling: float | None = None) -> str:
+    """The experiment's table: a row per variant (pods bound and pending, GPU allocation at 100% and ~130% arrived,
+    mean fragmentation, one-GPU pods' created → bound p99, the run's length), then the simulator's means."""
+    first = _one(doc, next(iter(doc["runs"])))
+    total = int(first["bound"] + (first["pending"] or 0))
+    lines = [f"| | pods bound of {total} | left pending | GPU allocation at 100% arrived | at ~130% arrived (all) | "
+             "mean GPU fragmentation | created → bound p99 (one GPU) | run |", "|---|---|---|---|---|---|---|---|"]
+    for v in doc["runs"]:
+        r = _one(doc, v)
+        cut = " when cut" if v in CUT_OFF else ""
+        bold = "**" if v not in CUT_OFF else ""
+        p99 = r["p99"].get("gpu-one")
+        lines.append(f"| {LABELS.get(v, v)} | {r['bound']}{cut} | {r['pending'] or 0:.0f} | {bold}{r['at100']:.1f}%"
+                     f"{bold}{cut} | {bold}{r['at130']:.1f}%{bold}{cut} | {r['frag']:.1f}% | "
+                     f"{f'{p99:.1f} s' if p99 is not None and p99 < 10 else f'{p99:.0f} s' if p99 else '–'} | "
+                     f"{r['seconds'] / 60:.1f} min |")
+    for k, v in (doc.get("simulator") or {}).items():
+        lines.append(f"| the simulator, {SIMULATOR.get(k, k)} (mean of seeds 42–51) | | | {v['100']:.1f}% | "
+                     f"{v['130']:.1f}% | | | |")
+    return "\n".join(lines)
+
+
+def curve_table(doc: dict[str, Any]) -> str:
+    """GPU allocation (% of capacity) every 10% of arrived workload, a row per variant."""
+    steps = [p["arrived"] for p in _one(doc, next(iter(doc["runs"])))["curve"]]
+    lines = ["| arrived | " + " | ".join(f"{a:.0f}" for a in steps) + " |", "|---|" + "---|" * len(steps)]
+    for v in doc["runs"]:
+        got = {p["arrived"]: p["allocated"] for p in _one(doc, v)["curve"]}
+        lines.append(f"| {SHORT.get(v, v)} | " + " | ".join(f"{got[a]:.1f}" if a in got else "" for a in steps)
+                     + " |")
+    return "\n".join(lines)
+
+
+def cpu_table(doc: dict[str, Any]) -> str:
+    """Where the CPU-only pods went, and the free GPUs left on nodes whose CPU is full, at the end of each run."""
+    lines = ["| | CPU-only pods on CPU-only nodes | CPU used: CPU-only nodes / GPU nodes | free GPUs | "
+             "of them on CPU-full nodes |", "|---|---|---|---|---|"]
+    for v in doc["runs"]:
+        r = _one(doc, v)
+        lines.append(f"| {SHORT.get(v, v).removesuffix(' (cut off by the settle rule)')} | "
+                     f"{r['cpu_pods_on_cpu_nodes']:.0f}% | "
+                     f"{r['cpu_used_cpu_nodes']:.1f}% / {r['cpu_used_gpu_nodes']:.1f}% | "
+                     f"{r['free_gpus']:.0f} | {r['free_gpus_cpu_full']:.0f} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
