@@ -276,6 +276,12 @@ def history_table(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def history_rate(doc: dict[str, Any], name: str, key: str) -> str:
+    """One rate of the release histories of a data file: ``false_alarm_rate``, ``detection_rate``, ``at_commit_rate``
+    (a share, as ``3.1%``)."""
+    return _pct(doc["runs"][name][key])
+
+
 def found_after(doc: dict[str, Any], name: str, bucket: str) -> str:
     """The share of step histories found with ``bucket`` commits measured after the step (``2`` … ``6+``)."""
     d, n = doc["runs"][name]["detected_by_commits_after"][bucket]
