@@ -9,15 +9,20 @@ for an extended resource, on identical clusters in the same run.
    mode: pods bound per second, scheduler CPU per pod, attempt duration p50/p99, apiserver writes per pod,
    created → scheduled p50/p99 and, for DRA, created → claim allocated → bound → Running.
 
-    python benchmarks/bench_dra.py [--up-nodes 10000] [--nodes 500[,5000]] [--rate 100]
+    python benchmarks/bench_dra.py [--up-nodes 10000] [--nodes 500[,5000]] [--rate 100] [--repeat N] [--data OUT]
 
-The machine is shared and noisy: read the ratios of one run, not the absolute figures.
+The machine is shared and noisy: read the ratios of one run, not the absolute figures. ``--repeat N`` runs the two
+modes N times, interleaved (the i-th run of each is a pair for the gate's paired test); ``--data OUT`` keeps every
+run's row with the command, commit, day and host (benchmarks/bench_batch.py's ``provenance``; one ``--nodes`` size):
+docs/results/dra.md renders its table with :func:`markdown` and compares the modes with docs/figures.py's
+``bench_gate``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -47,6 +52,9 @@ def up(k: Kwokctl, n: int, devices: bool) -> dict[str, float]:
             "slices": res.nodes.slices}
 
 
+MODES = ["extended resource", "DRA claim"]
+
+
 def run(n: int, rate: float, dra: bool, out: Path) -> dict[str, Any]:
     pods = 4 * n  # half the GPUs
     sets = [f"cluster.node_groups.0.count={n}", f"workloads.0.count={pods}",
@@ -62,16 +70,26 @@ def run(n: int, rate: float, dra: bool, out: Path) -> dict[str, Any]:
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
     wall = time.monotonic() - t
     [path] = find_runs([out])
-    s = load_run(path).summary or {}
+    return {**row(path), "wall": wall}
+
+
+def row(path: Path) -> dict[str, Any]:
+    """A stored run's figures (what the table prints), its mode read back from its scenario."""
+    r = load_run(path)
+    s, meta = r.summary or {}, r.meta
+    dra = bool((s.get("claims") or {}).get("pod_stages"))
+    pods = int((meta.get("phases") or [{}])[0].get("pods_expected") or 0)
     sched = s.get("scheduler") or {}
     att = sched.get("scheduling_attempt_duration_seconds") or {}
     writes = ((s.get("apiserver") or {}).get("writes") or {}).get("per_pod") or {}
     lat = (s.get("latency") or {}).get("created_to_scheduled") or {}
-    return {"pods": s.get("pods_scheduled"), "expected": pods, "throughput": (s.get("throughput") or {}).get("average"),
+    return {"mode": MODES[dra], "started": meta.get("started_at"), "pods": s.get("pods_scheduled"), "expected": pods,
+            "throughput": (s.get("throughput") or {}).get("average"),
             "cpu_ms": (sched.get("cpu_seconds_per_pod") or 0) * 1000, "attempt_p50": att.get("p50"),
             "attempt_p99": att.get("p99"), "writes": sum(writes.values()), "lat_p50": lat.get("p50"),
-            "lat_p99": lat.get("p99"), "stages": (s.get("claims") or {}).get("pod_stages"), "wall": wall,
-            "limited_by": (s.get("limited_by") or {}).get("sentence", ""), "ceiling": s.get("ceiling")}
+            "lat_p99": lat.get("p99"), "stages": (s.get("claims") or {}).get("pod_stages"),
+            "limited_by": (s.get("limited_by") or {}).get("sentence", ""),
+            "verdict": (s.get("limited_by") or {}).get("verdict"), "ceiling": s.get("ceiling")}
 
 
 def _f(v: float | None, unit: str = "", scale: float = 1.0) -> str:
@@ -83,7 +101,11 @@ def main() -> None:
     ap.add_argument("--up-nodes", default="10000", help="bring-up sizes, comma-separated ('' to skip)")
     ap.add_argument("--nodes", default="500", help="cluster sizes of the per-pod comparison ('' to skip)")
     ap.add_argument("--rate", type=float, default=100.0, help="pods created per second")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each mode, interleaved")
+    ap.add_argument("--data", type=Path, metavar="OUT", help="keep every run's row (docs/results/data/)")
     args = ap.parse_args()
+    if args.data and len([x for x in args.nodes.split(",") if x]) != 1:
+        raise SystemExit("error: --data keeps the runs of one --nodes size")
     tc = Toolchain()
     tc.install("auto")
     with tempfile.TemporaryDirectory(prefix="kb-bench-dra-") as home:
@@ -96,9 +118,16 @@ def main() -> None:
         import os
         os.environ["KWOKBENCH_HOME"] = home
         for n in [int(x) for x in args.nodes.split(",") if x]:
-            rows = {mode: run(n, args.rate, mode == "DRA claim", Path(home) / f"runs-{n}-{i}")
-                    for i, mode in enumerate(("extended resource", "DRA claim"))}
-            print(f"\n{n} nodes × 8 GPUs, {4 * n} one-GPU pods at {args.rate:g}/s, kube-scheduler defaults")
+            every: dict[str, list[dict[str, Any]]] = {m: [] for m in MODES}
+            for rep in range(args.repeat):
+                for i, mode in enumerate(MODES if rep % 2 == 0 else MODES[::-1]):  # A B, B A, ...
+                    every[mode].append(run(n, args.rate, mode == "DRA claim",
+                                           Path(home) / "runs" / f"{n}-{rep}-{i}"))
+            if args.data:
+                keep(Path(home) / "runs", every, n, args)
+            rows = {m: every[m][-1] for m in MODES}
+            print(f"\n{n} nodes × 8 GPUs, {4 * n} one-GPU pods at {args.rate:g}/s, kube-scheduler defaults"
+                  + (f" (the last of {args.repeat} runs a mode)" if args.repeat > 1 else ""))
             print(f"{'mode':<18} {'bound':>11} {'pods/s':>7} {'CPU/pod':>8} {'attempt p50/p99':>16} "
                   f"{'writes/pod':>10} {'sched p50/p99':>14} {'wall':>6}")
             for mode, r in rows.items():
@@ -123,6 +152,57 @@ def main() -> None:
                           f"({c['pods_per_second']:.1f} pods/s at {c['nodes']} nodes)")
             flat = {m: {k: v for k, v in r.items() if k not in ("stages", "ceiling")} for m, r in rows.items()}
             print(json.dumps({"nodes": n, **flat}, default=str))
+
+
+def keep(root: Path, every: dict[str, list[dict[str, Any]]], n: int, args: argparse.Namespace) -> None:
+    """``--data``: every run's row by mode, in the order they started, with the provenance."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_batch import provenance
+
+    options = f" --up-nodes '' --nodes {n}" + (f" --rate {args.rate:g}" if args.rate != 100 else "")
+    runs = {m: sorted(([{k: v for k, v in r.items() if k != "ceiling"} for r in rs]), key=lambda r: r["started"] or "")
+            for m, rs in every.items()}
+    doc = provenance(root, runs, ROOT / "scenarios" / "dra.yaml", "bench_dra.py", options, MODES)
+    args.data.parent.mkdir(parents=True, exist_ok=True)
+    args.data.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    print(f"kept {sum(len(rs) for rs in runs.values())} runs in {args.data}")
+
+
+def _median(rs: list[dict[str, Any]], key: str) -> float | None:
+    xs = [r[key] for r in rs if r.get(key) is not None]
+    return statistics.median(xs) if xs else None
+
+
+def markdown(doc: dict[str, Any], ceiling: float | None = None) -> str:
+    """The page's table of ``--data``'s file: per mode the runs' medians, the throughput's range beside it."""
+    n = {len(rs) for rs in doc["runs"].values()}
+    runs = f", {n.pop()} runs" if len(n) == 1 else ""
+    out = [f"| mode | bound | pods/s bound{runs} | scheduler CPU / pod | attempt p50 / p99 | apiserver writes / pod | "
+           "created → scheduled p50 / p99 | limited by |", "|---" * 8 + "|"]
+    for mode, rs in doc["runs"].items():
+        m = {k: _median(rs, k) for k in ("pods", "throughput", "cpu_ms", "attempt_p50", "attempt_p99", "writes",
+                                         "lat_p50", "lat_p99")}
+        tp = [r["throughput"] or 0.0 for r in rs]
+        rng = f" ({min(tp):.1f}–{max(tp):.1f})" if len(rs) > 1 else ""
+        verdict = statistics.mode(r["verdict"] or "–" for r in rs)
+        bound = min(r["pods"] or 0 for r in rs)
+        out.append(f"| {mode} | {bound}/{rs[0]['expected']}{' (fewest)' if len(rs) > 1 else ''} | "
+                   f"{m['throughput']:.1f}{rng} | {m['cpu_ms']:.1f} ms | "
+                   f"{1000 * (m['attempt_p50'] or 0):.1f} / {1000 * (m['attempt_p99'] or 0):.1f} ms | "
+                   f"{m['writes']:.1f} | {m['lat_p50']:.1f} / {m['lat_p99']:.1f} s | {verdict}-bound |")
+    return "\n".join(out)
+
+
+def median_row(rs: list[dict[str, Any]]) -> dict[str, Any]:
+    """A mode's runs: the median of each figure (docs/figures.py's ``bench_cell``)."""
+    return {k: _median(rs, k) for k in ("pods", "throughput", "cpu_ms", "attempt_p50", "attempt_p99", "writes",
+                                        "lat_p50", "lat_p99")}
+
+
+def stage(doc: dict[str, Any], key: str, q: str) -> str:
+    """The DRA runs' median of a pod stage's quantile (``created_to_allocated``, ``p50``), in seconds."""
+    xs = [r["stages"][key][q] for r in doc["runs"]["DRA claim"] if r.get("stages")]
+    return f"{statistics.median(xs):.1f}"
 
 
 if __name__ == "__main__":
