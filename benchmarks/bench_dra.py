@@ -86,8 +86,8 @@ def row(path: Path) -> dict[str, Any]:
     return {"mode": MODES[dra], "started": meta.get("started_at"), "pods": s.get("pods_scheduled"), "expected": pods,
             "throughput": (s.get("throughput") or {}).get("average"),
             "cpu_ms": (sched.get("cpu_seconds_per_pod") or 0) * 1000, "attempt_p50": att.get("p50"),
-            "attempt_p99": att.get("p99"), "writes": sum(writes.values()), "lat_p50": lat.get("p50"),
-            "lat_p99": lat.get("p99"), "stages": (s.get("claims") or {}).get("pod_stages"),
+            "attempt_p99": att.get("p99"), "writes": sum(writes.values()), "writes_by": writes,
+            "lat_p50": lat.get("p50"), "lat_p99": lat.get("p99"), "stages": (s.get("claims") or {}).get("pod_stages"),
             "limited_by": (s.get("limited_by") or {}).get("sentence", ""),
             "verdict": (s.get("limited_by") or {}).get("verdict"), "ceiling": s.get("ceiling")}
 
@@ -197,6 +197,11 @@ def median_row(rs: list[dict[str, Any]]) -> dict[str, Any]:
     """A mode's runs: the median of each figure (docs/figures.py's ``bench_cell``)."""
     return {k: _median(rs, k) for k in ("pods", "throughput", "cpu_ms", "attempt_p50", "attempt_p99", "writes",
                                         "lat_p50", "lat_p99")}
+
+
+def writes_of(doc: dict[str, Any], mode: str, resource: str) -> str:
+    """A mode's median apiserver writes per pod to one resource (``resourceclaims``, ``resourceclaims/status``)."""
+    return f"{statistics.median((r.get('writes_by') or {}).get(resource, 0.0) for r in doc['runs'][mode]):.1f}"
 
 
 def stage(doc: dict[str, Any], key: str, q: str) -> str:
