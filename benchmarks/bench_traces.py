@@ -141,6 +141,10 @@ def rows(root: Path) -> list[dict[str, Any]]:
                     "final": 100 * ((a.get("final") or {}).get("gpu") or 0),
                     "frag": 100 * ((a.get("gpu_fragmentation") or {}).get("mean_share") or 0),
                     "p99": {c: v.get("p99") for c, v in (a.get("latency_by_class") or {}).items()},
+                    "pending_peak": (a.get("pending") or {}).get("peak"),
+                    "throughput": (s.get("throughput") or {}).get("average"),
+                    "limited_by": (s.get("limited_by") or {}).get("verdict"),
+                    "sched_ms": 1000 * ((s.get("scheduler") or {}).get("cpu_seconds_per_pod") or 0) or None,
                     "offered": (s.get("submit") or [{}])[0].get("offered_qps"),
                     "accepted": (s.get("submit") or [{}])[0].get("accepted_qps"),
                     "seconds": (pd.Timestamp(ended) - pd.Timestamp(started)).total_seconds()
@@ -275,7 +279,8 @@ def data(root: Path, found: list[dict[str, Any]], policies: bool) -> dict[str, A
     from bench_batch import provenance
 
     scenario = POLICIES_SCENARIO if policies else SCENARIO
-    order = [v["name"] for v in yaml.safe_load(scenario.read_text()).get("variants") or []]
+    spec = yaml.safe_load(scenario.read_text())
+    order = [v["name"] for v in spec.get("schedulers") or spec.get("variants") or []]
     runs: dict[str, list[dict[str, Any]]] = {}
     for r in found:
         runs.setdefault(r["variant"], []).append({**r, "curve": [p for p in r["curve"] if p["arrived"] % 10 == 0]})
@@ -312,10 +317,11 @@ def _one(doc: dict[str, Any], variant: str) -> dict[str, Any]:
 
 
 def cell(doc: dict[str, Any], variant: str, key: str, digits: int = 1) -> str:
-    """One figure of a variant's run (``at100``, ``at130``, ``frag``, ``bound``, ``free_gpus``, ``p99.gpu-one``)."""
+    """One figure of a variant's run (``at100``, ``at130``, ``frag``, ``bound``, ``free_gpus``, ``p99.one-gpu``,
+    ``throughput``, ``pending_peak``, ``sched_ms``)."""
     r: Any = _one(doc, variant)
     for k in key.split("."):
-        r = r[k]
+        r = r[int(k)] if isinstance(r, list) else r[k]
     return f"{r:.{digits}f}" if isinstance(r, float) else str(r)
 
 
@@ -330,7 +336,7 @@ def markdown(doc: dict[str, Any], ceiling: float | None = None) -> str:
         r = _one(doc, v)
         cut = " when cut" if v in CUT_OFF else ""
         bold = "**" if v not in CUT_OFF else ""
-        p99 = r["p99"].get("gpu-one")
+        p99 = r["p99"].get("one-gpu")
         lines.append(f"| {LABELS.get(v, v)} | {r['bound']}{cut} | {r['pending'] or 0:.0f} | {bold}{r['at100']:.1f}%"
                      f"{bold}{cut} | {bold}{r['at130']:.1f}%{bold}{cut} | {r['frag']:.1f}% | "
                      f"{f'{p99:.1f} s' if p99 is not None and p99 < 10 else f'{p99:.0f} s' if p99 else '–'} | "
@@ -343,7 +349,7 @@ def markdown(doc: dict[str, Any], ceiling: float | None = None) -> str:
 
 def curve_table(doc: dict[str, Any]) -> str:
     """GPU allocation (% of capacity) every 10% of arrived workload, a row per variant."""
-    steps = [p["arrived"] for p in _one(doc, next(iter(doc["runs"])))["curve"]]
+    steps = [p["arrived"] for p in _one(doc, next(iter(doc["runs"])))["curve"] if p["arrived"] > 0]
     lines = ["| arrived | " + " | ".join(f"{a:.0f}" for a in steps) + " |", "|---|" + "---|" * len(steps)]
     for v in doc["runs"]:
         got = {p["arrived"]: p["allocated"] for p in _one(doc, v)["curve"]}
