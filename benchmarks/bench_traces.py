@@ -15,6 +15,7 @@ whose CPU was full; then the simulator's rows; and the allocation-against-arrive
     python benchmarks/bench_traces.py --policies               # the paper's six policies as plugins/gpushare
     python benchmarks/bench_traces.py --policies --seeds 42,43,44   # each seed's pod list, beside the simulator's
     python benchmarks/bench_traces.py --runs DIR --data OUT     # also keep the rows (docs/results/data/)
+    python benchmarks/bench_traces.py --timed                   # the whole trace with its own times (~11 min a variant)
 
 ``--data OUT`` keeps every run's row (its curve every 10% of arrived workload) by variant, the simulator's means
 beside them, and the command, commit, day and host (benchmarks/bench_batch.py's ``provenance``):
@@ -44,6 +45,7 @@ import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios/alibaba-gpu-2023.yaml"
+TIMED_SCENARIO = REPO / "scenarios/alibaba-gpu-2023-timed.yaml"
 POLICIES_SCENARIO = REPO / "scenarios/alibaba-gpu-2023-policies.yaml"
 TRACES = Path(os.environ.get("KWOKBENCH_TRACES") or REPO.parent / "shared" / "traces")
 TRACE_FILES = {
@@ -142,6 +144,16 @@ def rows(root: Path) -> list[dict[str, Any]]:
                     "frag": 100 * ((a.get("gpu_fragmentation") or {}).get("mean_share") or 0),
                     "p99": {c: v.get("p99") for c, v in (a.get("latency_by_class") or {}).items()},
                     "pending_peak": (a.get("pending") or {}).get("peak"),
+                    "alloc_peak": 100 * ((a.get("peak") or {}).get("gpu") or 0),
+                    "alloc_mean": 100 * ((a.get("mean") or {}).get("gpu") or 0),
+                    "frag_peak_gpus": (a.get("gpu_fragmentation") or {}).get("peak_gpus"),
+                    "frag_mean_gpus": (a.get("gpu_fragmentation") or {}).get("mean_gpus"),
+                    "deleted": a.get("deleted"),
+                    "lat_p50": ((s.get("latency") or {}).get("created_to_scheduled") or {}).get("p50"),
+                    "lat_p99": ((s.get("latency") or {}).get("created_to_scheduled") or {}).get("p99"),
+                    "p50": {c: v.get("p50") for c, v in (a.get("latency_by_class") or {}).items()},
+                    "trace": ((meta.get("phases") or [{}])[0].get("trace")),
+                    "sent": (s.get("submit") or [{}])[0].get("sent_qps"),
                     "throughput": (s.get("throughput") or {}).get("average"),
                     "limited_by": (s.get("limited_by") or {}).get("verdict"),
                     "sched_ms": 1000 * ((s.get("scheduler") or {}).get("cpu_seconds_per_pod") or 0) or None,
@@ -222,6 +234,8 @@ def main() -> None:
                                                             "(scenarios/alibaba-gpu-2023-policies.yaml)")
     ap.add_argument("--seeds", help="with --policies: run once per seed (comma-separated), the simulator's pod "
                                     "list of each")
+    ap.add_argument("--timed", action="store_true", help="the whole trace with its own arrival times and lifetimes "
+                                                         "(scenarios/alibaba-gpu-2023-timed.yaml)")
     ap.add_argument("--data", type=Path, metavar="OUT", help="also keep the runs' rows (docs/results/data/)")
     args = ap.parse_args()
     require_traces()
@@ -231,7 +245,8 @@ def main() -> None:
         seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else [None]
         for seed in seeds:
             where = root / f"seed-{seed}" if seed is not None else root
-            cmd = [sys.executable, "-m", "kwokbench", "run", str(POLICIES_SCENARIO if args.policies else SCENARIO),
+            scenario = POLICIES_SCENARIO if args.policies else TIMED_SCENARIO if args.timed else SCENARIO
+            cmd = [sys.executable, "-m", "kwokbench", "run", str(scenario),
                    "--out", str(where), *[a for v in args.variant for a in ("--variant", v)],
                    *(["--set", f"workloads.0.trace.seed={seed}"] if seed is not None else [])]
             res = subprocess.run(cmd, stdin=subprocess.DEVNULL, check=False)
@@ -240,7 +255,7 @@ def main() -> None:
     found = rows(root)
     if args.data:
         args.data.parent.mkdir(parents=True, exist_ok=True)
-        args.data.write_text(json.dumps(data(root, found, args.policies), indent=1) + "\n")
+        args.data.write_text(json.dumps(data(root, found, args.policies, args.timed), indent=1) + "\n")
         print(f"kept in {args.data}")
     print("variant            bound  pending  GPU alloc @100%  @130%  end    frag(mean)  offered/accepted  "
           "p99 by class (s)                         run")
@@ -273,18 +288,19 @@ def main() -> None:
 
 
 
-def data(root: Path, found: list[dict[str, Any]], policies: bool) -> dict[str, Any]:
+def data(root: Path, found: list[dict[str, Any]], policies: bool, timed: bool = False) -> dict[str, Any]:
     """``--data``'s file: each run's row by variant (its curve every 10%), the simulator's means, the provenance."""
     import yaml
     from bench_batch import provenance
 
-    scenario = POLICIES_SCENARIO if policies else SCENARIO
+    scenario = POLICIES_SCENARIO if policies else TIMED_SCENARIO if timed else SCENARIO
     spec = yaml.safe_load(scenario.read_text())
     order = [v["name"] for v in spec.get("schedulers") or spec.get("variants") or []]
     runs: dict[str, list[dict[str, Any]]] = {}
     for r in found:
         runs.setdefault(r["variant"], []).append({**r, "curve": [p for p in r["curve"] if p["arrived"] % 10 == 0]})
-    doc = provenance(root, runs, scenario, "bench_traces.py", " --policies" if policies else "", order)
+    doc = provenance(root, runs, scenario, "bench_traces.py",
+                     " --policies" if policies else " --timed" if timed else "", order)
     if (TRACES / "fgd-expected").is_dir():
         sim = simulator(ALL_POLICIES if policies else POLICIES)
         doc["simulator"] = {str(k): {c: float(v[c]) for c in ("100", "130", "frag130")} for k, v in sim.iterrows()}
@@ -368,6 +384,32 @@ def cpu_table(doc: dict[str, Any]) -> str:
                      f"{r['cpu_pods_on_cpu_nodes']:.0f}% | "
                      f"{r['cpu_used_cpu_nodes']:.1f}% / {r['cpu_used_gpu_nodes']:.1f}% | "
                      f"{r['free_gpus']:.0f} | {r['free_gpus_cpu_full']:.0f} |")
+    return "\n".join(lines)
+
+
+def timed_table(doc: dict[str, Any]) -> str:
+    """The whole trace at its own times: a row per variant (bound, ended by lifetimes, GPU allocation and
+    fragmentation peak / mean, most pods waiting, created → bound p50 / p99, the run's length)."""
+    lines = ["| | bound | ended by their lifetimes | GPU allocation peak / mean | GPU fragmentation peak / mean "
+             "(GPUs) | most pods waiting at once | created → bound p50 / p99 | run |", "|---" * 8 + "|"]
+    for v in doc["runs"]:
+        r = _one(doc, v)
+        lines.append(f"| {SHORT.get(v, v)} | {r['bound']} | {r['deleted']} | {r['alloc_peak']:.1f}% / "
+                     f"{r['alloc_mean']:.2f}% | {r['frag_peak_gpus']:.0f} / {r['frag_mean_gpus']:.1f} | "
+                     f"{r['pending_peak'] or 0:.0f} | {r['lat_p50']:.2f} / {r['lat_p99']:.1f} s | "
+                     f"{r['seconds'] / 60:.1f} min |")
+    return "\n".join(lines)
+
+
+def class_table(doc: dict[str, Any]) -> str:
+    """Created → bound p50 / p99 by pod class, a row per variant."""
+    classes = ["cpu-only", "one-gpu", "shared-gpu", "multi-gpu"]
+    lines = ["| | CPU-only | one GPU | shared GPU | multi-GPU |", "|---|---|---|---|---|"]
+    for v in doc["runs"]:
+        r = _one(doc, v)
+        lines.append(f"| {SHORT.get(v, v)} | " + " | ".join(
+            f"{r['p50'][c]:.2f} / {r['p99'][c]:.1f} s" if r["p50"].get(c) is not None else "–" for c in classes)
+            + " |")
     return "\n".join(lines)
 
 
