@@ -11,7 +11,8 @@ measurements started: a run slow to begin submitting (its submit workers startin
 otherwise profile an idle scheduler. N is the first phase's expected duration plus :data:`TAIL_SECONDS`,
 at most :data:`MAX_SECONDS`. The profile is stored as it came,
 ``profiles/<component>.pb.gz`` (read it with ``go tool pprof``); ``profiles/profiles.json`` says what was
-asked, when each profile began and what failed. The analysis reads the top functions from it (:mod:`kwokbench.figures.pprof`).
+asked, when each profile began and what failed. The analysis reads the top functions from it
+(:mod:`kwokbench.figures.pprof`).
 
 The kwok controller serves ``/debug/pprof/`` only for named runtime profiles, not the CPU profile: it is
 not offered.
