@@ -85,9 +85,10 @@ def test_profile_scheduler(cluster: ClusterInfo, tmp_path: Path) -> None:
     assert prof["file"] == "profiles/kube-scheduler.pb.gz" and prof["seconds"] == 12
     assert prof["samples"] > 0 and len(prof["top"]) == 10
     # it began when the first pod had been created, not when the measurements started (a run slow to start its
-    # submit workers once profiled an idle scheduler on CI: TLS handshakes and the Go runtime, nothing else)
+    # submit workers once profiled an idle scheduler on CI: TLS handshakes and the Go runtime, nothing else); after
+    # the first request: its answer and the runner's 0.2 s poll, a few seconds on a loaded host
     sent = load_run(run).requests["sent"]
-    assert sent.min() - 0.5 <= prof["began"] <= sent.min() + 2.0, (prof["began"], sent.min())
+    assert sent.min() - 0.5 <= prof["began"] <= sent.min() + 5.0, (prof["began"], sent.min())
     # kube-scheduler's own code (its framework, client-go, apimachinery), not only the Go runtime
     assert any(r["function"].startswith("k8s.io/") for r in prof["top_cum"]), prof["top_cum"]
     assert "CPU profile kube-scheduler" in out
