@@ -30,12 +30,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
-import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from stored import collect, provenance, run_scenario, write  # a sibling: benchmarks/ is on a script's path
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios/batch-schedulers.yaml"
@@ -82,16 +81,10 @@ def main() -> None:
     root = args.runs
     if root is None:
         root = args.out or Path(tempfile.mkdtemp(prefix="bench-batch-"))
-        cmd = [sys.executable, "-m", "kwokbench", "run", str(SCENARIO), "--out", str(root),
-               "--set", f"cluster.node_groups.0.count={args.nodes}", "--repeat", str(args.repeat),
-               *[a for v in args.variant for a in ("--variant", v)]]
-        res = subprocess.run(cmd, stdin=subprocess.DEVNULL, check=False)
-        if res.returncode not in (0, 1):  # 1: a gate or a phase said so; the runs are stored
-            raise SystemExit(f"{' '.join(cmd[3:])} failed ({res.returncode})")
+        run_scenario(SCENARIO, root, args.variant, args.repeat, [f"cluster.node_groups.0.count={args.nodes}"])
     runs = collect(root, row, ORDER)
     if args.data:
-        args.data.write_text(json.dumps(data(root, runs), indent=1) + "\n")
-        print(f"wrote {args.data}")
+        write(args.data, data(root, runs))
     by = {v: median_row(rs) for v, rs in runs.items()}
     print(f"{'variant':<18} {'runs':>4} {'bound':>9}  {'pods/s (range)':>21} {'x ceil':>6}  {'p50 / p99 (s)':>13}  "
           f"{'sched ms/pod':>12}  {'helpers ms/pod':>14}  {'writes/pod':>10}  {'apiserver s':>11}  {'limited by':<10} "
@@ -119,41 +112,6 @@ def main() -> None:
 
 ORDER = ["kube-scheduler", "yunikorn-shipped", "yunikorn-tuned", "volcano-shipped", "volcano-tuned", "volcano-agent",
          "kai-shipped", "kai-tuned"]
-
-
-def collect(root: Path, row: Callable[[Path], dict[str, Any]], order: list[str]) -> dict[str, list[dict[str, Any]]]:
-    """Every stored run under ``root`` as ``row`` reads it, by variant in ``order``; each variant's runs in the
-    order they started, so that the i-th run of each is the i-th (interleaved) repeat: the gate's pairs."""
-    runs: dict[str, list[dict[str, Any]]] = {}
-    for p in sorted(root.rglob("summary.json")):
-        r = row(p.parent)
-        runs.setdefault(r["variant"], []).append(r)
-    if not runs:
-        raise SystemExit(f"no runs in {root}")
-    for rs in runs.values():
-        rs.sort(key=lambda r: r["started"] or "")
-    return dict(sorted(runs.items(), key=lambda kv: [*order, kv[0]].index(kv[0])))
-
-
-def provenance(root: Path, runs: dict[str, list[dict[str, Any]]], scenario: Path, script: str, options: str,
-               order: list[str]) -> dict[str, Any]:
-    """What a benchmark's ``--data`` keeps: every run's row, and what a reader needs to trust them — the command that
-    measured them (``options``, read back from the runs, with ``--repeat`` and ``--variant`` added here), the
-    commit they ran at (runs of two commits refused; a dirty checkout recorded), the day and the host."""
-    metas = [json.loads(p.read_text()) for p in sorted(root.rglob("meta.json"))]
-    commits = sorted({str((m.get("code") or {}).get("commit")) for m in metas})
-    if len(commits) != 1:
-        raise SystemExit(f"the runs in {root} are not of one commit ({', '.join(commits)})")
-    dirty = any((m.get("code") or {}).get("dirty") for m in metas)
-    if dirty:
-        print(f"note: the runs in {root} ran with uncommitted changes beside {commits[0][:10]} (kept as dirty: true)")
-    repeat = max(len(rs) for rs in runs.values())
-    cmd = f".venv/bin/python benchmarks/{script}{options}" + (f" --repeat {repeat}" if repeat > 1 else "")
-    cmd += "".join(f" --variant {v}" for v in runs) if set(runs) != set(order) else ""
-    host = metas[0].get("host") or {}
-    return {"what": f"scenarios/{scenario.name}, each run of each variant (benchmarks/{script})",
-            "command": cmd, "commit": commits[0], "date": min(m["started_at"] for m in metas)[:10],
-            "dirty": dirty, "host": f"{host.get('cpu_model')}, {host.get('cpus')} CPUs", "runs": runs}
 
 
 def data(root: Path, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:

@@ -38,9 +38,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
@@ -52,7 +49,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench_verdicts import _both, _pct  # noqa: E402
+from stored import both, here, pct, write  # noqa: E402
 
 from kwokbench.compare.detect import MIN_SEGMENT, detect  # noqa: E402
 
@@ -150,17 +147,7 @@ def plugin_rates(metric: str, values: list[float], parametric: bool, trials: int
 
 def store(args: argparse.Namespace, what: str, runs: dict[str, Any]) -> None:
     """``--data``: what was measured and how, with the commit it ran at (a dirty checkout recorded)."""
-    git = ("git", "-C", str(REPO))
-    commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = bool(subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                                text=True).stdout.strip())
-    argv = " ".join(sys.argv[1:])
-    doc = {"what": what, "command": f".venv/bin/python benchmarks/bench_detect.py {argv}", "commit": commit,
-           "dirty": dirty, "date": datetime.now(UTC).strftime("%Y-%m-%d"),
-           "host": f"{platform.node()}, {os.cpu_count()} CPUs", "runs": runs}
-    Path(args.data).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.data).write_text(json.dumps(doc, indent=1) + "\n")
-    print(f"stored in {args.data}")
+    write(Path(args.data), {**here(what, "bench_detect.py"), "runs": runs})
 
 
 def duets_main(args: argparse.Namespace) -> None:
@@ -237,7 +224,7 @@ def main() -> None:
 # What docs/results/gate-and-detect.md renders from --data's file (docs/figures.py: bench(name, function, ...)).
 
 def _rate(n: int, trials: int) -> str:
-    return _pct(n / trials)
+    return pct(n / trials)
 
 
 def duets_table(doc: dict[str, Any]) -> str:
@@ -251,11 +238,11 @@ def duets_table(doc: dict[str, Any]) -> str:
     for host in ("quiet", "noisy"):
         for way in ("one run a commit", "one duet a commit"):
             r, n = runs[f"{host}/{way}/resampled"], runs[f"{host}/{way}/normal"]
-            cells = [f"{'noisy neighbour' if host == 'noisy' else 'quiet'}, {way} ({_pct(r['log_sd'])})",
-                     _both(r["false_alarms"] / r["trials"], n["false_alarms"] / n["trials"])]
+            cells = [f"{'noisy neighbour' if host == 'noisy' else 'quiet'}, {way} ({pct(r['log_sd'])})",
+                     both(r["false_alarms"] / r["trials"], n["false_alarms"] / n["trials"])]
             for s in steps:
                 a, b = r["found"][s][0] / r["trials"], n["found"][s][0] / n["trials"]
-                cells.append(f"**{_both(a, b)}**" if min(a, b) >= 0.9 else _both(a, b))
+                cells.append(f"**{both(a, b)}**" if min(a, b) >= 0.9 else both(a, b))
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -279,7 +266,7 @@ def history_table(doc: dict[str, Any]) -> str:
 def history_rate(doc: dict[str, Any], name: str, key: str) -> str:
     """One rate of the release histories of a data file: ``false_alarm_rate``, ``detection_rate``, ``at_commit_rate``
     (a share, as ``3.1%``)."""
-    return _pct(doc["runs"][name][key])
+    return pct(doc["runs"][name][key])
 
 
 def found_after(doc: dict[str, Any], name: str, bucket: str) -> str:

@@ -13,7 +13,7 @@ for an extended resource, on identical clusters in the same run.
 
 The machine is shared and noisy: read the ratios of one run, not the absolute figures. ``--repeat N`` runs the two
 modes N times, interleaved (the i-th run of each is a pair for the gate's paired test); ``--data OUT`` keeps every
-run's row with the command, commit, day and host (benchmarks/bench_batch.py's ``provenance``; one ``--nodes`` size):
+run's row with the command, commit, day and host (benchmarks/stored.py's ``provenance``; one ``--nodes`` size):
 docs/results/dra.md renders its table with :func:`markdown` and compares the modes with docs/figures.py's
 ``bench_gate``.
 """
@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from stored import provenance, write  # a sibling: benchmarks/ is on a script's path
 
 from kwokbench.cluster import ClusterOptions, Kwokctl, NodeGroup, bring_up
 from kwokbench.manifests import resolve_template
@@ -156,16 +158,10 @@ def main() -> None:
 
 def keep(root: Path, every: dict[str, list[dict[str, Any]]], n: int, args: argparse.Namespace) -> None:
     """``--data``: every run's row by mode, in the order they started, with the provenance."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    from bench_batch import provenance
-
     options = f" --up-nodes '' --nodes {n}" + (f" --rate {args.rate:g}" if args.rate != 100 else "")
     runs = {m: sorted(([{k: v for k, v in r.items() if k != "ceiling"} for r in rs]), key=lambda r: r["started"] or "")
             for m, rs in every.items()}
-    doc = provenance(root, runs, ROOT / "scenarios" / "dra.yaml", "bench_dra.py", options, MODES)
-    args.data.parent.mkdir(parents=True, exist_ok=True)
-    args.data.write_text(json.dumps(doc, indent=1, default=str) + "\n")
-    print(f"kept {sum(len(rs) for rs in runs.values())} runs in {args.data}")
+    write(args.data, provenance(root, runs, ROOT / "scenarios" / "dra.yaml", "bench_dra.py", options, MODES))
 
 
 def _median(rs: list[dict[str, Any]], key: str) -> float | None:

@@ -19,13 +19,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench_batch import collect, provenance  # a sibling: benchmarks/ is on the path of a script run
+from stored import collect, provenance, run_scenario, write  # a sibling: benchmarks/ is on a script's path
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios/gangs-six-ways.yaml"
@@ -86,7 +84,7 @@ def markdown(doc: dict[str, Any], ceiling: float | None = None) -> str:
 
 
 def data(root: Path, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """``--data``'s file: the runs' rows and their provenance (bench_batch.provenance)."""
+    """``--data``'s file: the runs' rows and their provenance (stored.provenance)."""
     return provenance(root, runs, SCENARIO, "bench_gangs.py", "", ORDER)
 
 
@@ -101,15 +99,10 @@ def main() -> None:
     root = args.runs
     if root is None:
         root = args.out or Path(tempfile.mkdtemp(prefix="bench-gangs-"))
-        cmd = [sys.executable, "-m", "kwokbench", "run", str(SCENARIO), "--out", str(root), "--repeat",
-               str(args.repeat), *[a for v in args.variant for a in ("--variant", v)]]
-        res = subprocess.run(cmd, stdin=subprocess.DEVNULL, check=False)
-        if res.returncode not in (0, 1):  # 1: a gate or a phase said so; the runs are stored
-            raise SystemExit(f"{' '.join(cmd[3:])} failed ({res.returncode})")
+        run_scenario(SCENARIO, root, args.variant, args.repeat)
     runs = collect(root, row, ORDER)
     if args.data:
-        args.data.write_text(json.dumps(data(root, runs), indent=1) + "\n")
-        print(f"wrote {args.data}")
+        write(args.data, data(root, runs))
     print(markdown({"runs": runs}))
 
 

@@ -21,14 +21,11 @@ and the host: docs/results/traces.md renders its table with :func:`markdown` and
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import re
 import subprocess
 import sys
 import tempfile
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from bench_traces import PLUGIN_POLICY, TRACES, require_traces, simulator_per_seed  # noqa: E402
+from stored import here, write  # noqa: E402
 
 from kwokbench.toolchain.gorand import GoRand  # noqa: E402
 from kwokbench.toolchain.install import _go_env  # noqa: E402
@@ -113,25 +111,16 @@ def main() -> None:
 
 def store(args: argparse.Namespace, rows: list[tuple[Any, ...]]) -> None:
     """``--data``: each policy and seed's row beside the simulator's, with the command, commit, day and host."""
-    git = ("git", "-C", str(REPO))
-    commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = bool(subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                                text=True).stdout.strip())
     runs: dict[str, list[dict[str, Any]]] = {}
     for policy, seed, at100, end, placed, s in rows:
         runs.setdefault(policy, []).append({
             "seed": seed, "at100": at100, "at_end": end, "placed": placed,
             "simulator_100": float(s["100"]) if s is not None else None,
             "simulator_130": float(s["130"]) if s is not None else None})
-    doc = {"what": "the FGD paper's six policies of plugins/gpushare placing the simulator's pod list without a "
-                   f"scheduler (TestOffline), ties in the {args.order}'s order; the simulator's published figures "
-                   "for the same seeds (../shared/traces/fgd-expected) beside them",
-           "command": ".venv/bin/python benchmarks/bench_gpushare_offline.py " + " ".join(sys.argv[1:]),
-           "commit": commit, "dirty": dirty, "date": datetime.now(UTC).strftime("%Y-%m-%d"),
-           "host": f"{platform.node()}, {os.cpu_count()} CPUs", "order": args.order, "runs": runs}
-    Path(args.data).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.data).write_text(json.dumps(doc, indent=1) + "\n")
-    print(f"stored in {args.data}")
+    what = ("the FGD paper's six policies of plugins/gpushare placing the simulator's pod list without a scheduler "
+            f"(TestOffline), ties in the {args.order}'s order; the simulator's published figures for the same seeds "
+            "(../shared/traces/fgd-expected) beside them")
+    write(Path(args.data), {**here(what, "bench_gpushare_offline.py"), "order": args.order, "runs": runs})
 
 
 def _mean(xs: list[float]) -> float:

@@ -33,6 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from stored import at, host_text, write  # a sibling: benchmarks/ is on a script's path
+
 ROOT = Path(__file__).resolve().parents[1]
 ANSWERS: dict[str, tuple[str, str, str]] = {
     "async-api-calls": ("scenarios/known-async-api-calls.yaml", "v1.35.0,v1.35.1,v1.35.4", "latency_p50:20%"),
@@ -116,9 +118,10 @@ def report(folder: Path) -> None:
 
 
 def _at(d: Any, path: str) -> Any:
-    for k in path.split("."):
-        d = d.get(k) if isinstance(d, dict) else None
-    return d
+    try:
+        return at(d, path)
+    except (KeyError, IndexError, TypeError):  # a run whose summary lacks it: kept as none
+        return None
 
 
 def keep(folder: Path, extras: list[str], out: Path) -> None:
@@ -140,17 +143,16 @@ def keep(folder: Path, extras: list[str], out: Path) -> None:
     spec = f"{doc['metric']}:{doc['allowed'] * 100:g}%"
     command = (f"kwokbench bisect {doc['scenario_file']} --kubernetes {','.join(doc['path'])} --metric {spec} "
                f"--repeat {doc['repeat']} --max-repeat {doc['max_repeat']}" + (" --duet" if doc.get("duet") else ""))
-    host = doc.get("host") or {}
     bisect = {k: v for k, v in doc.items() if k not in ("runs", "owner")}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
+    write(out, {
         "what": f"kwokbench bisect of {doc['scenario_file']} over {', '.join(doc['path'])} (bisect.json, each run's "
                 f"{doc['metric']}{' and ' + ', '.join(extras) if extras else ''}; runs keyed as bisect.json keys them, "
                 f"in the order of its path)",
         "command": command, "commit": commits[0], "commits": commits, "dirty": any(c.get("dirty") for c in code),
-        "date": str(doc["started_at"])[:10], "host": f"{host.get('cpu_model')}, {host.get('cpus')} CPUs",
-        "rendered_by": "benchmarks/bench_known_answers.py", "runs": runs, "bisect": bisect}, indent=1) + "\n")
-    print(f"kept {folder} in {out}" + (f" (its runs ran at {len(commits)} commits)" if len(commits) > 1 else ""))
+        "date": str(doc["started_at"])[:10], "host": host_text(doc.get("host") or {}),
+        "rendered_by": "benchmarks/bench_known_answers.py", "runs": runs, "bisect": bisect})
+    if len(commits) > 1:
+        print(f"note: the runs of {folder} ran at {len(commits)} commits ({', '.join(c[:10] for c in commits)})")
 
 
 # What docs/results/known-answers.md renders from --data's file (docs/figures.py: bench(name, function, ...)).

@@ -18,7 +18,7 @@ whose CPU was full; then the simulator's rows; and the allocation-against-arrive
     python benchmarks/bench_traces.py --timed                   # the whole trace with its own times (~11 min a variant)
 
 ``--data OUT`` keeps every run's row (its curve every 10% of arrived workload) by variant, the simulator's means
-beside them, and the command, commit, day and host (benchmarks/bench_batch.py's ``provenance``):
+beside them, and the command, commit, day and host (benchmarks/stored.py's ``provenance``):
 docs/results/traces.md renders its tables with :func:`markdown`, :func:`curve_table` and :func:`cpu_table`, and
 quotes :func:`cell`.
 
@@ -35,13 +35,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from stored import at as value_at
+from stored import provenance, run_scenario  # a sibling: benchmarks/ is on a script's path
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios/alibaba-gpu-2023.yaml"
@@ -246,12 +247,8 @@ def main() -> None:
         for seed in seeds:
             where = root / f"seed-{seed}" if seed is not None else root
             scenario = POLICIES_SCENARIO if args.policies else TIMED_SCENARIO if args.timed else SCENARIO
-            cmd = [sys.executable, "-m", "kwokbench", "run", str(scenario),
-                   "--out", str(where), *[a for v in args.variant for a in ("--variant", v)],
-                   *(["--set", f"workloads.0.trace.seed={seed}"] if seed is not None else [])]
-            res = subprocess.run(cmd, stdin=subprocess.DEVNULL, check=False)
-            if res.returncode != 0:
-                raise SystemExit(f"{' '.join(cmd[3:])} failed ({res.returncode})")
+            run_scenario(scenario, where, args.variant,
+                         sets=[f"workloads.0.trace.seed={seed}"] if seed is not None else [])
     found = rows(root)
     if args.data:
         args.data.parent.mkdir(parents=True, exist_ok=True)
@@ -291,7 +288,6 @@ def main() -> None:
 def data(root: Path, found: list[dict[str, Any]], policies: bool, timed: bool = False) -> dict[str, Any]:
     """``--data``'s file: each run's row by variant (its curve every 10%), the simulator's means, the provenance."""
     import yaml
-    from bench_batch import provenance
 
     scenario = POLICIES_SCENARIO if policies else TIMED_SCENARIO if timed else SCENARIO
     spec = yaml.safe_load(scenario.read_text())
@@ -335,9 +331,7 @@ def _one(doc: dict[str, Any], variant: str) -> dict[str, Any]:
 def cell(doc: dict[str, Any], variant: str, key: str, digits: int = 1) -> str:
     """One figure of a variant's run (``at100``, ``at130``, ``frag``, ``bound``, ``free_gpus``, ``p99.one-gpu``,
     ``throughput``, ``pending_peak``, ``sched_ms``)."""
-    r: Any = _one(doc, variant)
-    for k in key.split("."):
-        r = r[int(k)] if isinstance(r, list) else r[k]
+    r = value_at(_one(doc, variant), key)
     return f"{r:.{digits}f}" if isinstance(r, float) else str(r)
 
 

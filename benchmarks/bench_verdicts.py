@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import platform
 import subprocess
 import sys
@@ -43,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from stored import at, both, here, pct, write  # a sibling: benchmarks/ is on a script's path
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIO = REPO / "scenarios" / "cost-ab.yaml"
@@ -255,35 +255,18 @@ def summarise(files: list[str], allowed: float) -> dict[str, dict[str, Any]]:
 
 def store(a: argparse.Namespace) -> None:
     """``--analyse … --data OUT``: the figures and their provenance (the analysis's commit; each file its origin)."""
-    code = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=REPO).stdout.strip()
-    dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                                text=True, cwd=REPO).stdout.strip())
     files = " ".join(str(Path(f).resolve().relative_to(REPO)) if Path(f).resolve().is_relative_to(REPO) else f
                      for f in a.files)
     opts = "".join(f" --{k} {getattr(a, k)}" for k, dflt in (("allowed", 0.02), ("first", 3), ("most", 20))
                    if getattr(a, k) != dflt)
-    doc = {"what": "the verdicts' spreads and error rates over the pairs stored in benchmarks/data (each with its "
-                   "origin): scenarios/cost-ab.yaml, CPU per pod",
-           "command": f".venv/bin/python benchmarks/bench_verdicts.py --analyse {files}{opts} --data {a.data}",
-           "commit": code, "dirty": dirty, "date": datetime.now(UTC).strftime("%Y-%m-%d"),
-           "host": f"{platform.node()}, {os.cpu_count()} CPUs", "allowed": a.allowed,
-           "runs": summarise(a.files, a.allowed)}
-    Path(a.data).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.data).write_text(json.dumps(doc, indent=1) + "\n")
-    print(f"stored the figures of {len(doc['runs'])} files in {a.data}")
+    doc = {**here("the verdicts' spreads and error rates over the pairs stored in benchmarks/data (each with its "
+                  "origin): scenarios/cost-ab.yaml, CPU per pod", "bench_verdicts.py",
+                  f"--analyse {files}{opts} --data {a.data}"),
+           "allowed": a.allowed, "runs": summarise(a.files, a.allowed)}
+    write(Path(a.data), doc)
 
 
 # What docs/results/gate-and-detect.md renders from --data's file (docs/figures.py: bench(name, function, ...)).
-
-def _pct(x: float, digits: int = 1) -> str:
-    t = f"{100 * x:.{digits}f}"
-    return ("100" if float(t) == 100 else t) + "%"
-
-
-def _both(a: float, b: float) -> str:
-    """A rate by the resampled draws and by the normal ones: ``91.0% / 87.9%``, or one figure when they agree."""
-    return _pct(a) if _pct(a) == _pct(b) else f"{_pct(a)} / {_pct(b)}"
-
 
 def _label(row: dict[str, Any]) -> str:
     return f"{'two clusters' if row['mode'] == 'clusters' else row['mode']}, " \
@@ -302,7 +285,7 @@ def spread_table(doc: dict[str, Any], mode: str) -> str:
         rows = [(other, None)] if mode != "duet" else [(seq, None), (other, None)]
         for r, _ in rows:
             share = "" if r is seq else f"**{r['sd']['cpu_per_pod'] / seq['sd']['cpu_per_pod']:.2f}×**"
-            lines.append(f"| {_label(r)} | {r['pairs']} | {r['minutes']:.2f} | {_pct(r['sd']['cpu_per_pod'])} | "
+            lines.append(f"| {_label(r)} | {r['pairs']} | {r['minutes']:.2f} | {pct(r['sd']['cpu_per_pod'])} | "
                          f"{share} |")
     return "\n".join(lines)
 
@@ -330,10 +313,10 @@ def errors_table(doc: dict[str, Any], schedule: str, rows: list[str], effects: l
         r = runs[stem]
         rates = r["errors"][schedule]
         cells = [f"{'noisy' if r['noisy'] else 'quiet'}, {'two clusters' if r['mode'] == 'clusters' else r['mode']}",
-                 _both(rates["resampled"]["0"]["regression"], rates["normal"]["0"]["regression"])]
+                 both(rates["resampled"]["0"]["regression"], rates["normal"]["0"]["regression"])]
         for e in effects:
             a, b = (rates[m][f"{e:g}"]["regression"] for m in ("resampled", "normal"))
-            cells.append(f"**{_both(a, b)}**" if e == effects[0] and min(a, b) >= 0.95 else _both(a, b))
+            cells.append(f"**{both(a, b)}**" if e == effects[0] and min(a, b) >= 0.95 else both(a, b))
         cells.append(_pairs_to_find(r, rates, most))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -351,17 +334,8 @@ def decided(doc: dict[str, Any], stem: str) -> str:
 def value(doc: dict[str, Any], stem: str, path: str, kind: str = "pct") -> str:
     """One stored figure of a file, at a dotted ``path`` (``sd.cpu_per_pod``, ``errors.5-20.normal.0.regression``):
     ``pct`` 5.8%, ``signed`` +8.5%, ``ms`` 2.21 ms, ``pairs`` 8, ``minutes`` 3 min (with the file's minutes a pair)."""
-    node: Any = doc["runs"][stem]
-    parts = path.split(".")
-    i = 0
-    while i < len(parts):  # keys may hold a dot (an effect, "0.05")
-        k = parts[i]
-        if i + 1 < len(parts) and f"{k}.{parts[i + 1]}" in node:
-            k, i = f"{k}.{parts[i + 1]}", i + 1
-        node = node[k]
-        i += 1
-    x = float(node)
-    return {"pct": lambda: _pct(x), "signed": lambda: f"{100 * x:+.1f}%", "ms": lambda: f"{1000 * x:.2f} ms",
+    x = float(at(doc["runs"][stem], path))
+    return {"pct": lambda: pct(x), "signed": lambda: f"{100 * x:+.1f}%", "ms": lambda: f"{1000 * x:.2f} ms",
             "pairs": lambda: f"{x:.0f}", "minutes": lambda: f"{x * doc['runs'][stem]['minutes']:.0f} min"}[kind]()
 
 

@@ -1,0 +1,117 @@
+"""What the benchmarks' ``--data OUT`` files share: running a scenario through the real CLI, reading its stored runs
+by variant, where the figures came from (the command, the commit, whether the checkout was dirty, the day, the host),
+writing the file, and reading a figure back from it for the results pages (docs/figures.py's ``bench`` macros).
+
+Not a benchmark: the scripts beside it import it (benchmarks/ is on the path of a script run, and docs/figures.py puts
+it there when it loads one).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_scenario(scenario: Path, out: Path, variants: list[str], repeat: int = 1,
+                 sets: list[str] | None = None) -> None:
+    """``kwokbench run`` of ``scenario`` into ``out`` (``--repeat``, ``--variant``, ``--set`` each); exit 1 (a gate or
+    a phase said so) keeps the runs, any other failure stops the benchmark."""
+    cmd = [sys.executable, "-m", "kwokbench", "run", str(scenario), "--out", str(out), "--repeat", str(repeat),
+           *[a for v in variants for a in ("--variant", v)], *[a for s in sets or [] for a in ("--set", s)]]
+    res = subprocess.run(cmd, stdin=subprocess.DEVNULL, check=False)
+    if res.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(cmd[3:])} failed ({res.returncode})")
+
+
+def collect(root: Path, row: Callable[[Path], dict[str, Any]], order: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Every stored run under ``root`` as ``row`` reads it, by variant in ``order``; each variant's runs in the
+    order they started, so that the i-th run of each is the i-th (interleaved) repeat: the gate's pairs."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for p in sorted(root.rglob("summary.json")):
+        r = row(p.parent)
+        runs.setdefault(r["variant"], []).append(r)
+    if not runs:
+        raise SystemExit(f"no runs in {root}")
+    for rs in runs.values():
+        rs.sort(key=lambda r: r["started"] or "")
+    return dict(sorted(runs.items(), key=lambda kv: [*order, kv[0]].index(kv[0])))
+
+
+def host_text(host: dict[str, Any]) -> str:
+    return f"{host.get('cpu_model')}, {host.get('cpus')} CPUs"
+
+
+def provenance(root: Path, runs: dict[str, list[dict[str, Any]]], scenario: Path, script: str, options: str,
+               order: list[str]) -> dict[str, Any]:
+    """What a benchmark's ``--data`` keeps of stored runs: every run's row, and what a reader needs to trust them —
+    the command that measured them (``options``, read back from the runs, with ``--repeat`` and ``--variant`` added
+    here), the commit they ran at (their ``meta.json``; runs of two commits refused; a dirty checkout recorded), the
+    day and the host."""
+    metas = [json.loads(p.read_text()) for p in sorted(root.rglob("meta.json"))]
+    commits = sorted({str((m.get("code") or {}).get("commit")) for m in metas})
+    if len(commits) != 1:
+        raise SystemExit(f"the runs in {root} are not of one commit ({', '.join(commits)})")
+    dirty = any((m.get("code") or {}).get("dirty") for m in metas)
+    if dirty:
+        print(f"note: the runs in {root} ran with uncommitted changes beside {commits[0][:10]} (kept as dirty: true)")
+    repeat = max(len(rs) for rs in runs.values())
+    cmd = f".venv/bin/python benchmarks/{script}{options}" + (f" --repeat {repeat}" if repeat > 1 else "")
+    cmd += "".join(f" --variant {v}" for v in runs) if set(runs) != set(order) else ""
+    return {"what": f"scenarios/{scenario.name}, each run of each variant (benchmarks/{script})",
+            "command": cmd, "commit": commits[0], "date": min(m["started_at"] for m in metas)[:10],
+            "dirty": dirty, "host": host_text(metas[0].get("host") or {}), "runs": runs}
+
+
+def here(what: str, script: str, args: str | None = None) -> dict[str, Any]:
+    """The provenance of figures computed here and now rather than read from runs (an analysis of stored data): the
+    command (``args``, else as it was given), this checkout's commit and whether it is dirty
+    (:mod:`kwokbench.code_version`), the day and this host (:func:`kwokbench.store.host_info`)."""
+    from kwokbench.code_version import from_git
+    from kwokbench.store import host_info
+
+    code = from_git(REPO) or {}
+    given = " ".join(sys.argv[1:]) if args is None else args
+    return {"what": what, "command": f".venv/bin/python benchmarks/{script} {given}",
+            "commit": code.get("commit"), "dirty": bool(code.get("dirty")),
+            "date": datetime.now(UTC).strftime("%Y-%m-%d"), "host": host_text(host_info())}
+
+
+def write(path: Path, doc: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    print(f"stored in {path}")
+
+
+def at(node: Any, path: str) -> Any:
+    """The value at a dotted ``path`` (``errors.3-12.normal.0.05.regression``, ``curve.9.allocated``): a key may
+    hold a dot (an effect, ``0.05``), a number indexes a list; KeyError or IndexError where the data lacks it."""
+    parts = path.split(".")
+    i = 0
+    while i < len(parts):
+        k = parts[i]
+        if isinstance(node, list):
+            node = node[int(k)]
+        else:
+            if i + 1 < len(parts) and f"{k}.{parts[i + 1]}" in node:
+                k, i = f"{k}.{parts[i + 1]}", i + 1
+            node = node[k]
+        i += 1
+    return node
+
+
+def pct(x: float, digits: int = 1) -> str:
+    """A share as a percentage: ``3.1%``, ``100%``."""
+    t = f"{100 * x:.{digits}f}"
+    return ("100" if float(t) == 100 else t) + "%"
+
+
+def both(a: float, b: float) -> str:
+    """A rate by resampled draws and by normal ones: ``91.0% / 87.9%``, or one figure when they read the same."""
+    return pct(a) if pct(a) == pct(b) else f"{pct(a)} / {pct(b)}"
