@@ -10,6 +10,11 @@ Targets (issue 21): the ceiling reproduces within 10% over three runs on an idle
 >= 0.6x the ceiling at 500, 1000 and 5000 nodes (0.35x at 5000 when the issue was filed).
 
     python benchmarks/bench_ceiling.py [--nodes 500,1000,5000] [--runs 3] [--pods-per-node 2.2]
+    python benchmarks/bench_ceiling.py --data docs/results/data/ceiling-series-DATE.json
+
+``--data FILE`` keeps each node count's row (the ceiling's runs, the kwokbench run's throughput and where the host's
+cores went) with the command, this checkout's commit, the day and the host; the results page renders its table from
+it (:func:`markdown`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from stored import here, write  # a sibling: benchmarks/ is on a script's path
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -44,13 +51,15 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3, help="ceiling runs per node count (their spread is printed)")
     ap.add_argument("--pods-per-node", type=float, default=2.2, help="pods per node (5000 nodes: 11000 pods)")
     ap.add_argument("--timeout", type=float, default=900, help="seconds a ceiling run may take")
+    ap.add_argument("--data", type=Path, help="write each node count's row, the command, commit, day and host here "
+                                              "(JSON)")
     args = ap.parse_args()
 
     from kwokbench.ceiling import measure_ceiling
     from kwokbench.cli import console
     from kwokbench.report.table import ceiling_rows
 
-    lines = []
+    lines, rows = [], []
     for n in [int(x) for x in args.nodes.split(",") if x.strip()]:
         pods = round(n * args.pods_per_node)
         t0 = time.monotonic()
@@ -75,9 +84,53 @@ def main() -> None:
             "host cores: " + ", ".join(f"{k} {v * 100:.0f}%" for k, v in sorted(shares.items(), key=lambda kv: -(
                 kv[1] or 0)) if v is not None))
         print(lines[-1], flush=True)
+        rows.append({"nodes": n, "pods": pods, "workload": doc["workload"], "ceiling": doc["pods_per_second"],
+                     "ceiling_runs": figures, "sampled": sampled,
+                     "spread": sp.get("relative_range") if sp else None, "ceiling_seconds": ceiling_s,
+                     "throughput": tp, "bound": s.get("pods_scheduled"),
+                     "limited_by": (s.get("limited_by") or {}).get("verdict"), "cores": shares})
         for label, value in ceiling_rows(s):  # the rows `kwokbench run` printed
             print(f"  {label}: {value}", flush=True)
     print("\n".join(["", "summary:", *lines]))
+    if args.data:
+        options = f"--nodes {args.nodes} --runs {args.runs} --pods-per-node {args.pods_per_node:g}"
+        doc = here("each node count's in-process ceiling and a kwokbench run of its size right after it "
+                   "(benchmarks/bench_ceiling.py)", "bench_ceiling.py", options)
+        write(args.data, {**doc, "runs": rows})
+        print(markdown(json.loads(args.data.read_text())))
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """The results page's table of ``--data``'s file: per node count, the ceiling's median and runs, their spread,
+    scheduler_perf's own SchedulingThroughput average of each, the kwokbench run and its share of the ceiling."""
+    out = ["| nodes (kwokbench pods) | ceiling workload | ceiling: median [runs] | spread | SchedulingThroughput mean "
+           "of the same runs | kwokbench | ratio |", "|---" * 7 + "|"]
+    for r in doc["runs"]:
+        spread = f"{100 * r['spread']:.1f}%" if r["spread"] is not None else "–"
+        out.append(f"| {r['nodes']} ({r['pods']}) | `{r['workload'].removeprefix('SchedulingBasic/')}` | "
+                   f"{r['ceiling']:.1f} pods/s [{', '.join(f'{x:.1f}' for x in r['ceiling_runs'])}] | {spread} | "
+                   f"{', '.join(f'{x:.1f}' for x in r['sampled'])} | {r['throughput']:.1f} pods/s | "
+                   f"**{r['throughput'] / r['ceiling']:.2f}x** |")
+    return "\n".join(out)
+
+
+def cores(doc: dict[str, Any], nodes: int) -> str:
+    """Where the host's cores went in the kwokbench run of ``nodes``: ``kube-scheduler 36%, kube-apiserver 34%, …``."""
+    [r] = [r for r in doc["runs"] if r["nodes"] == nodes]
+    shares = sorted(((k, v) for k, v in r["cores"].items() if v is not None), key=lambda kv: -kv[1])
+    return ", ".join(f"{k} {100 * v:.0f}%" for k, v in shares)
+
+
+def ratio(doc: dict[str, Any], nodes: int) -> str:
+    """The kwokbench run of ``nodes`` over its ceiling: ``0.94x``."""
+    [r] = [r for r in doc["runs"] if r["nodes"] == nodes]
+    return f"{r['throughput'] / r['ceiling']:.2f}x"
+
+
+def spreads(doc: dict[str, Any]) -> str:
+    """The ceiling's spread over its runs at each node count, lowest to highest: ``7.5–11.6%``."""
+    xs = sorted(100 * r["spread"] for r in doc["runs"] if r["spread"] is not None)
+    return f"{xs[0]:.1f}%" if len(xs) == 1 or f"{xs[0]:.1f}" == f"{xs[-1]:.1f}" else f"{xs[0]:.1f}–{xs[-1]:.1f}%"
 
 
 if __name__ == "__main__":

@@ -16,21 +16,31 @@ benchmark also writes a CPU profile and the top of each (``go tool pprof -top``)
 time goes. Needs Go >= 1.26 on PATH.
 
     python benchmarks/bench_wasm_extension.py [--count 3] [--benchtime 1s] [--profile DIR]
+    python benchmarks/bench_wasm_extension.py --count 3 --data docs/results/data/wasm-calls-DATE.json
+
+``--data FILE`` keeps every repetition's figures with the command, this checkout's commit, the day and the host; the
+results page renders its per-call table from it (:func:`markdown`: each cell the median, the repetitions' range
+beside it).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_wasm_plugin import Results, fmt_ns, parse
+from bench_wasm_plugin import Results, Samples, fmt_ns, medians, samples
+from stored import here, write
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCHIVE = "kube-scheduler-wasm-extension-9b2791f.tar.gz"
@@ -88,6 +98,53 @@ def table(res: Results) -> list[str]:
     return rows
 
 
+WAYS = [("Score", "native", "native (`plugins/nodenumber`)"),
+        ("NodeNumber", "own", "kwokbench's host, Go guest"),
+        ("NodeNumber", "own-trusted", "kwokbench's host, Go guest, trusted (no per-call deadline)"),
+        ("KwokbenchNodeNumber", "reference", "reference's host, its TinyGo guest, quiet (logSeverity 3)"),
+        ("KwokbenchNodeNumber", "reference-logging",
+         "reference's host, its TinyGo guest, as shipped (logs every call)")]
+"""The page's rows: (go benchmark, its sub-benchmark's way, the label)."""
+
+
+def _stored(doc: dict[str, Any]) -> Samples:
+    keys = {k: k.partition(" ") for k in doc["samples"]}
+    return {(keys[k][0], keys[k][2]): v for k, v in doc["samples"].items()}
+
+
+def _cell(xs: list[float] | None, fmt: Callable[[float], str]) -> str:
+    if not xs:
+        return "–"
+    med, lo, hi = statistics.median(xs), min(xs), max(xs)
+    return fmt(med) if len(xs) == 1 or fmt(lo) == fmt(hi) else f"{fmt(med)} ({fmt(lo)}–{fmt(hi)})"
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """The results page's per-call table of ``--data``'s file: the median of the repetitions, their range beside."""
+    found = _stored(doc)
+    out = [f"| way ({doc['count']} repetitions) | per Score call, 1 node | per Score call, 500 nodes | "
+           "host heap allocs per call (500) |", "|---|---|---|---|"]
+    for point, way, label in WAYS:
+        one, five = (found.get((point, f"{way}/nodes={n}"), {}) for n in (1, 500))
+        allocs = "—" if point == "Score" else _cell(five.get("allocs/call"), lambda v: f"{v:.1f}")
+        out.append(f"| {label} | {_cell(one.get('ns/call'), fmt_ns)} | {_cell(five.get('ns/call'), fmt_ns)} | "
+                   f"{allocs} |")
+    return "\n".join(out)
+
+
+def per_call(doc: dict[str, Any], way: str, nodes: int = 500) -> str:
+    """One way's median per Score call (``2.49 µs``)."""
+    point = next(p for p, w, _ in WAYS if w == way)
+    return fmt_ns(medians(_stored(doc))[(point, f"{way}/nodes={nodes}")]["ns/call"])
+
+
+def times(doc: dict[str, Any], way: str, base: str, nodes: int = 500) -> str:
+    """``way``'s median per call over ``base``'s (``0.33``)."""
+    res = medians(_stored(doc))
+    a, b = ((res[(next(p for p, w, _ in WAYS if w == x), f"{x}/nodes={nodes}")]["ns/call"]) for x in (way, base))
+    return f"{a / b:.2f}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--count", type=int, default=3)
@@ -95,6 +152,8 @@ def main() -> None:
     ap.add_argument("--source", type=Path, default=Path(os.environ.get("KWOKBENCH_SOURCES")
                                                          or ROOT.parent / "shared" / "sources"))
     ap.add_argument("--profile", type=Path, help="write CPU profiles here and print the top of each")
+    ap.add_argument("--data", type=Path, help="write every repetition's figures, the command, commit, day and host "
+                                              "here (JSON)")
     a = ap.parse_args()
     if a.profile:
         a.profile.mkdir(parents=True, exist_ok=True)
@@ -103,14 +162,21 @@ def main() -> None:
         runs = [("native", ROOT / "plugins" / "nodenumber", "Score"),
                 ("own", ROOT / "plugins" / "wasm", "NodeNumber"),
                 ("reference", ref, "KwokbenchNodeNumber")]
-        res: Results = {}
+        found: Samples = {}
         tops = []
         for name, cwd, bench in runs:
             prof = a.profile / f"{name}.pprof" if a.profile else None
-            res.update(parse(go_bench(cwd, f"^Benchmark{bench}$", a.count, a.benchtime, prof)))
+            found.update(samples(go_bench(cwd, f"^Benchmark{bench}$", a.count, a.benchtime, prof)))
             if prof is not None:
                 tops.append((name, pprof_top(cwd, prof)))
+    res: Results = medians(found)
     print("\n".join(table(res)))
+    if a.data:
+        doc = here("one Score cycle per call, three hosts (benchmarks/bench_wasm_extension.py)",
+                   "bench_wasm_extension.py", f"--count {a.count} --benchtime {a.benchtime}")
+        write(a.data, {**doc, "count": a.count, "runs": len(found),
+                       "samples": {" ".join(k): v for k, v in found.items()}})
+        print(markdown(json.loads(a.data.read_text())))
     for name, top in tops:
         print(f"\n## CPU profile: {name}\n{top}")
 

@@ -40,16 +40,28 @@ def run(module: Path, bench: str, count: int, benchtime: str) -> str:
     return proc.stdout
 
 
-def parse(out: str) -> Results:
-    """Median of each metric over the -count repetitions, keyed by (point, name)."""
-    samples: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+Samples = dict[tuple[str, str], dict[str, list[float]]]
+
+
+def samples(out: str) -> Samples:
+    """Every metric of each -count repetition, keyed by (point, name), in go test's order."""
+    found: Samples = defaultdict(lambda: defaultdict(list))
     for line in out.splitlines():
         m = LINE.match(line.strip())
         if not m:
             continue
         for value, unit in METRIC.findall(m["metrics"]):
-            samples[(m["point"], m["name"])][unit].append(float(value))
-    return {k: {u: statistics.median(v) for u, v in units.items()} for k, units in samples.items()}
+            found[(m["point"], m["name"])][unit].append(float(value))
+    return {k: dict(units) for k, units in found.items()}
+
+
+def medians(found: Samples) -> Results:
+    return {k: {u: statistics.median(v) for u, v in units.items()} for k, units in found.items()}
+
+
+def parse(out: str) -> Results:
+    """Median of each metric over the -count repetitions, keyed by (point, name)."""
+    return medians(samples(out))
 
 
 def fmt_ns(v: float | None) -> str:

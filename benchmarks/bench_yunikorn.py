@@ -11,6 +11,12 @@ many apps × few pods) for one variant.
     python benchmarks/bench_yunikorn.py                                  # 1k:3000:500 and 5k:10000:1000
     python benchmarks/bench_yunikorn.py --points 10000:100000:1000 --repeat 1
     python benchmarks/bench_yunikorn.py --points 1000:3000:500 --shapes --repeat 2
+    python benchmarks/bench_yunikorn.py --repeat 3 --shapes --out DIR --data docs/results/data/yunikorn-DATE.json
+
+``--data FILE`` keeps each run's row by point (``1000 nodes/yunikorn``) and shape with the command, the commit the
+runs ran at, the day and the host; the results page renders its tables from it (:func:`points_table`,
+:func:`shapes_table`) and decides its comparisons with the gate's paired test over the interleaved runs
+(``bench_gate``). ``--runs DIR`` prints (and stores) what an earlier ``--out DIR`` kept, without running.
 """
 
 from __future__ import annotations
@@ -18,37 +24,37 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from stored import collect, provenance, run_scenario, write  # a sibling: benchmarks/ is on a script's path
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios/yunikorn-vs-kube-scheduler.yaml"
 SHAPES = {"few apps x many pods": 1000, "balanced": 100, "many apps x few pods": 10}
 
 
+def row(run: Path) -> dict[str, Any]:
+    s, meta = json.loads((run / "summary.json").read_text()), json.loads((run / "meta.json").read_text())
+    lat = (s.get("latency") or {}).get("created_to_scheduled") or {}
+    return {"variant": meta["variant"]["name"], "bound": s.get("pods_scheduled"),
+            "throughput": (s.get("throughput") or {}).get("average"),
+            "p50": lat.get("p50"), "p99": lat.get("p99"),
+            "cpu_ms_per_pod": 1000 * ((s.get("scheduler") or {}).get("cpu_seconds_per_pod") or 0.0),
+            "ceiling": (s.get("ceiling") or {}).get("ratio"),
+            "limited_by": (s.get("limited_by") or {}).get("verdict"), "started": meta.get("started_at")}
+
+
 def run(nodes: int, pods: int, qps: float, repeat: int, variants: list[str], out: Path,
-        sets: list[str] = ()) -> list[dict[str, Any]]:  # type: ignore[assignment]
-    cmd = [sys.executable, "-m", "kwokbench", "run", str(SCENARIO), "--out", str(out), "--repeat", str(repeat),
-           "--set", f"cluster.node_groups.0.count={nodes}", "--set", f"workloads.0.count={pods}",
-           "--set", f"workloads.0.arrival.qps={qps}", "--set", f"workloads.0.timeout_seconds={max(180, pods / 50)}",
-           *[a for s in sets for a in ("--set", s)], *[a for v in variants for a in ("--variant", v)]]
-    res = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False)
-    if res.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd[3:])} failed ({res.returncode}):\n{res.stderr[-2000:]}")
-    rows = []
-    for d in sorted((out / SCENARIO.stem).rglob("summary.json")):
-        s, meta = json.loads(d.read_text()), json.loads((d.parent / "meta.json").read_text())
-        lat = (s.get("latency") or {}).get("created_to_scheduled") or {}
-        rows.append({"variant": meta["variant"]["name"], "bound": s.get("pods_scheduled"),
-                     "throughput": (s.get("throughput") or {}).get("average"),
-                     "p50": lat.get("p50"), "p99": lat.get("p99"),
-                     "cpu_ms_per_pod": 1000 * ((s.get("scheduler") or {}).get("cpu_seconds_per_pod") or 0.0),
-                     "ceiling": (s.get("ceiling") or {}).get("ratio"),
-                     "limited_by": (s.get("limited_by") or {}).get("verdict")})
-    return rows
+        sets: list[str] = ()) -> None:  # type: ignore[assignment]
+    run_scenario(SCENARIO, out, variants, repeat,
+                 [f"cluster.node_groups.0.count={nodes}", f"workloads.0.count={pods}", f"workloads.0.arrival.qps={qps}",
+                  f"workloads.0.timeout_seconds={max(180, pods / 50)}", *sets])
+
+
+def rows_of(out: Path) -> list[dict[str, Any]]:
+    return [r for rs in collect(out, row, []).values() for r in rs]
 
 
 def _fmt(values: list[float | None], fmt: str) -> str:
@@ -71,6 +77,10 @@ def table(title: str, rows: list[dict[str, Any]]) -> None:
               f" | {', '.join(sorted({str(r['limited_by']) for r in rs}))} |")
 
 
+def _point_label(nodes: int) -> str:
+    return f"{nodes} nodes"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--points", default="1000:3000:500,5000:10000:1000", help="nodes:pods:qps,…")
@@ -79,24 +89,97 @@ def main() -> None:
     ap.add_argument("--shapes", action="store_true", help="also the three application shapes (first point)")
     ap.add_argument("--shape-variant", default="yunikorn-100ms")
     ap.add_argument("--out", type=Path, help="keep the runs here (default: a temporary folder, removed)")
+    ap.add_argument("--runs", type=Path, help="print from the runs an earlier --out kept here instead of running")
+    ap.add_argument("--data", type=Path, help="write each run's row, the command, commit, day and host here (JSON)")
     args = ap.parse_args()
     variants = args.variants.split(",")
     points = [tuple(float(x) for x in p.split(":")) for p in args.points.split(",")]
     with tempfile.TemporaryDirectory(prefix="bench-yunikorn-") as scratch:
-        tmp = args.out or scratch
+        tmp = Path(args.runs or args.out or scratch)
+        by_point: dict[str, list[dict[str, Any]]] = {}
         for i, (nodes, pods, qps) in enumerate(points):
-            rows = run(int(nodes), int(pods), qps, args.repeat, variants, Path(tmp) / f"p{i}")
+            if args.runs is None:
+                run(int(nodes), int(pods), qps, args.repeat, variants, tmp / f"p{i}")
+            rows = rows_of(tmp / f"p{i}")
+            by_point[_point_label(int(nodes))] = rows
             table(f"{int(nodes)} nodes, {int(pods)} pods offered at {qps:g}/s, {args.repeat} interleaved repeats",
                   rows)
+        shapes: dict[str, list[dict[str, Any]]] = {}
         if args.shapes:
             nodes, pods, qps = points[0]
-            rows = []
             for j, (shape, per_app) in enumerate(SHAPES.items()):
-                got = run(int(nodes), int(pods), qps, args.repeat, [args.shape_variant], Path(tmp) / f"s{j}",
-                          [f"workloads.0.yunikorn.pods_per_app={per_app}"])
-                rows += [{**r, "variant": f"{shape} ({int(pods) // per_app} apps x {per_app})"} for r in got]
+                if args.runs is None:
+                    run(int(nodes), int(pods), qps, args.repeat, [args.shape_variant], tmp / f"s{j}",
+                        [f"workloads.0.yunikorn.pods_per_app={per_app}"])
+                shapes[f"{shape} ({int(pods) // per_app} apps x {per_app})"] = rows_of(tmp / f"s{j}")
             table(f"{args.shape_variant}: application shapes, {int(nodes)} nodes, {int(pods)} pods at {qps:g}/s",
-                  rows)
+                  [{**r, "variant": shape} for shape, rs in shapes.items() for r in rs])
+        if args.data:
+            write(args.data, data(tmp, args, points, by_point, shapes))
+
+
+def data(root: Path, args: argparse.Namespace, points: list[tuple[float, ...]],
+         by_point: dict[str, list[dict[str, Any]]], shapes: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """``--data``'s file: every run's row under ``<point>/<variant>`` and ``shape/<shape>``, each point's size."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for label, rows in by_point.items():
+        for r in rows:
+            runs.setdefault(f"{label}/{r['variant']}", []).append(r)
+    for shape, rows in shapes.items():
+        runs[f"shape/{shape}"] = rows
+    options = f" --points {args.points} --variants {args.variants}" + (
+        f" --shapes --shape-variant {args.shape_variant}" if shapes else "")
+    doc = provenance(root, runs, SCENARIO, "bench_yunikorn.py", options, list(runs))
+    doc["points"] = [{"label": _point_label(int(n)), "nodes": int(n), "pods": int(p), "qps": q}
+                     for n, p, q in points]
+    doc["shape_variant"] = args.shape_variant if shapes else None
+    return doc
+
+
+def median_row(rs: list[dict[str, Any]]) -> dict[str, Any]:
+    """A variant's runs at one point: each figure's median, the throughput's range."""
+    out: dict[str, Any] = {"runs": len(rs)}
+    for k in ("bound", "throughput", "p50", "p99", "cpu_ms_per_pod"):
+        xs = [r[k] for r in rs if r[k] is not None]
+        out[k] = statistics.median(xs) if xs else None
+    tp = [r["throughput"] or 0.0 for r in rs]
+    out["lo"], out["hi"] = min(tp), max(tp)
+    out["limited_by"] = ", ".join(sorted({str(r["limited_by"]) for r in rs}))
+    return out
+
+
+LABELS = {"kube-scheduler": "kube-scheduler", "yunikorn": "yunikorn (schedulingInterval 1 s, its default)",
+          "yunikorn-100ms": "yunikorn-100ms"}
+
+
+def points_table(doc: dict[str, Any], *ceilings: float) -> str:
+    """The results page's table of the points: each variant's medians (the throughput's range beside it) and, where
+    the page gives each point's ceiling (pods/s, in the points' order), the median throughput's share of it."""
+    out = ["| nodes, pods offered | variant | throughput | × ceiling | latency p50 / p99 | scheduler CPU per pod |",
+           "|---|---|---|---|---|---|"]
+    for i, point in enumerate(doc["points"]):
+        size = f"{point['nodes']}, {point['pods']} at {point['qps']:g}/s"
+        for j, (key, rs) in enumerate((k, v) for k, v in doc["runs"].items() if k.startswith(point["label"] + "/")):
+            r = median_row(rs)
+            variant = key.split("/", 1)[1]
+            unit = " pods/s" if i == j == 0 else ""
+            rng = f" ({r['lo']:.1f}–{r['hi']:.1f})" if r["runs"] > 1 else ""
+            ratio = f"{r['throughput'] / ceilings[i]:.2f}" if i < len(ceilings) else "–"
+            out.append(f"| {size if j == 0 else ''} | {LABELS.get(variant, variant)} | {r['throughput']:.1f}{unit}{rng}"
+                       f" | {ratio} | {r['p50']:.2f} s / {r['p99']:.2f} s | {r['cpu_ms_per_pod']:.2f} ms |")
+    return "\n".join(out)
+
+
+def shapes_table(doc: dict[str, Any]) -> str:
+    """The application shapes' table: medians, the throughput's range beside."""
+    out = ["| shape | throughput | latency p50 / p99 | scheduler CPU per pod |", "|---|---|---|---|"]
+    for key, rs in doc["runs"].items():
+        if key.startswith("shape/"):
+            r = median_row(rs)
+            rng = f" ({r['lo']:.1f}–{r['hi']:.1f})" if r["runs"] > 1 else ""
+            out.append(f"| {key.removeprefix('shape/').replace(' x ', ' × ')} | {r['throughput']:.1f} pods/s{rng} | "
+                       f"{r['p50']:.2f} s / {r['p99']:.2f} s | {r['cpu_ms_per_pod']:.2f} ms |")
+    return "\n".join(out)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,151 @@
+"""One rule seven ways in the scheduler: `scenarios/wasm-upstream-vs-own.yaml` through the real CLI, interleaved.
+
+The reference WASM extension's NodeNumber rule (a node scores 10 when its name ends in the pod's last digit) not at
+all (stock), compiled in (native), on the reference's host with its own prebuilt guest (as shipped, and quiet:
+logSeverity 3), on kwokbench's host with the ported guest (with and without the per-call deadline) and as the
+builtin extender; 100 nodes, 2000 pods at 200/s, a fresh cluster per run.
+
+Printed per way, over its runs (each cell the runs' range): throughput (pods bound per second over the pending
+window), created → bound p50 / p99, the scheduler's own means per pod of its algorithm (filter + score), PreScore
+and Score (`framework_extension_point_duration_seconds`), its CPU per pod, and where the rule says: the share of pods
+bound to a node whose name ends in the pod's last digit (10% by chance). Then what the rule adds over stock (the
+medians' difference in Score and CPU per pod); the results page decides each by the gate's paired test over the
+interleaved runs (``bench_gate``).
+
+    python benchmarks/bench_wasm_ways.py --repeat 3                 # ~15 min here
+    python benchmarks/bench_wasm_ways.py --runs DIR --data docs/results/data/wasm-ways-DATE.json
+
+``--data FILE`` keeps each run's row with the command, the commit the runs ran at, the day and the host; the results
+page renders its table from it (:func:`markdown`, docs/figures.py). Needs the reference's scheduler built
+(``kwokbench tools install wasm-extension``, from ``$KWOKBENCH_SOURCES``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from stored import collect, provenance, run_scenario, write  # a sibling: benchmarks/ is on a script's path
+
+REPO = Path(__file__).resolve().parents[1]
+SCENARIO = REPO / "scenarios/wasm-upstream-vs-own.yaml"
+ORDER = ["stock", "native", "reference", "reference-quiet", "own", "own-trusted", "extender"]
+LABELS = {"stock": "stock (no rule)", "native": "native plugin",
+          "reference": "reference host + its guest, as shipped", "reference-quiet": "reference host + its guest, quiet",
+          "own": "kwokbench host + the ported guest", "own-trusted": "kwokbench host + the ported guest, trusted",
+          "extender": "builtin extender"}
+FIGURES = ("throughput", "p50", "p99", "algorithm_ms", "prescore_ms", "score_ms", "cpu_ms", "rule")
+
+
+def _digit(name: str) -> str:
+    return name.rstrip()[-1:]
+
+
+def row(run: Path) -> dict[str, Any]:
+    import pandas as pd
+
+    s, meta = json.loads((run / "summary.json").read_text()), json.loads((run / "meta.json").read_text())
+    sched = s.get("scheduler") or {}
+    points = sched.get("extension_point_duration_seconds") or {}
+    lat = (s.get("latency") or {}).get("created_to_scheduled") or {}
+    pods = pd.read_parquet(run / "pods.parquet", columns=["name", "node"]).dropna()
+    rule = sum(_digit(p) == _digit(n) for p, n in zip(pods["name"], pods["node"], strict=True))
+
+    def ms(d: dict[str, Any] | None) -> float | None:
+        return 1000 * d["mean"] if d and d.get("mean") is not None else None
+
+    cpu = sched.get("cpu_seconds_per_pod")
+    return {"variant": meta["variant"]["name"], "bound": s.get("pods_scheduled"), "expected": s.get("pods_expected"),
+            "throughput": (s.get("throughput") or {}).get("average"), "p50": lat.get("p50"), "p99": lat.get("p99"),
+            "algorithm_ms": ms(sched.get("scheduling_algorithm_duration_seconds")),
+            "prescore_ms": ms(points.get("PreScore")), "score_ms": ms(points.get("Score")),
+            "cpu_ms": 1000 * cpu if cpu is not None else None,
+            "rule": rule / len(pods) if len(pods) else None, "started": meta.get("started_at")}
+
+
+def median_row(rs: list[dict[str, Any]]) -> dict[str, Any]:
+    """A way's runs: each figure's median, and its range as ``<figure>_lo``/``<figure>_hi``."""
+    out: dict[str, Any] = {"runs": len(rs)}
+    for k in FIGURES:
+        xs = [r[k] for r in rs if r.get(k) is not None]
+        out[k] = statistics.median(xs) if xs else None
+        out[f"{k}_lo"], out[f"{k}_hi"] = (min(xs), max(xs)) if xs else (None, None)
+    return out
+
+
+def _span(r: dict[str, Any], key: str, fmt: str, scale: float = 1.0) -> str:
+    if r[key] is None:
+        return "–"
+    lo, hi = (format(scale * r[f"{key}_{e}"], fmt) for e in ("lo", "hi"))
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def _ms(r: dict[str, Any], key: str, unit: str = "") -> str:
+    """Milliseconds as the page prints them; from 1 s up, seconds."""
+    if r[key] is not None and r[f"{key}_lo"] >= 1:
+        return _span(r, key, ".1f") + " s"
+    return _span(r, key, ".0f", 1000) + unit
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """The results page's table of ``--data``'s file: each cell the range of the way's runs."""
+    rows = {v: median_row(rs) for v, rs in doc["runs"].items()}
+    n = {r["runs"] for r in rows.values()}
+    runs = f"{n.pop()} runs" if len(n) == 1 else "runs"
+    out = [f"| way | throughput ({runs}) | latency p50 / p99 | algorithm, mean | PreScore / Score, mean | "
+           "scheduler CPU per pod | where the rule says |", "|---" * 7 + "|"]
+    for i, (name, r) in enumerate(rows.items()):
+        unit = " pods/s" if i == 0 else ""
+        lat = f"{_ms(r, 'p50')} / {_ms(r, 'p99')}" + (" ms" if r["p99"] is not None and r["p99_lo"] < 1 else "")
+        out.append(f"| {LABELS.get(name, name)} | {_span(r, 'throughput', '.1f')}{unit} | {lat} | "
+                   f"{_span(r, 'algorithm_ms', '.2f')} ms | {_span(r, 'prescore_ms', '.2f')} / "
+                   f"{_span(r, 'score_ms', '.2f')} ms | {_span(r, 'cpu_ms', '.1f')} ms | "
+                   f"{_span(r, 'rule', '.0%')} |")
+    return "\n".join(out)
+
+
+def over_stock(doc: dict[str, Any], key: str, digits: int = 2) -> str:
+    """What the rule adds to ``key`` (a per-pod mean, ms) over stock, each way's median less stock's:
+    ``native +0.07 ms, …``."""
+    rows = {v: median_row(rs) for v, rs in doc["runs"].items()}
+    base = rows["stock"][key]
+    return ", ".join(f"{LABELS[v].removesuffix(' plugin')} {r[key] - base:+.{digits}f} ms".replace("-", "\u2212")
+                     for v, r in rows.items() if v != "stock" and r[key] is not None)
+
+
+def times(doc: dict[str, Any], way: str, key: str, base: str = "stock", digits: int = 1) -> str:
+    """``way``'s median ``key`` over ``base``'s, as ``0.45x``; the two runs' extremes beside it."""
+    rows = {v: median_row(rs) for v, rs in doc["runs"].items()}
+    a, b = rows[way], rows[base]
+    return f"{a[key] / b[key]:.{digits}f}x ({a[f'{key}_lo'] / b[f'{key}_hi']:.{digits}f}–" \
+           f"{a[f'{key}_hi'] / b[f'{key}_lo']:.{digits}f}x)"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--variant", action="append", default=[], help="only these ways (default: all)")
+    ap.add_argument("--runs", type=Path, help="print from runs stored here instead of running")
+    ap.add_argument("--out", type=Path, help="keep the runs here (default: a temporary folder)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per way, interleaved")
+    ap.add_argument("--data", type=Path, help="write each run's row, the command, commit, day and host here (JSON)")
+    args = ap.parse_args()
+    root = args.runs
+    if root is None:
+        root = args.out or Path(tempfile.mkdtemp(prefix="bench-wasm-ways-"))
+        run_scenario(SCENARIO, root, args.variant, args.repeat)
+    runs = collect(root, row, ORDER)
+    doc = provenance(root, runs, SCENARIO, "bench_wasm_ways.py", "", ORDER)
+    if args.data:
+        write(args.data, doc)
+    print(markdown(doc))
+    if "stock" in runs:
+        print(f"\nover stock, Score per pod: {over_stock(doc, 'score_ms')}")
+        print(f"over stock, scheduler CPU per pod: {over_stock(doc, 'cpu_ms', 1)}")
+
+
+if __name__ == "__main__":
+    main()
