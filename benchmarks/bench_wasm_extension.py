@@ -69,8 +69,7 @@ def reference_tree(source: Path, work: Path) -> Path:
     archive = source / ARCHIVE if source.is_dir() else source
     if not archive.is_file():
         sys.exit(f"no {ARCHIVE} in {source}: give --source or KWOKBENCH_SOURCES")
-    from kwokbench.toolchain.wasm_extension import SOURCES
-
+    from kwokbench.components.wasm_extension import SOURCES
     from kwokbench.toolchain.sources import extract_all, sha256_of
 
     if (got := sha256_of(archive)) != SOURCES[0].sha256:

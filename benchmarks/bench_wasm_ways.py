@@ -81,7 +81,7 @@ def _span(r: dict[str, Any], key: str, fmt: str, scale: float = 1.0) -> str:
     if r[key] is None:
         return "–"
     lo, hi = (format(scale * r[f"{key}_{e}"], fmt) for e in ("lo", "hi"))
-    return lo if lo == hi else f"{lo}–{hi}"
+    return lo if lo == hi else f"{lo.removesuffix('%')}–{hi}"
 
 
 def _ms(r: dict[str, Any], key: str, unit: str = "") -> str:

@@ -174,7 +174,10 @@ def _module(script: str) -> Any:
 
 def bench_table(name: str, ceiling: str | None = None) -> str:
     """The benchmark's table of its stored runs; *× ceiling* against a stored ceiling (its runs' median)."""
-    return str(_benchmark(name).markdown(bench_data(name), value(ceiling) if ceiling else None))
+    module = _benchmark(name)
+    if ceiling:
+        return str(module.markdown(bench_data(name), value(ceiling)))
+    return str(module.markdown(bench_data(name)))
 
 
 def _median_of(name: str, variant: str, key: str) -> float:
