@@ -114,8 +114,9 @@ def _stored(doc: dict[str, Any]) -> Samples:
 def _cell(xs: list[float] | None, fmt: Callable[[float], str]) -> str:
     if not xs:
         return "–"
-    med, lo, hi = statistics.median(xs), min(xs), max(xs)
-    return fmt(med) if len(xs) == 1 or fmt(lo) == fmt(hi) else f"{fmt(med)} ({fmt(lo)}–{fmt(hi)})"
+    med, lo, hi = (fmt(x) for x in (statistics.median(xs), min(xs), max(xs)))
+    unit = " " + hi.rpartition(" ")[2] if " " in hi else ""
+    return med if len(xs) == 1 or lo == hi else f"{med} ({lo.removesuffix(unit)}–{hi})"
 
 
 def markdown(doc: dict[str, Any]) -> str:

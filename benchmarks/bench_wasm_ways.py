@@ -38,6 +38,8 @@ LABELS = {"stock": "stock (no rule)", "native": "native plugin",
           "reference": "reference host + its guest, as shipped", "reference-quiet": "reference host + its guest, quiet",
           "own": "kwokbench host + the ported guest", "own-trusted": "kwokbench host + the ported guest, trusted",
           "extender": "builtin extender"}
+SHORT = {"native": "the native plugin", "reference": "the reference's host as shipped", "reference-quiet": "quiet",
+         "own": "kwokbench's host", "own-trusted": "trusted", "extender": "the extender"}
 FIGURES = ("throughput", "p50", "p99", "algorithm_ms", "prescore_ms", "score_ms", "cpu_ms", "rule")
 
 
@@ -110,10 +112,10 @@ def markdown(doc: dict[str, Any]) -> str:
 
 def over_stock(doc: dict[str, Any], key: str, digits: int = 2) -> str:
     """What the rule adds to ``key`` (a per-pod mean, ms) over stock, each way's median less stock's:
-    ``native +0.07 ms, …``."""
+    ``the native plugin +0.07 ms, …``."""
     rows = {v: median_row(rs) for v, rs in doc["runs"].items()}
     base = rows["stock"][key]
-    return ", ".join(f"{LABELS[v].removesuffix(' plugin')} {r[key] - base:+.{digits}f} ms".replace("-", "\u2212")
+    return ", ".join(f"{SHORT.get(v, v)} {r[key] - base:+.{digits}f} ms".replace("-", "\u2212")
                      for v, r in rows.items() if v != "stock" and r[key] is not None)
 
 
@@ -123,6 +125,19 @@ def times(doc: dict[str, Any], way: str, key: str, base: str = "stock", digits: 
     a, b = rows[way], rows[base]
     return f"{a[key] / b[key]:.{digits}f}x ({a[f'{key}_lo'] / b[f'{key}_hi']:.{digits}f}–" \
            f"{a[f'{key}_hi'] / b[f'{key}_lo']:.{digits}f}x)"
+
+
+def ceiling_share(doc: dict[str, Any], ceiling: float, *ways: str) -> str:
+    """The throughput of ``ways``' runs over ``ceiling`` (pods/s), lowest to highest: ``0.41–0.49``."""
+    xs = sorted(r["throughput"] / ceiling for w in ways for r in doc["runs"][w] if r["throughput"] is not None)
+    lo, hi = f"{xs[0]:.2f}", f"{xs[-1]:.2f}"
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def throughput(doc: dict[str, Any], *ways: str) -> str:
+    """The range of ``ways``' runs' throughput: ``166.8–198.4 pods/s``."""
+    xs = sorted(r["throughput"] for w in ways for r in doc["runs"][w] if r["throughput"] is not None)
+    return f"{xs[0]:.1f}–{xs[-1]:.1f} pods/s"
 
 
 def main() -> None:
