@@ -23,13 +23,13 @@ page renders its table from it (:func:`markdown`, docs/figures.py). Needs the re
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from stored import collect, provenance, run_scenario, write  # a sibling: benchmarks/ is on a script's path
+import bench_scenario
+from bench_scenario import seconds_or_ms, span
+from stored import collect, provenance, run_scenario, write  # siblings: benchmarks/ is on a script's path
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios/wasm-upstream-vs-own.yaml"
@@ -40,7 +40,7 @@ LABELS = {"stock": "stock (no rule)", "native": "native plugin",
           "extender": "builtin extender"}
 SHORT = {"native": "the native plugin", "reference": "the reference's host as shipped", "reference-quiet": "quiet",
          "own": "kwokbench's host", "own-trusted": "trusted", "extender": "the extender"}
-FIGURES = ("throughput", "p50", "p99", "algorithm_ms", "prescore_ms", "score_ms", "cpu_ms", "rule")
+FIGURES = (*bench_scenario.FIGURES, "rule")
 
 
 def _digit(name: str) -> str:
@@ -48,49 +48,18 @@ def _digit(name: str) -> str:
 
 
 def row(run: Path) -> dict[str, Any]:
+    """:func:`bench_scenario.row`, and where the rule says: the share of bound pods on a node whose name ends in the
+    pod's last digit."""
     import pandas as pd
 
-    s, meta = json.loads((run / "summary.json").read_text()), json.loads((run / "meta.json").read_text())
-    sched = s.get("scheduler") or {}
-    points = sched.get("extension_point_duration_seconds") or {}
-    lat = (s.get("latency") or {}).get("created_to_scheduled") or {}
     pods = pd.read_parquet(run / "pods.parquet", columns=["name", "node"]).dropna()
     rule = sum(_digit(p) == _digit(n) for p, n in zip(pods["name"], pods["node"], strict=True))
-
-    def ms(d: dict[str, Any] | None) -> float | None:
-        return 1000 * d["mean"] if d and d.get("mean") is not None else None
-
-    cpu = sched.get("cpu_seconds_per_pod")
-    return {"variant": meta["variant"]["name"], "bound": s.get("pods_scheduled"), "expected": s.get("pods_expected"),
-            "throughput": (s.get("throughput") or {}).get("average"), "p50": lat.get("p50"), "p99": lat.get("p99"),
-            "algorithm_ms": ms(sched.get("scheduling_algorithm_duration_seconds")),
-            "prescore_ms": ms(points.get("PreScore")), "score_ms": ms(points.get("Score")),
-            "cpu_ms": 1000 * cpu if cpu is not None else None,
-            "rule": rule / len(pods) if len(pods) else None, "started": meta.get("started_at")}
+    return {**bench_scenario.row(run), "rule": rule / len(pods) if len(pods) else None}
 
 
 def median_row(rs: list[dict[str, Any]]) -> dict[str, Any]:
     """A way's runs: each figure's median, and its range as ``<figure>_lo``/``<figure>_hi``."""
-    out: dict[str, Any] = {"runs": len(rs)}
-    for k in FIGURES:
-        xs = [r[k] for r in rs if r.get(k) is not None]
-        out[k] = statistics.median(xs) if xs else None
-        out[f"{k}_lo"], out[f"{k}_hi"] = (min(xs), max(xs)) if xs else (None, None)
-    return out
-
-
-def _span(r: dict[str, Any], key: str, fmt: str, scale: float = 1.0) -> str:
-    if r[key] is None:
-        return "–"
-    lo, hi = (format(scale * r[f"{key}_{e}"], fmt) for e in ("lo", "hi"))
-    return lo if lo == hi else f"{lo.removesuffix('%')}–{hi}"
-
-
-def _ms(r: dict[str, Any], key: str, unit: str = "") -> str:
-    """Milliseconds as the page prints them; from 1 s up, seconds."""
-    if r[key] is not None and r[f"{key}_lo"] >= 1:
-        return _span(r, key, ".1f") + " s"
-    return _span(r, key, ".0f", 1000) + unit
+    return bench_scenario.median_row(rs, FIGURES)
 
 
 def markdown(doc: dict[str, Any]) -> str:
@@ -102,11 +71,11 @@ def markdown(doc: dict[str, Any]) -> str:
            "scheduler CPU per pod | where the rule says |", "|---" * 7 + "|"]
     for i, (name, r) in enumerate(rows.items()):
         unit = " pods/s" if i == 0 else ""
-        lat = f"{_ms(r, 'p50')} / {_ms(r, 'p99')}" + (" ms" if r["p99"] is not None and r["p99_lo"] < 1 else "")
-        out.append(f"| {LABELS.get(name, name)} | {_span(r, 'throughput', '.1f')}{unit} | {lat} | "
-                   f"{_span(r, 'algorithm_ms', '.2f')} ms | {_span(r, 'prescore_ms', '.2f')} / "
-                   f"{_span(r, 'score_ms', '.2f')} ms | {_span(r, 'cpu_ms', '.1f')} ms | "
-                   f"{_span(r, 'rule', '.0%')} |")
+        lat = f"{seconds_or_ms(r, 'p50')} / {seconds_or_ms(r, 'p99')}"
+        out.append(f"| {LABELS.get(name, name)} | {span(r, 'throughput', '.1f')}{unit} | {lat} | "
+                   f"{span(r, 'algorithm_ms', '.2f')} ms | {span(r, 'prescore_ms', '.2f')} / "
+                   f"{span(r, 'score_ms', '.2f')} ms | {span(r, 'cpu_ms', '.1f')} ms | "
+                   f"{span(r, 'rule', '.0%')} |")
     return "\n".join(out)
 
 

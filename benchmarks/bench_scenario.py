@@ -1,0 +1,174 @@
+"""Any scenario's variants side by side, as stored data: `kwokbench run SCENARIO --repeat R` through the real CLI (the
+variants interleaved, a fresh cluster per run), then one row per run of what the results pages quote.
+
+Each run's row: pods bound, throughput (pods bound per second over the pending window), created → bound p50 / p99,
+the scheduler's own means per pod of its algorithm (filter + score) and of PreFilter, Filter, PreScore, Score and
+Permit (`framework_extension_point_duration_seconds`), its CPU per pod, pods placed against the gpufilter rule, the
+first phase's gangs (whole, partly placed, unplaced), the builtin extender's own handling per pod and calls, and
+what limited the run. Printed per variant over its runs (each cell the runs' range).
+
+    python benchmarks/bench_scenario.py scenarios/extender-vs-plugin.yaml --repeat 3
+    python benchmarks/bench_scenario.py scenarios/coscheduling-vs-default.yaml --repeat 3 \\
+        --data docs/results/data/coscheduling-DATE.json
+    python benchmarks/bench_scenario.py scenarios/X.yaml --runs DIR --data OUT    # rows of runs kept in DIR
+
+``--data FILE`` keeps each run's row with the command, the commit the runs ran at, the day and the host; a results
+page renders its table from it (``bench("NAME", "table", "throughput,latency,…")``, :func:`table`) and decides a
+comparison with the gate's paired test over the interleaved runs (``bench_gate``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from stored import collect, provenance, run_scenario, write  # a sibling: benchmarks/ is on a script's path
+
+REPO = Path(__file__).resolve().parents[1]
+POINTS = ("PreFilter", "Filter", "PreScore", "Score", "Permit")
+FIGURES = ("bound", "throughput", "p50", "p99", "algorithm_ms", *(f"{p.lower()}_ms" for p in POINTS), "cpu_ms",
+           "violations", "gangs_complete", "gangs_partial", "gangs_unplaced", "extender_ms", "extender_calls")
+
+
+def _ms(d: dict[str, Any] | None) -> float | None:
+    return 1000 * d["mean"] if d and d.get("mean") is not None else None
+
+
+def row(run: Path) -> dict[str, Any]:
+    s, meta = json.loads((run / "summary.json").read_text()), json.loads((run / "meta.json").read_text())
+    sched = s.get("scheduler") or {}
+    points = sched.get("extension_point_duration_seconds") or {}
+    lat = (s.get("latency") or {}).get("created_to_scheduled") or {}
+    place = s.get("placement") or {}
+    gangs = (place.get("gangs") or [{}])[0]
+    bound = s.get("pods_scheduled") or 0
+    cpu = sched.get("cpu_seconds_per_pod")
+    ext = json.loads((run / "extender.json").read_text()) if (run / "extender.json").is_file() else {}
+    handling = sum((ext.get("handling_seconds") or {}).values())
+    return {"variant": meta["variant"]["name"], "bound": bound, "expected": s.get("pods_expected"),
+            "throughput": (s.get("throughput") or {}).get("average"), "p50": lat.get("p50"), "p99": lat.get("p99"),
+            "algorithm_ms": _ms(sched.get("scheduling_algorithm_duration_seconds")),
+            **{f"{p.lower()}_ms": _ms(points.get(p)) for p in POINTS},
+            "cpu_ms": 1000 * cpu if cpu is not None else None,
+            "violations": (place.get("rule_violations") or {}).get("violations"),
+            "gangs_complete": gangs.get("complete"), "gangs_partial": gangs.get("partial"),
+            "gangs_unplaced": gangs.get("unplaced"),
+            "extender_ms": 1000 * handling / bound if ext and bound else None,
+            "extender_calls": sum((ext.get("calls") or {}).values()) if ext else None,
+            "limited_by": (s.get("limited_by") or {}).get("verdict"), "started": meta.get("started_at")}
+
+
+def median_row(rs: list[dict[str, Any]], figures: tuple[str, ...] = FIGURES) -> dict[str, Any]:
+    """A variant's runs: each figure's median, its range as ``<figure>_lo``/``<figure>_hi``, the verdicts."""
+    out: dict[str, Any] = {"runs": len(rs), "expected": rs[0].get("expected"),
+                           "limited_by": ", ".join(sorted({str(r.get("limited_by")) for r in rs}))}
+    for k in figures:
+        xs = [r[k] for r in rs if r.get(k) is not None]
+        out[k] = statistics.median(xs) if xs else None
+        out[f"{k}_lo"], out[f"{k}_hi"] = (min(xs), max(xs)) if xs else (None, None)
+    return out
+
+
+def span(r: dict[str, Any], key: str, fmt: str, scale: float = 1.0) -> str:
+    """The runs' range of ``key`` (one value where they print alike), ``–`` where no run has it."""
+    if r[key] is None:
+        return "–"
+    lo, hi = (format(scale * r[f"{key}_{e}"], fmt) for e in ("lo", "hi"))
+    return lo if lo == hi else f"{lo.removesuffix('%')}–{hi}"
+
+
+def seconds_or_ms(r: dict[str, Any], key: str) -> str:
+    """A latency's range in milliseconds, or seconds from 1 s up."""
+    if r[key] is not None and r[f"{key}_lo"] >= 1:
+        return span(r, key, ".1f") + " s"
+    return span(r, key, ".0f", 1000) + " ms"
+
+
+def _point_cell(point: str) -> Callable[[dict[str, Any]], str]:
+    return lambda r: span(r, f"{point.lower()}_ms", ".2f") + " ms"
+
+
+COLUMNS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
+    "bound": ("pods bound", lambda r: f"{span(r, 'bound', '.0f')} of {r['expected']}"),
+    "throughput": ("throughput", lambda r: span(r, "throughput", ".1f") + " pods/s"),
+    "latency": ("latency p50 / p99", lambda r: f"{seconds_or_ms(r, 'p50')} / {seconds_or_ms(r, 'p99')}"),
+    "algorithm": ("scheduling algorithm, mean", lambda r: span(r, "algorithm_ms", ".2f") + " ms"),
+    **{p: (f"{p}, mean", _point_cell(p)) for p in POINTS},
+    "cpu": ("scheduler CPU per pod", lambda r: span(r, "cpu_ms", ".1f") + " ms"),
+    "violations": ("rule violations", lambda r: f"{span(r, 'violations', '.0f')} of {r['expected']}"),
+    "gangs": ("gangs whole / partly placed / unplaced", lambda r: " / ".join(
+        span(r, f"gangs_{k}", ".0f") for k in ("complete", "partial", "unplaced"))),
+    "extender": ("the extender's own handling per pod", lambda r: span(r, "extender_ms", ".1f") + " ms"),
+    "limited": ("limited by", lambda r: str(r["limited_by"])),
+}
+"""What a page may ask of :func:`table`: a column's header and its cell from a variant's :func:`median_row`."""
+
+
+def table(doc: dict[str, Any], columns: str = "throughput,latency,algorithm,cpu,limited",
+          labels: dict[str, str] | None = None) -> str:
+    """A results page's table of ``--data``'s file: a row per variant, ``columns`` (names of :data:`COLUMNS`, comma
+    separated) each the range of the variant's runs; ``labels`` names the variants as the page does."""
+    names = [c.strip() for c in columns.split(",")]
+    unknown = [c for c in names if c not in COLUMNS]
+    if unknown:
+        raise KeyError(f"no column {unknown[0]!r} (columns: {', '.join(COLUMNS)})")
+    rows = {v: median_row(rs) for v, rs in doc["runs"].items()}
+    n = {r["runs"] for r in rows.values()}
+    runs = f"{n.pop()} runs" if len(n) == 1 else "runs"
+    out = [f"| variant ({runs}) | " + " | ".join(COLUMNS[c][0] for c in names) + " |", "|---" * (len(names) + 1) + "|"]
+    for v, r in rows.items():
+        out.append(f"| {(labels or {}).get(v, v)} | " + " | ".join(COLUMNS[c][1](r) for c in names) + " |")
+    return "\n".join(out)
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    return table(doc)
+
+
+def cell(doc: dict[str, Any], variant: str, key: str, fmt: str = ".1f") -> str:
+    """One variant's range of ``key`` as :func:`table` prints it (``111.7–113.1``)."""
+    return span(median_row(doc["runs"][variant]), key, fmt)
+
+
+def times(doc: dict[str, Any], variant: str, key: str, base: str, digits: int = 1) -> str:
+    """``variant``'s median ``key`` over ``base``'s, as ``0.45x``, the runs' extremes beside it."""
+    a, b = median_row(doc["runs"][variant]), median_row(doc["runs"][base])
+    return (f"{a[key] / b[key]:.{digits}f}x ({a[f'{key}_lo'] / b[f'{key}_hi']:.{digits}f}–"
+            f"{a[f'{key}_hi'] / b[f'{key}_lo']:.{digits}f}x)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("scenario", type=Path)
+    ap.add_argument("--variant", action="append", default=[], help="only these variants (default: all)")
+    ap.add_argument("--set", action="append", default=[], dest="sets", help="a scenario override, as `run --set`")
+    ap.add_argument("--runs", type=Path, help="print from runs stored here instead of running")
+    ap.add_argument("--out", type=Path, help="keep the runs here (default: a temporary folder)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per variant, interleaved")
+    ap.add_argument("--data", type=Path, help="write each run's row, the command, commit, day and host here (JSON)")
+    ap.add_argument("--columns", default="throughput,latency,algorithm,cpu,limited",
+                    help=f"the table's columns, of: {', '.join(COLUMNS)}")
+    args = ap.parse_args()
+    root = args.runs
+    if root is None:
+        root = args.out or Path(tempfile.mkdtemp(prefix="bench-scenario-"))
+        run_scenario(args.scenario, root, args.variant, args.repeat, args.sets)
+    from kwokbench.scenario.loading import load_scenario
+
+    scenario = args.scenario.resolve()
+    order = [v.name for v in load_scenario(scenario, args.sets).schedulers]
+    runs = collect(root, row, order)
+    options = f" {scenario.relative_to(REPO)}" + "".join(f" --set {s}" for s in args.sets)
+    doc = provenance(root, runs, scenario, "bench_scenario.py", options, order)
+    if args.data:
+        write(args.data, doc)
+    print(table(doc, args.columns))
+
+
+if __name__ == "__main__":
+    main()
