@@ -39,8 +39,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_wasm_plugin import Results, Samples, fmt_ns, medians, samples
-from stored import here, write
+from bench_wasm_plugin import Results, Samples, fmt_ns, medians, samples, stored_samples, write_samples
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCHIVE = "kube-scheduler-wasm-extension-9b2791f.tar.gz"
@@ -106,11 +105,6 @@ WAYS = [("Score", "native", "native (`plugins/nodenumber`)"),
 """The page's rows: (go benchmark, its sub-benchmark's way, the label)."""
 
 
-def _stored(doc: dict[str, Any]) -> Samples:
-    keys = {k: k.partition(" ") for k in doc["samples"]}
-    return {(keys[k][0], keys[k][2]): v for k, v in doc["samples"].items()}
-
-
 def _cell(xs: list[float] | None, fmt: Callable[[float], str]) -> str:
     if not xs:
         return "–"
@@ -121,7 +115,7 @@ def _cell(xs: list[float] | None, fmt: Callable[[float], str]) -> str:
 
 def markdown(doc: dict[str, Any]) -> str:
     """The results page's per-call table of ``--data``'s file: the median of the repetitions, their range beside."""
-    found = _stored(doc)
+    found = stored_samples(doc)
     out = [f"| way ({doc['count']} repetitions) | per Score call, 1 node | per Score call, 500 nodes | "
            "host heap allocs per call (500) |", "|---|---|---|---|"]
     for point, way, label in WAYS:
@@ -135,12 +129,12 @@ def markdown(doc: dict[str, Any]) -> str:
 def per_call(doc: dict[str, Any], way: str, nodes: int = 500) -> str:
     """One way's median per Score call (``2.49 µs``)."""
     point = next(p for p, w, _ in WAYS if w == way)
-    return fmt_ns(medians(_stored(doc))[(point, f"{way}/nodes={nodes}")]["ns/call"])
+    return fmt_ns(medians(stored_samples(doc))[(point, f"{way}/nodes={nodes}")]["ns/call"])
 
 
 def times(doc: dict[str, Any], way: str, base: str, nodes: int = 500) -> str:
     """``way``'s median per call over ``base``'s (``0.33``)."""
-    res = medians(_stored(doc))
+    res = medians(stored_samples(doc))
     a, b = ((res[(next(p for p, w, _ in WAYS if w == x), f"{x}/nodes={nodes}")]["ns/call"]) for x in (way, base))
     return f"{a / b:.2f}"
 
@@ -172,10 +166,8 @@ def main() -> None:
     res: Results = medians(found)
     print("\n".join(table(res)))
     if a.data:
-        doc = here("one Score cycle per call, three hosts (benchmarks/bench_wasm_extension.py)",
-                   "bench_wasm_extension.py", f"--count {a.count} --benchtime {a.benchtime}")
-        write(a.data, {**doc, "count": a.count, "runs": len(found),
-                       "samples": {" ".join(k): v for k, v in found.items()}})
+        write_samples(a.data, "one Score cycle per call, three hosts (benchmarks/bench_wasm_extension.py)",
+                      "bench_wasm_extension.py", f"--count {a.count} --benchtime {a.benchtime}", a.count, found)
         print(markdown(json.loads(a.data.read_text())))
     for name, top in tops:
         print(f"\n## CPU profile: {name}\n{top}")

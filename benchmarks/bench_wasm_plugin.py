@@ -7,6 +7,10 @@ Prints the figures per call (ns, and allocations of the host's Go heap) and the 
 into boundary crossing, field fetches, guest compute and guest GC. Needs Go >= 1.26 on PATH.
 
     python benchmarks/bench_wasm_plugin.py [--count 3] [--benchtime 1s] [--bench 'Filter|Score']
+    python benchmarks/bench_wasm_plugin.py --bench 'Filter|Score|Boundary' --count 3 --data docs/results/data/X.json
+
+``--data FILE`` keeps every repetition's figures with the command, this checkout's commit, the day and the host; the
+results pages quote them from there (:func:`per_call`, :func:`split`: medians of the repetitions).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 PLUGINS = Path(__file__).resolve().parent.parent / "plugins"
 MODULES = (PLUGINS / "gpufilter", PLUGINS / "wasm")
@@ -120,17 +125,58 @@ def other_table(res: Results) -> list[str]:
     return rows
 
 
+def stored_samples(doc: dict[str, Any]) -> Samples:
+    """The repetitions a ``--data`` file keeps (:func:`write_samples`), keyed as :func:`samples` keys them."""
+    keys = {k: k.partition(" ") for k in doc["samples"]}
+    return {(keys[k][0], keys[k][2]): v for k, v in doc["samples"].items()}
+
+
+def write_samples(path: Path, what: str, script: str, args: str, count: int, found: Samples) -> None:
+    """A ``--data`` file of go benchmarks: every repetition's figures, the command, commit, day and host."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from stored import here, write
+
+    write(path, {**here(what, script, args), "count": count, "runs": len(found),
+                 "samples": {" ".join(k): v for k, v in found.items()}})
+
+
+def _stored(doc: dict[str, Any]) -> Results:
+    return medians(stored_samples(doc))
+
+
+def per_call(doc: dict[str, Any], point: str, variant: str, nodes: int = 500) -> str:
+    """One stored benchmark's median per call: ``per_call(doc, "Filter", "wasm-gpufilter")`` → ``3.46 µs``."""
+    return fmt_ns(_stored(doc)[(point, f"{variant}/nodes={nodes}")]["ns/call"])
+
+
+def split(doc: dict[str, Any], point: str, part: str, nodes: int = 500) -> str:
+    """A part of WASM's cost per call as :func:`split_table` takes it apart (medians): ``boundary`` (the empty
+    guest), ``fetches``, ``compute`` or ``gc``."""
+    res = _stored(doc)
+    empty, fetch, nogc, full = (ns_per_call(res, point, v, str(nodes)) for v in
+                                ("wasm-empty", "wasm-fetch", "wasm-gpufilter-nogc", "wasm-gpufilter"))
+    return fmt_ns({"boundary": empty, "fetches": diff(fetch, empty), "compute": diff(nogc, fetch),
+                   "gc": diff(full, nogc)}[part])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bench", default=".", help="go test -bench regexp (default: all)")
     ap.add_argument("--count", type=int, default=1, help="repetitions; the table shows medians")
     ap.add_argument("--benchtime", default="1s", help="go test -benchtime per benchmark")
     ap.add_argument("--raw", action="store_true", help="also print go test's output")
+    ap.add_argument("--data", type=Path, help="write every repetition's figures, the command, commit, day and host "
+                                              "here (JSON)")
     args = ap.parse_args()
     out = "\n".join(run(m, args.bench, args.count, args.benchtime) for m in MODULES)
     if args.raw:
         print(out)
-    res = parse(out)
+    found = samples(out)
+    res = medians(found)
+    if args.data and found:
+        write_samples(args.data, "one scheduling cycle's Filter and Score per call, native and WASM "
+                      "(benchmarks/bench_wasm_plugin.py)", "bench_wasm_plugin.py",
+                      f"--bench '{args.bench}' --count {args.count} --benchtime {args.benchtime}", args.count, found)
     if not res:
         sys.exit(f"no benchmark lines in go test's output:\n{out}")
     for title, table in (("Per call", calls_table(res)), ("Where WASM's time goes (per call)", split_table(res)),
