@@ -112,12 +112,13 @@ COLUMNS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
 def table(doc: dict[str, Any], columns: str = "throughput,latency,algorithm,cpu,limited",
           labels: dict[str, str] | None = None) -> str:
     """A results page's table of ``--data``'s file: a row per variant, ``columns`` (names of :data:`COLUMNS`, comma
-    separated) each the range of the variant's runs; ``labels`` names the variants as the page does."""
+    separated) each the range of the variant's runs; ``labels`` names the variants as the page does, and when given,
+    the rows are its variants, in its order."""
     names = [c.strip() for c in columns.split(",")]
     unknown = [c for c in names if c not in COLUMNS]
     if unknown:
         raise KeyError(f"no column {unknown[0]!r} (columns: {', '.join(COLUMNS)})")
-    rows = {v: median_row(rs) for v, rs in doc["runs"].items()}
+    rows = {v: median_row(doc["runs"][v]) for v in (labels or doc["runs"])}
     n = {r["runs"] for r in rows.values()}
     runs = f"{n.pop()} runs" if len(n) == 1 else "runs"
     out = [f"| variant ({runs}) | " + " | ".join(COLUMNS[c][0] for c in names) + " |", "|---" * (len(names) + 1) + "|"]
@@ -130,16 +131,41 @@ def markdown(doc: dict[str, Any]) -> str:
     return table(doc)
 
 
+def _figure(r: dict[str, Any], key: str, end: str = "") -> float:
+    """A median (``end`` ``_lo``/``_hi``: an extreme) of ``key``, or of a sum of them: ``filter_ms+score_ms``."""
+    return float(sum(r[f"{k}{end}"] for k in key.split("+")))
+
+
 def cell(doc: dict[str, Any], variant: str, key: str, fmt: str = ".1f") -> str:
     """One variant's range of ``key`` as :func:`table` prints it (``111.7–113.1``)."""
     return span(median_row(doc["runs"][variant]), key, fmt)
 
 
 def times(doc: dict[str, Any], variant: str, key: str, base: str, digits: int = 1) -> str:
-    """``variant``'s median ``key`` over ``base``'s, as ``0.45x``, the runs' extremes beside it."""
+    """``variant``'s median ``key`` (or sum of keys, ``filter_ms+score_ms``) over ``base``'s, as ``0.45x``, the runs'
+    extremes beside it."""
     a, b = median_row(doc["runs"][variant]), median_row(doc["runs"][base])
-    return (f"{a[key] / b[key]:.{digits}f}x ({a[f'{key}_lo'] / b[f'{key}_hi']:.{digits}f}–"
-            f"{a[f'{key}_hi'] / b[f'{key}_lo']:.{digits}f}x)")
+    mid, lo, hi = (_figure(a, key, e) / _figure(b, key, f) for e, f in (("", ""), ("_lo", "_hi"), ("_hi", "_lo")))
+    return f"{mid:.{digits}f}x ({lo:.{digits}f}–{hi:.{digits}f}x)"
+
+
+def more(doc: dict[str, Any], variant: str, key: str, base: str, digits: int = 1) -> str:
+    """What ``variant`` adds to ``key`` (or a sum of keys) over ``base``, medians: ``+1.1 ms``."""
+    a, b = median_row(doc["runs"][variant]), median_row(doc["runs"][base])
+    return f"{_figure(a, key) - _figure(b, key):+.{digits}f} ms".replace("-", "\u2212")
+
+
+def ceiling_share(doc: dict[str, Any], ceiling: float, *variants: str) -> str:
+    """The throughput of ``variants``' runs over ``ceiling`` (pods/s), lowest to highest: ``0.41–0.49``."""
+    xs = sorted(r["throughput"] / ceiling for v in variants for r in doc["runs"][v] if r["throughput"] is not None)
+    lo, hi = f"{xs[0]:.2f}", f"{xs[-1]:.2f}"
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def throughput(doc: dict[str, Any], *variants: str) -> str:
+    """The range of ``variants``' runs' throughput: ``166.8–198.4 pods/s``."""
+    xs = sorted(r["throughput"] for v in variants for r in doc["runs"][v] if r["throughput"] is not None)
+    return f"{xs[0]:.1f}–{xs[-1]:.1f} pods/s"
 
 
 def main() -> None:

@@ -28,7 +28,10 @@ from pathlib import Path
 from typing import Any
 
 import bench_scenario
+from bench_scenario import ceiling_share as ceiling_share  # the results page asks these of this data
 from bench_scenario import seconds_or_ms, span
+from bench_scenario import throughput as throughput
+from bench_scenario import times as times
 from stored import collect, provenance, run_scenario, write  # siblings: benchmarks/ is on a script's path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -86,27 +89,6 @@ def over_stock(doc: dict[str, Any], key: str, digits: int = 2) -> str:
     base = rows["stock"][key]
     return ", ".join(f"{SHORT.get(v, v)} {r[key] - base:+.{digits}f} ms".replace("-", "\u2212")
                      for v, r in rows.items() if v != "stock" and r[key] is not None)
-
-
-def times(doc: dict[str, Any], way: str, key: str, base: str = "stock", digits: int = 1) -> str:
-    """``way``'s median ``key`` over ``base``'s, as ``0.45x``; the two runs' extremes beside it."""
-    rows = {v: median_row(rs) for v, rs in doc["runs"].items()}
-    a, b = rows[way], rows[base]
-    return f"{a[key] / b[key]:.{digits}f}x ({a[f'{key}_lo'] / b[f'{key}_hi']:.{digits}f}–" \
-           f"{a[f'{key}_hi'] / b[f'{key}_lo']:.{digits}f}x)"
-
-
-def ceiling_share(doc: dict[str, Any], ceiling: float, *ways: str) -> str:
-    """The throughput of ``ways``' runs over ``ceiling`` (pods/s), lowest to highest: ``0.41–0.49``."""
-    xs = sorted(r["throughput"] / ceiling for w in ways for r in doc["runs"][w] if r["throughput"] is not None)
-    lo, hi = f"{xs[0]:.2f}", f"{xs[-1]:.2f}"
-    return lo if lo == hi else f"{lo}–{hi}"
-
-
-def throughput(doc: dict[str, Any], *ways: str) -> str:
-    """The range of ``ways``' runs' throughput: ``166.8–198.4 pods/s``."""
-    xs = sorted(r["throughput"] for w in ways for r in doc["runs"][w] if r["throughput"] is not None)
-    return f"{xs[0]:.1f}–{xs[-1]:.1f} pods/s"
 
 
 def main() -> None:

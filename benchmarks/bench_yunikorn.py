@@ -170,6 +170,21 @@ def points_table(doc: dict[str, Any], *ceilings: float) -> str:
     return "\n".join(out)
 
 
+def verdicts(doc: dict[str, Any], prefix: str = "") -> str:
+    """What limited the runs whose key starts with ``prefix``: ``the apiserver in 18 of 18 runs``."""
+    got = [str(r["limited_by"]) for k, rs in doc["runs"].items() if k.startswith(prefix) for r in rs]
+    counts = {v: got.count(v) for v in sorted(set(got), key=lambda v: -got.count(v))}
+    return ", ".join(f"the {v} in {n} of {len(got)} runs" for v, n in counts.items())
+
+
+def ratio(doc: dict[str, Any], key: str, variant: str, base: str, digits: int = 1) -> str:
+    """``variant``'s median ``key`` over ``base``'s at each point, as ``1.9–2.6x`` (one figure where they agree)."""
+    xs = [median_row(doc["runs"][f"{p['label']}/{variant}"])[key] / median_row(doc["runs"][f"{p['label']}/{base}"])[key]
+          for p in doc["points"]]
+    lo, hi = f"{min(xs):.{digits}f}", f"{max(xs):.{digits}f}"
+    return f"{lo}x" if lo == hi else f"{lo}–{hi}x"
+
+
 def shapes_table(doc: dict[str, Any]) -> str:
     """The application shapes' table: medians, the throughput's range beside."""
     out = ["| shape | throughput | latency p50 / p99 | scheduler CPU per pod |", "|---|---|---|---|"]
