@@ -2,10 +2,10 @@
 variants interleaved, a fresh cluster per run), then one row per run of what the results pages quote.
 
 Each run's row: pods bound, throughput (pods bound per second over the pending window), created → bound p50 / p99,
-the scheduler's own means per pod of its algorithm (filter + score) and of PreFilter, Filter, PreScore, Score and
-Permit (`framework_extension_point_duration_seconds`), its CPU per pod, pods placed against the gpufilter rule, the
-first phase's gangs (whole, partly placed, unplaced), the builtin extender's own handling per pod and calls, and
-what limited the run. Printed per variant over its runs (each cell the runs' range).
+the scheduler's attempt p50 / p99, its own means per pod of its algorithm (filter + score) and of PreFilter, Filter,
+PreScore, Score and Permit (`framework_extension_point_duration_seconds`), its CPU per pod, pods placed against the
+gpufilter rule, the first phase's gangs (whole, partly placed, unplaced), the builtin extender's own handling per pod
+and calls, and what limited the run. Printed per variant over its runs (each cell the runs' range).
 
     python benchmarks/bench_scenario.py scenarios/extender-vs-plugin.yaml --repeat 3
     python benchmarks/bench_scenario.py scenarios/coscheduling-vs-default.yaml --repeat 3 \\
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import statistics
 import tempfile
 from collections.abc import Callable
@@ -31,7 +32,8 @@ from stored import collect, provenance, run_scenario, write  # a sibling: benchm
 
 REPO = Path(__file__).resolve().parents[1]
 POINTS = ("PreFilter", "Filter", "PreScore", "Score", "Permit")
-FIGURES = ("bound", "throughput", "p50", "p99", "algorithm_ms", *(f"{p.lower()}_ms" for p in POINTS), "cpu_ms",
+FIGURES = ("bound", "throughput", "p50", "p99", "attempt_p50", "attempt_p99", "algorithm_ms",
+           *(f"{p.lower()}_ms" for p in POINTS), "cpu_ms",
            "violations", "gangs_complete", "gangs_partial", "gangs_unplaced", "extender_ms", "extender_calls")
 
 
@@ -44,6 +46,7 @@ def row(run: Path) -> dict[str, Any]:
     sched = s.get("scheduler") or {}
     points = sched.get("extension_point_duration_seconds") or {}
     lat = (s.get("latency") or {}).get("created_to_scheduled") or {}
+    attempt = sched.get("scheduling_attempt_duration_seconds") or {}
     place = s.get("placement") or {}
     gangs = (place.get("gangs") or [{}])[0]
     bound = s.get("pods_scheduled") or 0
@@ -52,6 +55,7 @@ def row(run: Path) -> dict[str, Any]:
     handling = sum((ext.get("handling_seconds") or {}).values())
     return {"variant": meta["variant"]["name"], "bound": bound, "expected": s.get("pods_expected"),
             "throughput": (s.get("throughput") or {}).get("average"), "p50": lat.get("p50"), "p99": lat.get("p99"),
+            "attempt_p50": attempt.get("p50"), "attempt_p99": attempt.get("p99"),
             "algorithm_ms": _ms(sched.get("scheduling_algorithm_duration_seconds")),
             **{f"{p.lower()}_ms": _ms(points.get(p)) for p in POINTS},
             "cpu_ms": 1000 * cpu if cpu is not None else None,
@@ -97,6 +101,8 @@ COLUMNS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "bound": ("pods bound", lambda r: f"{span(r, 'bound', '.0f')} of {r['expected']}"),
     "throughput": ("throughput", lambda r: span(r, "throughput", ".1f") + " pods/s"),
     "latency": ("latency p50 / p99", lambda r: f"{seconds_or_ms(r, 'p50')} / {seconds_or_ms(r, 'p99')}"),
+    "attempt": ("scheduling attempt p50 / p99",
+                lambda r: f"{seconds_or_ms(r, 'attempt_p50')} / {seconds_or_ms(r, 'attempt_p99')}"),
     "algorithm": ("scheduling algorithm, mean", lambda r: span(r, "algorithm_ms", ".2f") + " ms"),
     **{p: (f"{p}, mean", _point_cell(p)) for p in POINTS},
     "cpu": ("scheduler CPU per pod", lambda r: span(r, "cpu_ms", ".1f") + " ms"),
@@ -189,7 +195,7 @@ def main() -> None:
     scenario = args.scenario.resolve()
     order = [v.name for v in load_scenario(scenario, args.sets).schedulers]
     runs = collect(root, row, order)
-    options = f" {scenario.relative_to(REPO)}" + "".join(f" --set {s}" for s in args.sets)
+    options = f" {scenario.relative_to(REPO)}" + "".join(f" --set {shlex.quote(s)}" for s in args.sets)
     doc = provenance(root, runs, scenario, "bench_scenario.py", options, order)
     if args.data:
         write(args.data, doc)
