@@ -78,38 +78,38 @@ def median_row(rs: list[dict[str, Any]], figures: tuple[str, ...] = FIGURES) -> 
     return out
 
 
-def span(r: dict[str, Any], key: str, fmt: str, scale: float = 1.0) -> str:
-    """The runs' range of ``key`` (one value where they print alike), ``–`` where no run has it."""
+def span(r: dict[str, Any], key: str, fmt: str, scale: float = 1.0, unit: str = "") -> str:
+    """The runs' range of ``key`` (one value where they print alike) and ``unit``, ``–`` where no run has it."""
     if r[key] is None:
         return "–"
     lo, hi = (format(scale * r[f"{key}_{e}"], fmt) for e in ("lo", "hi"))
-    return lo if lo == hi else f"{lo.removesuffix('%')}–{hi}"
+    return (lo if lo == hi else f"{lo.removesuffix('%')}–{hi}") + unit
 
 
 def seconds_or_ms(r: dict[str, Any], key: str) -> str:
     """A latency's range in milliseconds, or seconds from 1 s up."""
     if r[key] is not None and r[f"{key}_lo"] >= 1:
-        return span(r, key, ".1f") + " s"
-    return span(r, key, ".0f", 1000) + " ms"
+        return span(r, key, ".1f", unit=" s")
+    return span(r, key, ".0f", 1000, " ms")
 
 
 def _point_cell(point: str) -> Callable[[dict[str, Any]], str]:
-    return lambda r: span(r, f"{point.lower()}_ms", ".2f") + " ms"
+    return lambda r: span(r, f"{point.lower()}_ms", ".2f", unit=" ms")
 
 
 COLUMNS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "bound": ("pods bound", lambda r: f"{span(r, 'bound', '.0f')} of {r['expected']}"),
-    "throughput": ("throughput", lambda r: span(r, "throughput", ".1f") + " pods/s"),
+    "throughput": ("throughput", lambda r: span(r, "throughput", ".1f", unit=" pods/s")),
     "latency": ("latency p50 / p99", lambda r: f"{seconds_or_ms(r, 'p50')} / {seconds_or_ms(r, 'p99')}"),
     "attempt": ("scheduling attempt p50 / p99",
                 lambda r: f"{seconds_or_ms(r, 'attempt_p50')} / {seconds_or_ms(r, 'attempt_p99')}"),
-    "algorithm": ("scheduling algorithm, mean", lambda r: span(r, "algorithm_ms", ".2f") + " ms"),
+    "algorithm": ("scheduling algorithm, mean", lambda r: span(r, "algorithm_ms", ".2f", unit=" ms")),
     **{p: (f"{p}, mean", _point_cell(p)) for p in POINTS},
-    "cpu": ("scheduler CPU per pod", lambda r: span(r, "cpu_ms", ".1f") + " ms"),
+    "cpu": ("scheduler CPU per pod", lambda r: span(r, "cpu_ms", ".1f", unit=" ms")),
     "violations": ("rule violations", lambda r: f"{span(r, 'violations', '.0f')} of {r['expected']}"),
     "gangs": ("gangs whole / partly placed / unplaced", lambda r: " / ".join(
         span(r, f"gangs_{k}", ".0f") for k in ("complete", "partial", "unplaced"))),
-    "extender": ("the extender's own handling per pod", lambda r: span(r, "extender_ms", ".1f") + " ms"),
+    "extender": ("the extender's own handling per pod", lambda r: span(r, "extender_ms", ".1f", unit=" ms")),
     "limited": ("limited by", lambda r: str(r["limited_by"])),
 }
 """What a page may ask of :func:`table`: a column's header and its cell from a variant's :func:`median_row`."""
