@@ -142,7 +142,10 @@ def test_a_modestly_slower_score_plugin_fails_the_pull_request(repo: dict[str, s
     assert "regression" not in table["scheduler_cpu_per_pod [stock]"], res.summary
     errors = [a for a in res.annotations if a.startswith("::error")]
     assert any("scheduler_cpu_per_pod [plugin] regression" in a for a in errors), res.annotations
-    assert not [a for a in errors if "[stock]" in a], res.annotations
+    # the A/A beside it on the figure the slowdown moves; its other figures are held to the gate's measured error
+    # rate, not to none (a sequential duet gate wrongly calls an A/A regression in 3.4-5.9% of histories per figure,
+    # results/gate-and-detect.md: `throughput [stock]` read -10.1% once, 2026-11-29, alone on the host)
+    assert not [a for a in errors if "scheduler_cpu_per_pod [stock]" in a], res.annotations
     assert res.summary.startswith("## kwokbench gate: ❌ regression")
     # what a pass would have been worth, and what the job cost
     assert "**Smallest change these runs could detect**" in res.summary and "scheduler_cpu_per_pod [plugin] " in \
