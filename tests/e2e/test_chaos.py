@@ -94,11 +94,14 @@ def test_apiserver_restart_is_survived_by_watch_and_scrapes(tmp_path: Path) -> N
     assert run.summary["chaos"]["pods_lost"] == 0
     assert run.summary["watch_errors"], "the watch should have recorded its reconnect"
     [rec] = run.summary["chaos"]["events"]
-    if not rec["load_after"]:
+    if not rec["load_after"] and rec["recovery_seconds"] is None:
         # the restart outlasted the 40 s of load (37.5 s from stop to ready with the suite's two workers, ~18 s
-        # alone): there is no rate after it to recover, and the summary says so rather than inventing one
-        assert rec["recovery_seconds"] is None and not rec["recovered"], rec
+        # alone) and left no backlog to bind: there is no rate after it to recover, and the summary says so rather
+        # than inventing one
+        assert not rec["recovered"], rec
         pytest.skip(f"the apiserver was back {event['ready'] - event['t']:.0f} s after its stop, after the load "
                     "ended: no recovery to measure on this host now (everything else was checked)")
+    # a rate after the restart: new pods', or (the restart outlasting the load) the pods accepted before it and bound
+    # after it (2026-11-29: back 37.9 s after the stop, no pod created after the restart)
     assert rec["recovered"], rec
     assert rec["recovery_seconds"] >= event["ready"] - event["t"] - 1
