@@ -30,11 +30,10 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from stored import collect, provenance, run_scenario, write  # a sibling: benchmarks/ is on a script's path
+from stored import collect, provenance, run_options, runs_root, write  # a sibling: benchmarks/ is on a script's path
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios/batch-schedulers.yaml"
@@ -72,16 +71,9 @@ def _seconds(a: str | None, b: str | None) -> float | None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, default=1000)
-    ap.add_argument("--variant", action="append", default=[], help="only these variants (default: all)")
-    ap.add_argument("--runs", type=Path, help="print from runs stored here instead of running")
-    ap.add_argument("--out", type=Path, help="keep the runs here (default: a temporary folder)")
-    ap.add_argument("--repeat", type=int, default=1, help="runs per variant, interleaved")
-    ap.add_argument("--data", type=Path, help="write each run's row, the command, commit, day and host here (JSON)")
+    run_options(ap)
     args = ap.parse_args()
-    root = args.runs
-    if root is None:
-        root = args.out or Path(tempfile.mkdtemp(prefix="bench-batch-"))
-        run_scenario(SCENARIO, root, args.variant, args.repeat, [f"cluster.node_groups.0.count={args.nodes}"])
+    root = runs_root(args, SCENARIO, [f"cluster.node_groups.0.count={args.nodes}"])
     runs = collect(root, row, ORDER)
     if args.data:
         write(args.data, data(root, runs))

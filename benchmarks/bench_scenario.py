@@ -23,12 +23,11 @@ import argparse
 import json
 import shlex
 import statistics
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from stored import collect, provenance, run_scenario, write  # a sibling: benchmarks/ is on a script's path
+from stored import collect, provenance, run_options, runs_root, write  # a sibling: benchmarks/ is on a script's path
 
 REPO = Path(__file__).resolve().parents[1]
 POINTS = ("PreFilter", "Filter", "PreScore", "Score", "Permit")
@@ -177,19 +176,12 @@ def throughput(doc: dict[str, Any], *variants: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("scenario", type=Path)
-    ap.add_argument("--variant", action="append", default=[], help="only these variants (default: all)")
+    run_options(ap)
     ap.add_argument("--set", action="append", default=[], dest="sets", help="a scenario override, as `run --set`")
-    ap.add_argument("--runs", type=Path, help="print from runs stored here instead of running")
-    ap.add_argument("--out", type=Path, help="keep the runs here (default: a temporary folder)")
-    ap.add_argument("--repeat", type=int, default=1, help="runs per variant, interleaved")
-    ap.add_argument("--data", type=Path, help="write each run's row, the command, commit, day and host here (JSON)")
     ap.add_argument("--columns", default="throughput,latency,algorithm,cpu,limited",
                     help=f"the table's columns, of: {', '.join(COLUMNS)}")
     args = ap.parse_args()
-    root = args.runs
-    if root is None:
-        root = args.out or Path(tempfile.mkdtemp(prefix="bench-scenario-"))
-        run_scenario(args.scenario, root, args.variant, args.repeat, args.sets)
+    root = runs_root(args, args.scenario, args.sets)
     from kwokbench.scenario.loading import load_scenario
 
     scenario = args.scenario.resolve()

@@ -23,7 +23,6 @@ page renders its table from it (:func:`markdown`, docs/figures.py). Needs the re
 from __future__ import annotations
 
 import argparse
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,7 @@ from bench_scenario import ceiling_share as ceiling_share  # the results page as
 from bench_scenario import seconds_or_ms, span
 from bench_scenario import throughput as throughput
 from bench_scenario import times as times
-from stored import collect, provenance, run_scenario, write  # siblings: benchmarks/ is on a script's path
+from stored import collect, provenance, run_options, runs_root, write  # siblings: benchmarks/ is on a script's path
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios/wasm-upstream-vs-own.yaml"
@@ -93,16 +92,9 @@ def over_stock(doc: dict[str, Any], key: str, digits: int = 2) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--variant", action="append", default=[], help="only these ways (default: all)")
-    ap.add_argument("--runs", type=Path, help="print from runs stored here instead of running")
-    ap.add_argument("--out", type=Path, help="keep the runs here (default: a temporary folder)")
-    ap.add_argument("--repeat", type=int, default=1, help="runs per way, interleaved")
-    ap.add_argument("--data", type=Path, help="write each run's row, the command, commit, day and host here (JSON)")
+    run_options(ap, "ways")
     args = ap.parse_args()
-    root = args.runs
-    if root is None:
-        root = args.out or Path(tempfile.mkdtemp(prefix="bench-wasm-ways-"))
-        run_scenario(SCENARIO, root, args.variant, args.repeat)
+    root = runs_root(args, SCENARIO)
     runs = collect(root, row, ORDER)
     doc = provenance(root, runs, SCENARIO, "bench_wasm_ways.py", "", ORDER)
     if args.data:

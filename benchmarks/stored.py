@@ -8,9 +8,11 @@ it there when it loads one).
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +30,25 @@ def run_scenario(scenario: Path, out: Path, variants: list[str], repeat: int = 1
     res = subprocess.run(cmd, stdin=subprocess.DEVNULL, check=False)
     if res.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(cmd[3:])} failed ({res.returncode})")
+
+
+def run_options(ap: argparse.ArgumentParser, what: str = "variants") -> None:
+    """The options every scenario benchmark takes: ``--variant``, ``--runs``, ``--out``, ``--repeat``, ``--data``."""
+    ap.add_argument("--variant", action="append", default=[], help=f"only these {what} (default: all)")
+    ap.add_argument("--runs", type=Path, help="print from runs stored here instead of running")
+    ap.add_argument("--out", type=Path, help="keep the runs here (default: a temporary folder)")
+    ap.add_argument("--repeat", type=int, default=1, help=f"runs per {what.rstrip('s')}, interleaved")
+    ap.add_argument("--data", type=Path, help="write each run's row, the command, commit, day and host here (JSON)")
+
+
+def runs_root(args: argparse.Namespace, scenario: Path, sets: list[str] | None = None) -> Path:
+    """Where the runs are: ``--runs`` as given, or ``--out`` (else a temporary folder) after running ``scenario``
+    (:func:`run_scenario` with ``--variant``, ``--repeat`` and ``sets``)."""
+    if args.runs is not None:
+        return Path(args.runs)
+    root = args.out or Path(tempfile.mkdtemp(prefix=f"bench-{scenario.stem}-"))
+    run_scenario(scenario, root, args.variant, args.repeat, sets)
+    return Path(root)
 
 
 def collect(root: Path, row: Callable[[Path], dict[str, Any]], order: list[str]) -> dict[str, list[dict[str, Any]]]:
