@@ -11,6 +11,13 @@ and calls, and what limited the run. Printed per variant over its runs (each cel
     python benchmarks/bench_scenario.py scenarios/coscheduling-vs-default.yaml --repeat 3 \\
         --data docs/results/data/coscheduling-DATE.json
     python benchmarks/bench_scenario.py scenarios/X.yaml --runs DIR --data OUT    # rows of runs kept in DIR
+    python benchmarks/bench_scenario.py scenarios/scheduler-throughput.yaml --repeat 3 \\
+        --arm stock= --arm trimmed='cluster.controller_manager=false;cluster.pin_scheduler=true'
+
+``--arm NAME=SET;SET`` (repeatable) runs the scenario once per arm in each repeat, interleaved, the arm's ``--set``
+overrides added to the common ones: settings a scenario's variants cannot vary (the cluster's) compared as variants
+are; each arm's runs are kept under ``OUT/NAME`` and its rows named after it (``NAME/VARIANT`` where the scenario has
+more than one variant).
 
 ``--data FILE`` keeps each run's row with the command, the commit the runs ran at, the day and the host; a results
 page renders its table from it (``bench("NAME", "table", "throughput,latency,…")``, :func:`table`) and decides a
@@ -27,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from stored import collect, provenance, run_options, runs_root, write  # a sibling: benchmarks/ is on a script's path
+from stored import collect, provenance, run_options, run_scenario, runs_root, write  # a sibling: on a script's path
 
 REPO = Path(__file__).resolve().parents[1]
 POINTS = ("PreFilter", "Filter", "PreScore", "Score", "Permit")
@@ -173,22 +180,57 @@ def throughput(doc: dict[str, Any], *variants: str) -> str:
     return f"{xs[0]:.1f}–{xs[-1]:.1f} pods/s"
 
 
+def arms(given: list[str]) -> dict[str, list[str]]:
+    """``--arm NAME=SET;SET`` as ``{NAME: [SET, SET]}`` (an empty list after ``NAME=``: the scenario as written)."""
+    out: dict[str, list[str]] = {}
+    for a in given:
+        name, eq, sets = a.partition("=")
+        if not eq or not name or "/" in name:
+            raise SystemExit(f"--arm {a!r}: expected NAME=SET;SET (a name without '/', then --set overrides)")
+        out[name] = [x.strip() for x in sets.split(";") if x.strip()]
+    return out
+
+
+def run_arms(args: argparse.Namespace, scenario: Path, sets: list[str], arm: dict[str, list[str]]) -> Path:
+    """Each repeat runs every arm once, in the order given (interleaved), into ``OUT/NAME``; ``--runs`` reads them."""
+    if args.runs is not None:
+        return Path(args.runs)
+    import tempfile
+
+    root = Path(args.out or tempfile.mkdtemp(prefix=f"bench-{scenario.stem}-"))
+    for _ in range(args.repeat):
+        for name, extra in arm.items():
+            run_scenario(scenario, root / name, args.variant, 1, [*sets, *extra])
+    return root
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("scenario", type=Path)
     run_options(ap)
     ap.add_argument("--set", action="append", default=[], dest="sets", help="a scenario override, as `run --set`")
+    ap.add_argument("--arm", action="append", default=[], metavar="NAME=SET;SET",
+                    help="an arm of --set overrides, run once per repeat beside the others (repeatable)")
     ap.add_argument("--columns", default="throughput,latency,algorithm,cpu,limited",
                     help=f"the table's columns, of: {', '.join(COLUMNS)}")
     args = ap.parse_args()
-    root = runs_root(args, args.scenario, args.sets)
+    arm = arms(args.arm)
+    root = run_arms(args, args.scenario, args.sets, arm) if arm else runs_root(args, args.scenario, args.sets)
     from kwokbench.scenario.loading import load_scenario
 
     scenario = args.scenario.resolve()
     order = [v.name for v in load_scenario(scenario, args.sets).schedulers]
-    runs = collect(root, row, order)
     options = f" {scenario.relative_to(REPO)}" + "".join(f" --set {shlex.quote(s)}" for s in args.sets)
-    doc = provenance(root, runs, scenario, "bench_scenario.py", options, order)
+    if arm:
+        runs: dict[str, list[dict[str, Any]]] = {}
+        for name in arm:
+            for v, rs in collect(root / name, row, order).items():
+                runs[name if len(order) == 1 else f"{name}/{v}"] = rs
+        options += "".join(f" --arm {shlex.quote(f'{n}=' + ';'.join(x))}" for n, x in arm.items())
+        doc = provenance(root, runs, scenario, "bench_scenario.py", options, list(runs))
+    else:
+        runs = collect(root, row, order)
+        doc = provenance(root, runs, scenario, "bench_scenario.py", options, order)
     if args.data:
         write(args.data, doc)
     print(table(doc, args.columns))

@@ -14,6 +14,11 @@ Targets (issue 3): accepted within 2% of offered while the apiserver keeps up; <
 a 100k-pod timeline in < 1 GiB RSS.
 
     python benchmarks/bench_submit.py [--rates 50,200,500,1000,2000] [--seconds 10] [--repeat 1]
+    python benchmarks/bench_submit.py --repeat 3 --data docs/results/data/submit-DATE.json
+
+``--data FILE`` keeps every measurement's row (rate, repetition, client and its figures) and the timeline's memory
+with the command, this checkout's commit, the day and the host; the results pages quote it through this script's own
+functions (:func:`accepted`, :func:`cpu`, :func:`client_cpu`, ...), so the page and the script print the same figures.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import orjson
 import psutil
+from stored import here, write  # a sibling: benchmarks/ is on a script's path
 
 from kwokbench.load.submitter import Submission, SubmitJob
 from kwokbench.manifests import ManifestFactory, resolve_template
@@ -172,11 +178,13 @@ def timeline_rss(n: int = 100_000) -> tuple[float, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rates", default="50,200,500,1000,2000")
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--repeat", type=int, default=1,
                     help="run every rate this many times (CPU cost varies on a busy host)")
+    ap.add_argument("--data", type=Path, help="write every measurement's row, the command, commit, day and host here "
+                                              "(JSON)")
     args = ap.parse_args()
     from kwokbench.cluster import ClusterOptions, Kwokctl, bring_up
     from kwokbench.load.pacer import schedule
@@ -188,6 +196,7 @@ def main() -> None:
     tc.install("auto")
     grew, peak = timeline_rss()
     print(f"timeline of 100000 pods: +{grew:.0f} MiB RSS (process peak {peak:.0f} MiB)")
+    rows: dict[str, list[dict[str, Any]]] = {"kwokbench": [], "kubernetes": []}
     with tempfile.TemporaryDirectory(prefix="kb-bench-") as home:
         k = Kwokctl(tc, Path(home))
         # no scheduler: measure pod creation alone
@@ -196,17 +205,15 @@ def main() -> None:
             print(f"{'offered':>7} {'client':<12} {'sent':>8} {'accepted':>9} {'acc/off':>7} {'wire p50':>9} "
                   f"{'late p50':>9} {'late p99':>9} {'ok':>6} {'cpu ms/pod':>10} {'setup ms':>9} {'w/o setup':>9} "
                   f"{'start ms':>9}")
-            runs: dict[tuple[float, str], list[float]] = {}
             for rep in range(args.repeat):
                 for rate in rates:
                     offsets = schedule(QpsArrival(qps=rate), int(rate * args.seconds))  # the same for both
-                    rows = {}
                     for label, fn in (("kwokbench", kwokbench_submit), ("kubernetes", kubernetes_client_submit)):
                         ns = f"{label}-{int(rate)}-{rep}"
                         make_namespace(info, ns)
                         settle()
-                        rows[label] = r = fn(info, rate, offsets, ns)
-                        runs.setdefault((rate, label), []).append(r["cpu_ms_per_pod"])
+                        r = fn(info, rate, offsets, ns)
+                        rows[label].append({"rate": rate, "repeat": rep, **r})
                         # the one-off TLS/connection setup before t0 is known for kwokbench only (the
                         # kubernetes client connects lazily, inside its run)
                         setup = (f"{r['setup_ms']:>9.1f} {r['steady_ms_per_pod']:>9.3f} {r['start_ms']:>9.0f}"
@@ -214,15 +221,107 @@ def main() -> None:
                         print(f"{r['offered']:>7.0f} {label:<12} {r['sent']:>8.1f} {r['accepted']:>9.1f} "
                               f"{r['accepted'] / r['offered']:>7.3f} {r['wire_p50'] * 1000:>7.1f}ms "
                               f"{r['late_p50'] * 1000:>7.1f}ms {r['late_p99'] * 1000:>7.1f}ms {r['ok']:>6} "
-                              f"{r['cpu_ms_per_pod']:>10.3f} {setup}")
-                    print(f"{rate:>7.0f} cpu ratio kubernetes/kwokbench: "
-                          f"{rows['kubernetes']['cpu_ms_per_pod'] / rows['kwokbench']['cpu_ms_per_pod']:.1f}x")
-            if args.repeat > 1:
-                print(f"\ncpu ms/pod over {args.repeat} repetitions: median [min-max]")
-                for (rate, label), v in runs.items():
-                    print(f"{rate:>7.0f} {label:<12} {np.median(v):.3f} [{min(v):.3f}-{max(v):.3f}]")
+                              f"{r['cpu_ms_per_pod']:>10.3f} {setup}", flush=True)
         finally:
             k.delete("bench-submit")
+    doc = {"runs": rows, "timeline": {"pods": 100_000, "grew_mib": grew, "peak_mib": peak}}
+    if args.data:
+        options = f"--rates {args.rates} --seconds {args.seconds:g} --repeat {args.repeat}"
+        write(args.data, {**here("every offered rate's measurement of kwokbench's submitter and of the kubernetes "
+                                 "client on one apiserver (benchmarks/bench_submit.py)", "bench_submit.py", options),
+                          **doc})
+    print()
+    print(markdown(doc))
+
+
+def _by_rate(doc: dict[str, Any], client: str, key: str) -> dict[float, list[float]]:
+    """``key`` of ``client``'s measurements, by offered rate (highest first), NaN left out."""
+    out: dict[float, list[float]] = {}
+    for r in doc["runs"][client]:
+        v = r["accepted"] / r["offered"] if key == "ratio" else r.get(key)
+        if v is not None and v == v:
+            out.setdefault(float(r["rate"]), []).append(float(v))
+    return dict(sorted(out.items(), reverse=True))
+
+
+def _mid(xs: list[float], fmt: str, scale: float = 1.0) -> str:
+    """The median of ``xs`` and, where the repetitions differ, their range: ``0.091 [0.091–0.095]``."""
+    m, lo, hi = (format(scale * x, fmt) for x in (float(np.median(xs)), min(xs), max(xs)))
+    return m if lo == hi else f"{m} [{lo}–{hi}]"
+
+
+def _range(xs: list[float], fmt: str, scale: float = 1.0) -> str:
+    lo, hi = format(scale * min(xs), fmt), format(scale * max(xs), fmt)
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def accepted(doc: dict[str, Any], client: str) -> str:
+    """Accepted over offered at each rate, lowest rate first, medians: ``1.000, 1.000, 0.998``."""
+    return ", ".join(format(float(np.median(v)), ".3f") for v in reversed(_by_rate(doc, client, "ratio").values()))
+
+
+def rates(doc: dict[str, Any]) -> str:
+    """The offered rates, lowest first: ``50, 200, 500``."""
+    return ", ".join(f"{r:g}" for r in reversed(_by_rate(doc, "kwokbench", "ratio")))
+
+
+def wire(doc: dict[str, Any], client: str, rate: float) -> str:
+    """The median time on the wire at ``rate``: ``64 ms``."""
+    return f"{float(np.median(_by_rate(doc, client, 'wire_p50')[float(rate)])) * 1000:.0f} ms"
+
+
+def sent(doc: dict[str, Any], client: str, above: float) -> str:
+    """The range of requests per second ``client`` put on the wire at offered rates above ``above``: ``220–320``."""
+    return _range([x for r, xs in _by_rate(doc, client, "sent").items() if r > above for x in xs], ".0f")
+
+
+def cpu(doc: dict[str, Any]) -> str:
+    """kwokbench's CPU per created pod at each rate, median [range]: ``0.091 [0.091–0.095] ms at 2000/s, …``."""
+    return ", ".join(f"{_mid(v, '.3f')} {'ms ' if i == 0 else ''}at {r:g}/s"
+                     for i, (r, v) in enumerate(_by_rate(doc, "kwokbench", "cpu_ms_per_pod").items()))
+
+
+def setup(doc: dict[str, Any]) -> str:
+    """The one-off setup before t0 and the worker's start, ranges: ``9–13 ms``, ``0.26–0.31 s``."""
+    s = [x for v in _by_rate(doc, "kwokbench", "setup_ms").values() for x in v]
+    w = [x for v in _by_rate(doc, "kwokbench", "start_ms").values() for x in v]
+    return (f"one-off setup before `t0` {_range(s, '.0f')} ms, and starting the worker process "
+            f"{_range(w, '.2f', 0.001)} s")
+
+
+def client_cpu(doc: dict[str, Any]) -> str:
+    """The kubernetes client's CPU per pod (range) and how many times kwokbench's, at the lowest and highest rate:
+    ``4.3–4.9 ms, 19x (50/s) to 54x (2000/s) more``."""
+    theirs, ours = _by_rate(doc, "kubernetes", "cpu_ms_per_pod"), _by_rate(doc, "kwokbench", "cpu_ms_per_pod")
+    x = {r: float(np.median(theirs[r])) / float(np.median(ours[r])) for r in theirs}
+    lo, hi = min(x), max(x)
+    return (f"{_range([v for vs in theirs.values() for v in vs], '.1f')} ms, {x[lo]:.0f}x ({lo:g}/s) to "
+            f"{x[hi]:.0f}x ({hi:g}/s) more")
+
+
+def lateness(doc: dict[str, Any]) -> str:
+    """kwokbench's send lateness over every measurement: ``p50 0.4–0.7 ms, p99 ≤ 7 ms``."""
+    p50 = [x for v in _by_rate(doc, "kwokbench", "late_p50").values() for x in v]
+    p99 = [x for v in _by_rate(doc, "kwokbench", "late_p99").values() for x in v]
+    return f"p50 {_range(p50, '.1f', 1000)} ms, p99 ≤ {1000 * max(p99):.0f} ms"
+
+
+def timeline(doc: dict[str, Any]) -> str:
+    """What a 100k-pod timeline added to the process's peak RSS: ``+115 MiB``."""
+    return f"+{doc['timeline']['grew_mib']:.0f} MiB"
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """Per offered rate and client: accepted/offered, requests sent per second, time on the wire, CPU per created pod
+    (medians over the repetitions, their range in brackets)."""
+    out = ["| offered | client | accepted / offered | sent per s | on the wire p50 | CPU per pod |", "|---" * 6 + "|"]
+    for client in ("kwokbench", "kubernetes"):
+        ratio, sends = _by_rate(doc, client, "ratio"), _by_rate(doc, client, "sent")
+        wires, cpus = _by_rate(doc, client, "wire_p50"), _by_rate(doc, client, "cpu_ms_per_pod")
+        for r in reversed(ratio):
+            out.append(f"| {r:g}/s | {client} | {_mid(ratio[r], '.3f')} | {_mid(sends[r], '.0f')} | "
+                       f"{_mid(wires[r], '.1f', 1000)} ms | {_mid(cpus[r], '.3f')} ms |")
+    return "\n".join(out)
 
 
 if __name__ == "__main__":

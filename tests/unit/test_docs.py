@@ -352,9 +352,12 @@ def test_a_results_page_starts_with_commands_that_run_here(page: Path, example_e
             shown = _help([*kb, *[a for a in cmd[1:3] if not a.startswith("-") and "/" not in a]], example_env)
         if cmd[1] in ("run", "benchmarks/bench_scenario.py"):  # the scenario it runs validates, with its --set
             sets = [a for i, a in enumerate(cmd) if i and cmd[i - 1] == "--set"]
-            res = subprocess.run([*kb, "validate", cmd[2], *(x for s in sets for x in ("--set", s))], cwd=ROOT,
-                                 env=example_env, capture_output=True, text=True, timeout=120)
-            assert res.returncode == 0, f"{page.name}: {line}: {res.stderr}"
+            arms = [a.partition("=")[2] for i, a in enumerate(cmd) if i and cmd[i - 1] == "--arm"] or [""]
+            for arm in arms:  # bench_scenario's --arm NAME=SET;SET: each arm's overrides beside the common ones
+                extra = [*sets, *(x.strip() for x in arm.split(";") if x.strip())]
+                res = subprocess.run([*kb, "validate", cmd[2], *(x for s in extra for x in ("--set", s))], cwd=ROOT,
+                                     env=example_env, capture_output=True, text=True, timeout=120)
+                assert res.returncode == 0, f"{page.name}: {line}: {res.stderr}"
         unknown = [f for f in _flags(cmd) if not re.search(re.escape(f) + r"(?![\w-])", shown)]
         assert not unknown, f"{page.name}: {line}: options {unknown} are not in its --help"
 
