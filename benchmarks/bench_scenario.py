@@ -5,7 +5,11 @@ Each run's row: pods bound, throughput (pods bound per second over the pending w
 the scheduler's attempt p50 / p99, its own means per pod of its algorithm (filter + score) and of PreFilter, Filter,
 PreScore, Score and Permit (`framework_extension_point_duration_seconds`), its CPU per pod, pods placed against the
 gpufilter rule, the first phase's gangs (whole, partly placed, unplaced), the builtin extender's own handling per pod
-and calls, and what limited the run. Printed per variant over its runs (each cell the runs' range).
+and calls, the first phase's Jobs (makespan, submit → admitted and admitted → all pods scheduled p50 / p99, the queue's
+depth) and Kueue's own account (admission attempts, their mean, its wait mean, its CPU), each chaos event's recovery
+(``recovery_0``, ``recovery_1``, …: seconds until the binding rate was back) and the pods lost (accepted, never
+bound), and what limited the run.
+Printed per variant over its runs (each cell the runs' range).
 
     python benchmarks/bench_scenario.py scenarios/extender-vs-plugin.yaml --repeat 3
     python benchmarks/bench_scenario.py scenarios/coscheduling-vs-default.yaml --repeat 3 \\
@@ -40,7 +44,9 @@ REPO = Path(__file__).resolve().parents[1]
 POINTS = ("PreFilter", "Filter", "PreScore", "Score", "Permit")
 FIGURES = ("bound", "throughput", "p50", "p99", "attempt_p50", "attempt_p99", "algorithm_ms",
            *(f"{p.lower()}_ms" for p in POINTS), "cpu_ms",
-           "violations", "gangs_complete", "gangs_partial", "gangs_unplaced", "extender_ms", "extender_calls")
+           "violations", "gangs_complete", "gangs_partial", "gangs_unplaced", "extender_ms", "extender_calls",
+           "makespan", "admitted_p50", "admitted_p99", "to_scheduled_p50", "to_scheduled_p99", "queue_max",
+           "queue_mean", "kueue_admitted", "kueue_inadmissible", "kueue_attempt_ms", "kueue_wait", "kueue_cpu", "lost")
 
 
 def _ms(d: dict[str, Any] | None) -> float | None:
@@ -59,6 +65,9 @@ def row(run: Path) -> dict[str, Any]:
     cpu = sched.get("cpu_seconds_per_pod")
     ext = json.loads((run / "extender.json").read_text()) if (run / "extender.json").is_file() else {}
     handling = sum((ext.get("handling_seconds") or {}).values())
+    jobs = (s.get("jobs") or [{}])[0]
+    kueue = s.get("kueue") or {}
+    waits = list((kueue.get("admission_wait_time_seconds") or {}).values())
     return {"variant": meta["variant"]["name"], "bound": bound, "expected": s.get("pods_expected"),
             "throughput": (s.get("throughput") or {}).get("average"), "p50": lat.get("p50"), "p99": lat.get("p99"),
             "attempt_p50": attempt.get("p50"), "attempt_p99": attempt.get("p99"),
@@ -70,6 +79,17 @@ def row(run: Path) -> dict[str, Any]:
             "gangs_unplaced": gangs.get("unplaced"),
             "extender_ms": 1000 * handling / bound if ext and bound else None,
             "extender_calls": sum((ext.get("calls") or {}).values()) if ext else None,
+            "makespan": jobs.get("makespan_seconds"),
+            **{f"{k}_{q}": (jobs.get(f) or {}).get(q) for k, f in (("admitted", "submit_to_admitted_seconds"), (
+                "to_scheduled", "admitted_to_all_scheduled_seconds")) for q in ("p50", "p99")},
+            "queue_max": jobs.get("queue_depth_max"), "queue_mean": jobs.get("queue_depth_mean"),
+            "kueue_admitted": (kueue.get("admission_attempts") or {}).get("success"),
+            "kueue_inadmissible": (kueue.get("admission_attempts") or {}).get("inadmissible"),
+            "kueue_attempt_ms": _ms(kueue.get("admission_attempt_duration_seconds")),
+            "kueue_wait": waits[0].get("mean") if len(waits) == 1 else None, "kueue_cpu": kueue.get("cpu_seconds"),
+            **{f"recovery_{i}": e.get("recovery_seconds") for i, e in enumerate((s.get("chaos") or {}).get("events")
+                                                                               or [])},
+            "lost": (s.get("chaos") or {}).get("pods_lost"),
             "limited_by": (s.get("limited_by") or {}).get("verdict"), "started": meta.get("started_at")}
 
 
@@ -116,6 +136,13 @@ COLUMNS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "gangs": ("gangs whole / partly placed / unplaced", lambda r: " / ".join(
         span(r, f"gangs_{k}", ".0f") for k in ("complete", "partial", "unplaced"))),
     "extender": ("the extender's own handling per pod", lambda r: span(r, "extender_ms", ".1f", unit=" ms")),
+    "makespan": ("makespan", lambda r: span(r, "makespan", ".1f", unit=" s")),
+    "admitted": ("submit → admitted p50 / p99", lambda r: f"{seconds_or_ms(r, 'admitted_p50')} / "
+                                                           f"{seconds_or_ms(r, 'admitted_p99')}"),
+    "to_scheduled": ("admitted (created) → all pods scheduled p50 / p99",
+                     lambda r: f"{seconds_or_ms(r, 'to_scheduled_p50')} / {seconds_or_ms(r, 'to_scheduled_p99')}"),
+    "queue": ("queue depth max / mean", lambda r: "–" if r["queue_max"] is None else
+              f"{span(r, 'queue_max', '.0f')} / {span(r, 'queue_mean', '.1f')} workloads"),
     "limited": ("limited by", lambda r: str(r["limited_by"])),
 }
 """What a page may ask of :func:`table`: a column's header and its cell from a variant's :func:`median_row`."""
@@ -172,6 +199,16 @@ def ceiling_share(doc: dict[str, Any], ceiling: float, *variants: str) -> str:
     xs = sorted(r["throughput"] / ceiling for v in variants for r in doc["runs"][v] if r["throughput"] is not None)
     lo, hi = f"{xs[0]:.2f}", f"{xs[-1]:.2f}"
     return lo if lo == hi else f"{lo}–{hi}"
+
+
+def recovery(doc: dict[str, Any], variant: str, event: int) -> str:
+    """Seconds until the binding rate was back after chaos event ``event`` (0: the scenario's first), the range of
+    ``variant``'s runs: ``8.8 s``, ``4.1–4.6 s``; ``not back`` where a run's never was."""
+    xs = [r.get(f"recovery_{event}") for r in doc["runs"][variant]]
+    if any(x is None for x in xs):
+        return "not back in every run"
+    lo, hi = f"{min(xs):.1f}", f"{max(xs):.1f}"
+    return f"{lo} s" if lo == hi else f"{lo}–{hi} s"
 
 
 def throughput(doc: dict[str, Any], *variants: str) -> str:
