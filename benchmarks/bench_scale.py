@@ -11,6 +11,12 @@ completes with kwokbench's peak RSS < 1 GiB and `report` < 60 s.
     python benchmarks/bench_scale.py                       # 1k, 5k (10k pods each) and 10k nodes (100k pods)
     python benchmarks/bench_scale.py --points 1000:10000    # one point: nodes:pods
     python benchmarks/bench_scale.py --skip-kwokctl        # no `kwokctl scale` comparison (default: up to 5k)
+    python benchmarks/bench_scale.py --data docs/results/data/scale-DATE.json
+
+``--data FILE`` keeps the Ready times, each point's figures (throughput, creates accepted, what limited it, every
+component's CPU and peak RSS, kwokbench's own peak RSS, the wall time) and `report`'s seconds with the command, this
+checkout's commit, the day and the host; the results pages quote them through :func:`ready`, :func:`bound`,
+:func:`rss` and the other functions below.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_up import kwokbench_up, kwokctl_scale
+from stored import here, write
 
 from kwokbench.cluster import Kwokctl
 from kwokbench.toolchain import Toolchain
@@ -95,7 +102,10 @@ def main() -> None:
     ap.add_argument("--kwokctl-max", type=int, default=5000,
                     help="compare with `kwokctl scale node` up to this many nodes (211 s at 10k here)")
     ap.add_argument("--skip-ready", action="store_true", help="skip the node-Ready part")
+    ap.add_argument("--data", type=Path, help="write the figures, the command, commit, day and host here (JSON)")
     args = ap.parse_args()
+    ready_rows: list[dict[str, Any]] = []
+    point_rows: list[dict[str, Any]] = []
     tc = Toolchain()
     tc.install("auto")
 
@@ -110,6 +120,7 @@ def main() -> None:
                 ratio = f"{kc['ready'] / kb['ready']:.2f}x" if kc else "-"
                 kc_s = f"{kc['ready']:.1f}" if kc else "-"
                 print(f"{n:>6} {kb['ready']:>18.1f} {kc_s:>22} {ratio:>6}", flush=True)
+                ready_rows.append({"nodes": n, "kwokbench": kb["ready"], "kwokctl": kc["ready"] if kc else None})
 
     print("\n## pods offered at 1000/s (faster than bound), through `kwokbench run`")
     with tempfile.TemporaryDirectory(prefix="kb-scale-") as tmp:
@@ -135,9 +146,97 @@ def main() -> None:
                       f"{p['rss_peak_bytes'] / 2**20:>13.0f}")
             if nodes == 5000 and (c := s.get("ceiling")):
                 print(f"  vs this host's scheduler_perf ceiling: {json.dumps(c)[:300]}")
+            evidence = (s.get("limited_by") or {}).get("evidence") or {}
+            queue = evidence.get("queue_max")
+            window_cores = {c: v.get("mean") for c, v in (evidence.get("cores") or {}).items()}
+            point_rows.append({
+                "nodes": nodes, "pods": pods, "scheduled": s["pods_scheduled"], "wall": r["wall"],
+                "throughput": tp.get("average"), "accepted": sub.get("accepted_qps"), "offered": sub.get("offered_qps"),
+                "limited_by": (s.get("limited_by") or {}).get("verdict"), "queue_max": queue,
+                "kwokbench_rss_mib": r["kwokbench_rss"] / 2**20,
+                "processes": {c: {"cpu_seconds": p["cpu_seconds"], "cores_window": window_cores.get(c),
+                                  "rss_mib": p["rss_peak_bytes"] / 2**20}
+                              for c, p in (s.get("processes") or {}).items()}})
         biggest = max(results, key=lambda x: x[1])
         secs = report_seconds(biggest[2]["run"], out / "report")
         print(f"\n`kwokbench report` on the {biggest[1]}-pod run: {secs:.1f} s")
+    if args.data:
+        options = " ".join(a for a in sys.argv[1:] if not a.startswith("--data") and a != str(args.data))
+        write(args.data, {**here("nodes Ready at each size, then one `kwokbench run scenarios/scale-10k.yaml` per "
+                                 "point and `kwokbench report` on the largest (benchmarks/bench_scale.py)",
+                                 "bench_scale.py", options or "(defaults)"),
+                          "runs": {"ready": ready_rows, "points": point_rows},
+                          "report_seconds": secs, "report_pods": biggest[1]})
+
+
+def _point(doc: dict[str, Any], nodes: int, pods: int | None = None) -> dict[str, Any]:
+    return dict(next(r for r in doc["runs"]["points"] if r["nodes"] == nodes and pods in (None, r["pods"])))
+
+
+def ready(doc: dict[str, Any], who: str = "kwokbench") -> str:
+    """Seconds to every node Ready at each size (``who``: kwokbench or kwokctl): ``5.4 s / 19.9 s / 45.4 s``."""
+    return " / ".join(f"{r[who]:.1f} s" for r in doc["runs"]["ready"] if r[who] is not None)
+
+
+def slower(doc: dict[str, Any]) -> str:
+    """``kwokctl scale node`` over kwokbench at each size both ran: ``2.4x / 3.3x``."""
+    return " / ".join(f"{r['kwokctl'] / r['kwokbench']:.1f}x" for r in doc["runs"]["ready"] if r["kwokctl"])
+
+
+def bound(doc: dict[str, Any]) -> str:
+    """Pods bound per second at each point: ``378.6 / 296.6 / 338.6``."""
+    return " / ".join(f"{r['throughput']:.1f}" for r in doc["runs"]["points"])
+
+
+def accepted(doc: dict[str, Any]) -> str:
+    """Creates the apiserver accepted per second at each point: ``380 / 297 / 344``."""
+    return " / ".join(f"{r['accepted']:.0f}" for r in doc["runs"]["points"])
+
+
+def limits(doc: dict[str, Any]) -> str:
+    """What limited each point: ``apiserver / apiserver / scheduler``."""
+    return " / ".join(str(r["limited_by"]) for r in doc["runs"]["points"])
+
+
+def scheduled(doc: dict[str, Any]) -> str:
+    """Pods scheduled of those created, at each point: ``10000 of 10000 / …``."""
+    return " / ".join(f"{r['scheduled']} of {r['pods']}" for r in doc["runs"]["points"])
+
+
+def wall(doc: dict[str, Any], nodes: int, pods: int | None = None) -> str:
+    """The wall time of a point's `kwokbench run`: ``374 s``."""
+    return f"{_point(doc, nodes, pods)['wall']:.0f} s"
+
+
+def cores(doc: dict[str, Any], nodes: int, component: str = "kube-scheduler") -> str:
+    """The cores ``component`` used over the point's window, and the scheduler's queue at its longest."""
+    r = _point(doc, nodes)
+    c = r["processes"].get(component, {}).get("cores_window")
+    q = f", queue up to {r['queue_max']:.0f}" if r.get("queue_max") is not None else ""
+    return (f"{c:.2f} cores" if c is not None else "cores not measured") + q
+
+
+def rss(doc: dict[str, Any], nodes: int, pods: int | None = None) -> str:
+    """kwokbench's peak RSS and each component's at a point, largest first: ``kwokbench 549 MiB; kube-apiserver
+    11.0 GiB, …``."""
+    r = _point(doc, nodes, pods)
+
+    def size(mib: float) -> str:
+        return f"{mib / 1024:.1f} GiB" if mib >= 1024 else f"{mib:.0f} MiB"
+
+    procs = sorted(r["processes"].items(), key=lambda kv: -kv[1]["rss_mib"])
+    return f"**kwokbench {size(r['kwokbench_rss_mib'])}**; " + ", ".join(f"{c} {size(p['rss_mib'])}" for c, p in procs)
+
+
+def cpu(doc: dict[str, Any], nodes: int, pods: int | None = None) -> str:
+    """Each component's CPU seconds over a point's run, largest first: ``kube-scheduler 246 s, …``."""
+    procs = sorted(_point(doc, nodes, pods)["processes"].items(), key=lambda kv: -kv[1]["cpu_seconds"])
+    return ", ".join(f"{c} {p['cpu_seconds']:.0f} s" for c, p in procs)
+
+
+def report(doc: dict[str, Any]) -> str:
+    """`kwokbench report`'s seconds on the largest run: ``2.8 s``."""
+    return f"{doc['report_seconds']:.1f} s"
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ gpufilter rule, the first phase's gangs (whole, partly placed, unplaced), the bu
 and calls, the first phase's Jobs (makespan, submit → admitted and admitted → all pods scheduled p50 / p99, the queue's
 depth) and Kueue's own account (admission attempts, their mean, its wait mean, its CPU), each chaos event's recovery
 (``recovery_0``, ``recovery_1``, …: seconds until the binding rate was back) and the pods lost (accepted, never
-bound), and what limited the run.
+bound), the DRA claims (allocated of all, pods bound with a claim never allocated, created → claim allocated p50), the
+apiserver's writes per pod, and what limited the run.
 Printed per variant over its runs (each cell the runs' range).
 
     python benchmarks/bench_scenario.py scenarios/extender-vs-plugin.yaml --repeat 3
@@ -46,7 +47,8 @@ FIGURES = ("bound", "throughput", "p50", "p99", "attempt_p50", "attempt_p99", "a
            *(f"{p.lower()}_ms" for p in POINTS), "cpu_ms",
            "violations", "gangs_complete", "gangs_partial", "gangs_unplaced", "extender_ms", "extender_calls",
            "makespan", "admitted_p50", "admitted_p99", "to_scheduled_p50", "to_scheduled_p99", "queue_max",
-           "queue_mean", "kueue_admitted", "kueue_inadmissible", "kueue_attempt_ms", "kueue_wait", "kueue_cpu", "lost")
+           "queue_mean", "kueue_admitted", "kueue_inadmissible", "kueue_attempt_ms", "kueue_wait", "kueue_cpu", "lost",
+           "claims", "claims_allocated", "bound_unallocated", "claim_p50", "writes")
 
 
 def _ms(d: dict[str, Any] | None) -> float | None:
@@ -68,6 +70,8 @@ def row(run: Path) -> dict[str, Any]:
     jobs = (s.get("jobs") or [{}])[0]
     kueue = s.get("kueue") or {}
     waits = list((kueue.get("admission_wait_time_seconds") or {}).values())
+    claims = s.get("claims") or {}
+    per_pod = ((s.get("apiserver") or {}).get("writes") or {}).get("per_pod") or {}
     return {"variant": meta["variant"]["name"], "bound": bound, "expected": s.get("pods_expected"),
             "throughput": (s.get("throughput") or {}).get("average"), "p50": lat.get("p50"), "p99": lat.get("p99"),
             "attempt_p50": attempt.get("p50"), "attempt_p99": attempt.get("p99"),
@@ -90,6 +94,10 @@ def row(run: Path) -> dict[str, Any]:
             **{f"recovery_{i}": e.get("recovery_seconds") for i, e in enumerate((s.get("chaos") or {}).get("events")
                                                                                or [])},
             "lost": (s.get("chaos") or {}).get("pods_lost"),
+            "claims": claims.get("claims"), "claims_allocated": claims.get("allocated"),
+            "bound_unallocated": claims.get("bound_unallocated"),
+            "claim_p50": ((claims.get("pod_stages") or {}).get("created_to_allocated") or {}).get("p50"),
+            "writes": sum(per_pod.values()) if per_pod else None,
             "limited_by": (s.get("limited_by") or {}).get("verdict"), "started": meta.get("started_at")}
 
 
@@ -143,6 +151,11 @@ COLUMNS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
                      lambda r: f"{seconds_or_ms(r, 'to_scheduled_p50')} / {seconds_or_ms(r, 'to_scheduled_p99')}"),
     "queue": ("queue depth max / mean", lambda r: "–" if r["queue_max"] is None else
               f"{span(r, 'queue_max', '.0f')} / {span(r, 'queue_mean', '.1f')} workloads"),
+    "claims": ("claims allocated", lambda r: "–" if r["claims"] is None else
+               f"{span(r, 'claims_allocated', '.0f')} / {span(r, 'claims', '.0f')}"),
+    "claim_latency": ("created → claim allocated p50", lambda r: seconds_or_ms(r, "claim_p50")
+                      if r["claim_p50"] is not None else "never"),
+    "writes": ("apiserver writes per pod", lambda r: span(r, "writes", ".1f")),
     "limited": ("limited by", lambda r: str(r["limited_by"])),
 }
 """What a page may ask of :func:`table`: a column's header and its cell from a variant's :func:`median_row`."""
