@@ -164,7 +164,7 @@ def main() -> None:
         options = " ".join(a for a in sys.argv[1:] if not a.startswith("--data") and a != str(args.data))
         write(args.data, {**here("nodes Ready at each size, then one `kwokbench run scenarios/scale-10k.yaml` per "
                                  "point and `kwokbench report` on the largest (benchmarks/bench_scale.py)",
-                                 "bench_scale.py", options or "(defaults)"),
+                                 "bench_scale.py", options),
                           "runs": {"ready": ready_rows, "points": point_rows},
                           "report_seconds": secs, "report_pods": biggest[1]})
 

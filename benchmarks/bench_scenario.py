@@ -217,6 +217,8 @@ def ceiling_share(doc: dict[str, Any], ceiling: float, *variants: str) -> str:
 def recovery(doc: dict[str, Any], variant: str, event: int) -> str:
     """Seconds until the binding rate was back after chaos event ``event`` (0: the scenario's first), the range of
     ``variant``'s runs: ``8.8 s``, ``4.1–4.6 s``; ``not back`` where a run's never was."""
+    if not any(f"recovery_{event}" in r for r in doc["runs"][variant]):
+        raise KeyError(f"{variant}'s runs have no chaos event {event}")
     xs = [r.get(f"recovery_{event}") for r in doc["runs"][variant]]
     if any(x is None for x in xs):
         return "not back in every run"

@@ -99,7 +99,7 @@ def here(what: str, script: str, args: str | None = None) -> dict[str, Any]:
 
     code = from_git(REPO) or {}
     given = " ".join(sys.argv[1:]) if args is None else args
-    return {"what": what, "command": f".venv/bin/python benchmarks/{script} {given}",
+    return {"what": what, "command": f".venv/bin/python benchmarks/{script} {given}".rstrip(),
             "commit": code.get("commit"), "dirty": bool(code.get("dirty")),
             "date": datetime.now(UTC).strftime("%Y-%m-%d"), "host": host_text(host_info())}
 

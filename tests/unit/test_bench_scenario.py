@@ -50,3 +50,23 @@ def test_times_and_more_read_the_medians() -> None:
     both = ext["prescore_ms"] + ext["score_ms"] - stock["prescore_ms"] - stock["score_ms"]
     assert bench_scenario.more(DOC, "extender", "prescore_ms+score_ms", "stock", 2) == f"{both:+.2f} ms".replace(
         "-", "\u2212")
+
+
+def test_an_arm_is_a_name_and_its_overrides_and_a_malformed_one_is_refused() -> None:
+    assert bench_scenario.arms(["stock=", "trimmed=cluster.controller_manager=false; cluster.pin_scheduler=true"]) == {
+        "stock": [], "trimmed": ["cluster.controller_manager=false", "cluster.pin_scheduler=true"]}
+    for bad in ("stock", "=x=1", "a/b=x=1"):
+        with pytest.raises(SystemExit, match="expected NAME=SET;SET"):
+            bench_scenario.arms([bad])
+
+
+def test_the_jobs_columns_read_kueues_runs_and_leave_direct_submissions_blank() -> None:
+    """docs/results/data/kueue-2026-11-29.json: scenarios/kueue-vs-direct.yaml, three interleaved runs a variant."""
+    doc = json.loads((ROOT / "docs/results/data/kueue-2026-11-29.json").read_text())
+    kueue, direct = (line.split("|")[2:-1] for line in bench_scenario.table(
+        doc, "makespan,admitted,queue", {"kueue": "kueue", "direct": "direct"}).splitlines()[2:])
+    spans = [r["makespan"] for r in doc["runs"]["kueue"]]
+    assert kueue[0].strip() == f"{min(spans):.1f}–{max(spans):.1f} s"
+    assert [c.strip() for c in direct[1:]] == ["– / –", "–"]
+    with pytest.raises(KeyError, match="no chaos event 0"):
+        bench_scenario.recovery(doc, "kueue", 0)
