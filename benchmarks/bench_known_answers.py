@@ -220,6 +220,35 @@ def minutes(doc: dict[str, Any]) -> str:
     return f"{m:.1f} minutes ({sum(len(rs) for rs in doc['runs'].values())} runs)"
 
 
+def builds(doc: dict[str, Any]) -> str:
+    """Each release's build as the bisect met it: ``v1.35.0 204 s, v1.35.1 built before``."""
+    return ", ".join(f"{t} {'built before' if b['cached'] else str(round(b['seconds'])) + ' s'}"
+                     for t, b in doc["bisect"]["builds"].items())
+
+
+def pinned(doc: dict[str, Any]) -> str:
+    """What the bisect held the same across its releases: ``Go 1.26.8, kwok v0.8.0, etcd v3.6.16``."""
+    p = doc["bisect"].get("pinned") or {}
+    names = {"go": "Go", "kwok": "kwok", "etcd": "etcd"}
+    return ", ".join(f"{names.get(k, k)} {str(v).removeprefix('go')}" for k, v in p.items() if k != "differs")
+
+
+def extra_median(doc: dict[str, Any], tag: str, extra: str, scale: float = 1.0, digits: int = 2) -> str:
+    """The median of a kept summary key over a release's runs (times ``scale``): ``0.48``."""
+    xs = [float(r[extra]) * scale for r in doc["runs"][tag] if r.get(extra) is not None]
+    if not xs:
+        raise KeyError(f"no run of {tag} has {extra}")
+    return f"{statistics.median(xs):.{digits}f}"
+
+
+def extra_values(doc: dict[str, Any], tags: list[str], extra: str) -> str:
+    """The distinct values of a kept summary key over the runs of ``tags`` (a verdict): ``scheduler-client``."""
+    xs = sorted({str(r[extra]) for t in tags for r in doc["runs"][t] if r.get(extra) is not None})
+    if not xs:
+        raise KeyError(f"no run of {', '.join(tags)} has {extra}")
+    return ", ".join(xs)
+
+
 def extra_range(doc: dict[str, Any], tags: list[str], extra: str) -> str:
     """The range of a kept summary key over the runs of ``tags``: ``8830–10908``."""
     xs = [r[extra] for t in tags for r in doc["runs"][t] if r.get(extra) is not None]

@@ -140,6 +140,12 @@ def send_ratio(doc: dict[str, Any]) -> str:
     return _ranged([r["with"] / r["without"] for r in doc["runs"]], ".4f")
 
 
+def achieved(doc: dict[str, Any]) -> str:
+    """The submitter's achieved rate over its target without → with scraping, per node count:
+    ``0.968 → 1.000 (1000 nodes), 0.937 → 0.895 (5000 nodes)``."""
+    return ", ".join(f"{r['without']:.3f} → {r['with']:.3f} ({r['nodes']} nodes)" for r in doc["runs"])
+
+
 def lateness(doc: dict[str, Any]) -> str:
     """The submitter's p99 send lateness without → with scraping, over the node counts: ``1.2–2.0 ms → 1.4–2.2 ms``."""
     return (f"{_ranged([1000 * r['late_without'] for r in doc['runs']], '.1f', ' ms')} → "
