@@ -48,7 +48,8 @@ FIGURES = ("bound", "throughput", "p50", "p99", "attempt_p50", "attempt_p99", "a
            "violations", "gangs_complete", "gangs_partial", "gangs_unplaced", "extender_ms", "extender_calls",
            "makespan", "admitted_p50", "admitted_p99", "to_scheduled_p50", "to_scheduled_p99", "queue_max",
            "queue_mean", "kueue_admitted", "kueue_inadmissible", "kueue_attempt_ms", "kueue_wait", "kueue_cpu", "lost",
-           "claims", "claims_allocated", "bound_unallocated", "claim_p50", "writes")
+           "claims", "claims_allocated", "bound_unallocated", "claim_p50", "writes", "seconds",
+           "shared_allocations", "given_twice")
 
 
 def _ms(d: dict[str, Any] | None) -> float | None:
@@ -96,9 +97,21 @@ def row(run: Path) -> dict[str, Any]:
             "lost": (s.get("chaos") or {}).get("pods_lost"),
             "claims": claims.get("claims"), "claims_allocated": claims.get("allocated"),
             "bound_unallocated": claims.get("bound_unallocated"),
+            "shared_allocations": claims.get("shared_allocations"),
+            "given_twice": len(claims.get("devices_given_twice") or {}) if claims else None,
             "claim_p50": ((claims.get("pod_stages") or {}).get("created_to_allocated") or {}).get("p50"),
             "writes": sum(per_pod.values()) if per_pod else None,
+            "seconds": _seconds(meta),
             "limited_by": (s.get("limited_by") or {}).get("verdict"), "started": meta.get("started_at")}
+
+
+def _seconds(meta: dict[str, Any]) -> float | None:
+    """The run end to end (bring-up to teardown), from its meta.json."""
+    from datetime import datetime
+
+    if not meta.get("started_at") or not meta.get("ended_at"):
+        return None
+    return (datetime.fromisoformat(meta["ended_at"]) - datetime.fromisoformat(meta["started_at"])).total_seconds()
 
 
 def median_row(rs: list[dict[str, Any]], figures: tuple[str, ...] = FIGURES) -> dict[str, Any]:
@@ -156,6 +169,8 @@ COLUMNS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "claim_latency": ("created → claim allocated p50", lambda r: seconds_or_ms(r, "claim_p50")
                       if r["claim_p50"] is not None else "never"),
     "writes": ("apiserver writes per pod", lambda r: span(r, "writes", ".1f")),
+    "unallocated": ("pods bound, their claim never allocated", lambda r: span(r, "bound_unallocated", ".0f")),
+    "seconds": ("end to end", lambda r: span(r, "seconds", ".1f", unit=" s")),
     "limited": ("limited by", lambda r: str(r["limited_by"])),
 }
 """What a page may ask of :func:`table`: a column's header and its cell from a variant's :func:`median_row`."""
@@ -212,6 +227,11 @@ def ceiling_share(doc: dict[str, Any], ceiling: float, *variants: str) -> str:
     xs = sorted(r["throughput"] / ceiling for v in variants for r in doc["runs"][v] if r["throughput"] is not None)
     lo, hi = f"{xs[0]:.2f}", f"{xs[-1]:.2f}"
     return lo if lo == hi else f"{lo}–{hi}"
+
+
+def limited(doc: dict[str, Any], variant: str) -> str:
+    """What limited ``variant``'s runs, each verdict once: ``apiserver``, ``apiserver, host``."""
+    return str(median_row(doc["runs"][variant])["limited_by"])
 
 
 def recovery(doc: dict[str, Any], variant: str, event: int) -> str:
