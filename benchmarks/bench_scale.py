@@ -188,6 +188,11 @@ def bound(doc: dict[str, Any]) -> str:
     return " / ".join(f"{r['throughput']:.1f}" for r in doc["runs"]["points"])
 
 
+def bound_at(doc: dict[str, Any], nodes: int, pods: int | None = None) -> str:
+    """One point's pods bound per second: ``338.6 pods/s``."""
+    return f"{_point(doc, nodes, pods)['throughput']:.1f} pods/s"
+
+
 def accepted(doc: dict[str, Any]) -> str:
     """Creates the apiserver accepted per second at each point: ``380 / 297 / 344``."""
     return " / ".join(f"{r['accepted']:.0f}" for r in doc["runs"]["points"])
