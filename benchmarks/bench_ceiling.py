@@ -121,6 +121,13 @@ def cores(doc: dict[str, Any], nodes: int) -> str:
     return ", ".join(f"{k} {100 * v:.0f}%" for k, v in shares)
 
 
+def ceiling(doc: dict[str, Any], nodes: int) -> str:
+    """The in-process ceiling at ``nodes`` (its runs' median) and their spread: ``236.2 pods/s (spread 20.4%)``."""
+    [r] = [r for r in doc["runs"] if r["nodes"] == nodes]
+    spread = f" (spread {100 * r['spread']:.1f}%)" if r["spread"] is not None else ""
+    return f"{r['ceiling']:.1f} pods/s{spread}"
+
+
 def ratio(doc: dict[str, Any], nodes: int) -> str:
     """The kwokbench run of ``nodes`` over its ceiling: ``0.94x``."""
     [r] = [r for r in doc["runs"] if r["nodes"] == nodes]
