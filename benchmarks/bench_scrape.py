@@ -23,7 +23,7 @@ from typing import Any
 import aiohttp
 import numpy as np
 import zstandard
-from stored import here, write  # a sibling: benchmarks/ is on a script's path
+from stored import here, ranged, write  # a sibling: benchmarks/ is on a script's path
 
 from kwokbench.cluster import ClusterInfo, ClusterOptions, Kwokctl, NodeGroup, bring_up
 from kwokbench.cluster.endpoints import Endpoint
@@ -114,30 +114,25 @@ def main() -> None:
                                  "(benchmarks/bench_scrape.py)", "bench_scrape.py", options), "runs": rows})
 
 
-def _ranged(xs: list[float], fmt: str, unit: str = "") -> str:
-    lo, hi = format(min(xs), fmt), format(max(xs), fmt)
-    return (lo if lo == hi else f"{lo}–{hi}") + unit
-
-
 def cost(doc: dict[str, Any], component: str) -> str:
     """CPU per scrape and store of ``component`` over the node counts, and, for a payload over 1 MiB, what it weighs
     and what is stored: ``7 ms (1.7 MiB payload → 25–30 KiB stored)``."""
     c = [r["components"][component] for r in doc["runs"]]
-    out = _ranged([x["cpu_ms"] for x in c], ".1f", " ms")
+    out = ranged([x["cpu_ms"] for x in c], ".1f", unit=" ms")
     if max(x["payload_kib"] for x in c) >= 1024:
-        out += (f" ({_ranged([x['payload_kib'] / 1024 for x in c], '.1f', ' MiB')} payload → "
-                f"{_ranged([x['stored_kib'] for x in c], '.0f', ' KiB')} stored)")
+        out += (f" ({ranged([x['payload_kib'] / 1024 for x in c], '.1f', unit=' MiB')} payload → "
+                f"{ranged([x['stored_kib'] for x in c], '.0f', unit=' KiB')} stored)")
     return out
 
 
 def round_ms(doc: dict[str, Any]) -> str:
     """The scraper's CPU per 1 s round of every endpoint, over the node counts: ``12 ms``."""
-    return _ranged([r["round_ms"] for r in doc["runs"]], ".0f", " ms")
+    return ranged([r["round_ms"] for r in doc["runs"]], ".0f", unit=" ms")
 
 
 def send_ratio(doc: dict[str, Any]) -> str:
     """The submitter's achieved rate with scraping over without, over the node counts: ``0.9998–1.0002``."""
-    return _ranged([r["with"] / r["without"] for r in doc["runs"]], ".4f")
+    return ranged([r["with"] / r["without"] for r in doc["runs"]], ".4f")
 
 
 def achieved(doc: dict[str, Any]) -> str:
@@ -148,8 +143,8 @@ def achieved(doc: dict[str, Any]) -> str:
 
 def lateness(doc: dict[str, Any]) -> str:
     """The submitter's p99 send lateness without → with scraping, over the node counts: ``1.2–2.0 ms → 1.4–2.2 ms``."""
-    return (f"{_ranged([1000 * r['late_without'] for r in doc['runs']], '.1f', ' ms')} → "
-            f"{_ranged([1000 * r['late_with'] for r in doc['runs']], '.1f', ' ms')}")
+    return (f"{ranged([1000 * r['late_without'] for r in doc['runs']], '.1f', unit=' ms')} → "
+            f"{ranged([1000 * r['late_with'] for r in doc['runs']], '.1f', unit=' ms')}")
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import orjson
 import psutil
-from stored import here, write  # a sibling: benchmarks/ is on a script's path
+from stored import here, ranged, write  # a sibling: benchmarks/ is on a script's path
 
 from kwokbench.load.submitter import Submission, SubmitJob
 from kwokbench.manifests import ManifestFactory, resolve_template
@@ -250,11 +250,6 @@ def _mid(xs: list[float], fmt: str, scale: float = 1.0) -> str:
     return m if lo == hi else f"{m} [{lo}–{hi}]"
 
 
-def _range(xs: list[float], fmt: str, scale: float = 1.0) -> str:
-    lo, hi = format(scale * min(xs), fmt), format(scale * max(xs), fmt)
-    return lo if lo == hi else f"{lo}–{hi}"
-
-
 def accepted(doc: dict[str, Any], client: str) -> str:
     """Accepted over offered at each rate, lowest rate first, medians: ``1.000, 1.000, 0.998``."""
     return ", ".join(format(float(np.median(v)), ".3f") for v in reversed(_by_rate(doc, client, "ratio").values()))
@@ -272,7 +267,7 @@ def wire(doc: dict[str, Any], client: str, rate: float) -> str:
 
 def sent(doc: dict[str, Any], client: str, above: float) -> str:
     """The range of requests per second ``client`` put on the wire at offered rates above ``above``: ``220–320``."""
-    return _range([x for r, xs in _by_rate(doc, client, "sent").items() if r > above for x in xs], ".0f")
+    return ranged([x for r, xs in _by_rate(doc, client, "sent").items() if r > above for x in xs], ".0f")
 
 
 def cpu(doc: dict[str, Any]) -> str:
@@ -285,8 +280,8 @@ def setup(doc: dict[str, Any]) -> str:
     """The one-off setup before t0 and the worker's start, ranges: ``9–13 ms``, ``0.26–0.31 s``."""
     s = [x for v in _by_rate(doc, "kwokbench", "setup_ms").values() for x in v]
     w = [x for v in _by_rate(doc, "kwokbench", "start_ms").values() for x in v]
-    return (f"one-off setup before `t0` {_range(s, '.0f')} ms, and starting the worker process "
-            f"{_range(w, '.2f', 0.001)} s")
+    return (f"one-off setup before `t0` {ranged(s, '.0f')} ms, and starting the worker process "
+            f"{ranged(w, '.2f', 0.001)} s")
 
 
 def client_cpu(doc: dict[str, Any]) -> str:
@@ -295,7 +290,7 @@ def client_cpu(doc: dict[str, Any]) -> str:
     theirs, ours = _by_rate(doc, "kubernetes", "cpu_ms_per_pod"), _by_rate(doc, "kwokbench", "cpu_ms_per_pod")
     x = {r: float(np.median(theirs[r])) / float(np.median(ours[r])) for r in theirs}
     lo, hi = min(x), max(x)
-    return (f"{_range([v for vs in theirs.values() for v in vs], '.1f')} ms, {x[lo]:.0f}x ({lo:g}/s) to "
+    return (f"{ranged([v for vs in theirs.values() for v in vs], '.1f')} ms, {x[lo]:.0f}x ({lo:g}/s) to "
             f"{x[hi]:.0f}x ({hi:g}/s) more")
 
 
@@ -303,7 +298,7 @@ def lateness(doc: dict[str, Any]) -> str:
     """kwokbench's send lateness over every measurement: ``p50 0.4–0.7 ms, p99 ≤ 7 ms``."""
     p50 = [x for v in _by_rate(doc, "kwokbench", "late_p50").values() for x in v]
     p99 = [x for v in _by_rate(doc, "kwokbench", "late_p99").values() for x in v]
-    return f"p50 {_range(p50, '.1f', 1000)} ms, p99 ≤ {1000 * max(p99):.0f} ms"
+    return f"p50 {ranged(p50, '.1f', 1000)} ms, p99 ≤ {1000 * max(p99):.0f} ms"
 
 
 def timeline(doc: dict[str, Any]) -> str:

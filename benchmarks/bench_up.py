@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stored import here, write  # a sibling: benchmarks/ is on a script's path
+from stored import here, ranged, write  # a sibling: benchmarks/ is on a script's path
 
 from kwokbench.cluster import ClusterOptions, Kwokctl, NodeGroup, bring_up
 from kwokbench.cluster.api import Api
@@ -147,8 +147,7 @@ def slower(doc: dict[str, Any]) -> str:
 def components(doc: dict[str, Any]) -> str:
     """The range of seconds to the control plane's components Ready, over every measurement: ``3.4–3.6 s``."""
     xs = [x for m in METHODS for v in _by_nodes(doc, m, "components").values() for x in v]
-    lo, hi = f"{min(xs):.1f}", f"{max(xs):.1f}"
-    return f"{lo} s" if lo == hi else f"{lo}–{hi} s"
+    return ranged(xs, ".1f", unit=" s")
 
 
 if __name__ == "__main__":

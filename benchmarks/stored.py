@@ -127,6 +127,13 @@ def at(node: Any, path: str) -> Any:
     return node
 
 
+def ranged(xs: list[float], fmt: str, scale: float = 1.0, unit: str = "") -> str:
+    """The range of ``xs`` (times ``scale``) as the pages print it, one figure where its ends print alike:
+    ``6.0–6.2 ms``, ``11 ms``."""
+    lo, hi = format(scale * min(xs), fmt), format(scale * max(xs), fmt)
+    return (lo if lo == hi else f"{lo}–{hi}") + unit
+
+
 def pct(x: float, digits: int = 1) -> str:
     """A share as a percentage: ``3.1%``, ``100%``."""
     t = f"{100 * x:.{digits}f}"
