@@ -43,13 +43,16 @@ from stored import collect, provenance, run_options, run_scenario, runs_root, wr
 
 REPO = Path(__file__).resolve().parents[1]
 POINTS = ("PreFilter", "Filter", "PreScore", "Score", "Permit")
+HELD = 4
+"""The workloads (in the scenario's order) whose CPUs held, peak and at the end, a row keeps: ``held_peak_0``."""
 FIGURES = ("bound", "throughput", "p50", "p99", "attempt_p50", "attempt_p99", "algorithm_ms",
            *(f"{p.lower()}_ms" for p in POINTS), "cpu_ms",
            "violations", "gangs_complete", "gangs_partial", "gangs_unplaced", "extender_ms", "extender_calls",
            "makespan", "admitted_p50", "admitted_p99", "to_scheduled_p50", "to_scheduled_p99", "queue_max",
            "queue_mean", "kueue_admitted", "kueue_inadmissible", "kueue_attempt_ms", "kueue_wait", "kueue_cpu", "lost",
-           "claims", "claims_allocated", "bound_unallocated", "claim_p50", "writes", "seconds",
-           "shared_allocations", "given_twice")
+           "claims", "claims_allocated", "bound_unallocated", "claim_p50", "writes", "pod_writes", "events",
+           "seconds", "shared_allocations", "given_twice",
+           *(f"held_{end}_{i}" for i in range(HELD) for end in ("peak", "final")))
 
 
 def _ms(d: dict[str, Any] | None) -> float | None:
@@ -73,6 +76,7 @@ def row(run: Path) -> dict[str, Any]:
     waits = list((kueue.get("admission_wait_time_seconds") or {}).values())
     claims = s.get("claims") or {}
     per_pod = ((s.get("apiserver") or {}).get("writes") or {}).get("per_pod") or {}
+    held = list(((s.get("allocation") or {}).get("by_workload") or {}).values())
     return {"variant": meta["variant"]["name"], "bound": bound, "expected": s.get("pods_expected"),
             "throughput": (s.get("throughput") or {}).get("average"), "p50": lat.get("p50"), "p99": lat.get("p99"),
             "attempt_p50": attempt.get("p50"), "attempt_p99": attempt.get("p99"),
@@ -101,6 +105,10 @@ def row(run: Path) -> dict[str, Any]:
             "given_twice": len(claims.get("devices_given_twice") or {}) if claims else None,
             "claim_p50": ((claims.get("pod_stages") or {}).get("created_to_allocated") or {}).get("p50"),
             "writes": sum(per_pod.values()) if per_pod else None,
+            "pod_writes": sum(v for k, v in per_pod.items() if k != "leases") if per_pod else None,
+            "events": per_pod.get("events"),
+            **{f"held_{end}_{i}": (held[i] if i < len(held) else {}).get(f"{end}_cores") for i in range(HELD)
+               for end in ("peak", "final")},
             "seconds": _seconds(meta),
             "limited_by": (s.get("limited_by") or {}).get("verdict"), "started": meta.get("started_at")}
 
@@ -169,6 +177,8 @@ COLUMNS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "claim_latency": ("created → claim allocated p50", lambda r: seconds_or_ms(r, "claim_p50")
                       if r["claim_p50"] is not None else "never"),
     "writes": ("apiserver writes per pod", lambda r: span(r, "writes", ".1f")),
+    "pod_writes": ("apiserver writes per pod bound, leases left out (events among them)",
+                   lambda r: f"{span(r, 'pod_writes', '.1f')} ({span(r, 'events', '.1f')})"),
     "unallocated": ("pods bound, their claim never allocated", lambda r: span(r, "bound_unallocated", ".0f")),
     "seconds": ("end to end", lambda r: span(r, "seconds", ".1f", unit=" s")),
     "limited": ("limited by", lambda r: str(r["limited_by"])),

@@ -36,14 +36,29 @@ SHAPES = {"few apps x many pods": 1000, "balanced": 100, "many apps x few pods":
 
 
 def row(run: Path) -> dict[str, Any]:
+    """One run's figures. Beside the rates, what the run cost the control plane: the scheduler's peak RSS (YuniKorn
+    runs in kube-scheduler's slot), the apiserver's and etcd's CPU seconds over the run, its writes per pod bound by
+    resource (leases left out: they are the nodes', not the pods') and what the apiserver accepted of the offer."""
     s, meta = json.loads((run / "summary.json").read_text()), json.loads((run / "meta.json").read_text())
     lat = (s.get("latency") or {}).get("created_to_scheduled") or {}
+    procs = s.get("processes") or {}
+    evidence = (s.get("limited_by") or {}).get("evidence") or {}
+    per_pod = {k: v for k, v in (((s.get("apiserver") or {}).get("writes") or {}).get("per_pod") or {}).items()
+               if k != "leases"}
+    rss = (procs.get("kube-scheduler") or {}).get("rss_peak_bytes")
     return {"variant": meta["variant"]["name"], "bound": s.get("pods_scheduled"),
             "throughput": (s.get("throughput") or {}).get("average"),
             "p50": lat.get("p50"), "p99": lat.get("p99"),
             "cpu_ms_per_pod": 1000 * ((s.get("scheduler") or {}).get("cpu_seconds_per_pod") or 0.0),
             "ceiling": (s.get("ceiling") or {}).get("ratio"),
-            "limited_by": (s.get("limited_by") or {}).get("verdict"), "started": meta.get("started_at")}
+            "limited_by": (s.get("limited_by") or {}).get("verdict"), "started": meta.get("started_at"),
+            "rss_gib": rss / 2**30 if rss else None,
+            "apiserver_cpu": (procs.get("kube-apiserver") or {}).get("cpu_seconds"),
+            "etcd_cpu": (procs.get("etcd") or {}).get("cpu_seconds"),
+            "apiserver_cores": ((evidence.get("cores") or {}).get("kube-apiserver") or {}).get("mean"),
+            "accepted": evidence.get("accepted_qps"),
+            "writes": sum(per_pod.values()) if per_pod else None,
+            **{f"writes_{k.replace('pods/', '')}": v for k, v in per_pod.items()}}
 
 
 def run(nodes: int, pods: int, qps: float, repeat: int, variants: list[str], out: Path,
@@ -168,6 +183,31 @@ def points_table(doc: dict[str, Any], *ceilings: float) -> str:
             out.append(f"| {size if j == 0 else ''} | {LABELS.get(variant, variant)} | {r['throughput']:.1f}{unit}{rng}"
                        f" | {ratio} | {r['p50']:.2f} s / {r['p99']:.2f} s | {r['cpu_ms_per_pod']:.2f} ms |")
     return "\n".join(out)
+
+
+def costs_table(doc: dict[str, Any], label: str, ceiling: float) -> str:
+    """One point's runs with what each cost (a run a variant: its own figures, no median): throughput and its share
+    of ``ceiling``, latency, the scheduler's CPU per pod and peak RSS, the apiserver's and etcd's CPU seconds, the
+    apiserver's writes per pod bound (leases left out) with the events among them, and what it accepted of the offer."""
+    out = ["| variant | throughput | × ceiling | latency p50 / p99 | scheduler CPU per pod | scheduler peak RSS | "
+           "apiserver / etcd CPU | writes per pod (events) | accepted |", "|---|---|---|---|---|---|---|---|---|"]
+    for key, rs in doc["runs"].items():
+        if not key.startswith(label + "/"):
+            continue
+        for r in rs:
+            out.append(f"| {LABELS.get(r['variant'], r['variant'])} | {r['throughput']:.1f} pods/s | "
+                       f"{r['throughput'] / ceiling:.2f} | {r['p50']:.2f} s / {r['p99']:.2f} s | "
+                       f"{r['cpu_ms_per_pod']:.2f} ms | {r['rss_gib']:.1f} GiB | "
+                       f"{r['apiserver_cpu']:.0f} s / {r['etcd_cpu']:.0f} s | "
+                       f"{r['writes']:.2f} ({r['writes_events']:.2f}) | {r['accepted']:.0f}/s |")
+    return "\n".join(out)
+
+
+def span(doc: dict[str, Any], prefix: str, key: str, digits: int = 0, scale: float = 1.0) -> str:
+    """``key`` over every run whose key starts with ``prefix``, as ``171–185`` (one figure where they agree)."""
+    xs = [r[key] * scale for k, rs in doc["runs"].items() if k.startswith(prefix) for r in rs if r.get(key) is not None]
+    lo, hi = f"{min(xs):.{digits}f}", f"{max(xs):.{digits}f}"
+    return lo if lo == hi else f"{lo}–{hi}"
 
 
 def verdicts(doc: dict[str, Any], prefix: str = "") -> str:
