@@ -4,8 +4,10 @@ For each K (default 1, 2, 4) on a fresh cluster of N nodes (default 20000): node
 (`kwokbench up`'s creation to all Ready, as bring_up times it), then P pods (default N) created already bound
 (``spec.nodeName``, round-robin over the nodes, so the scheduler is not what is measured) and pods Running
 per second from the first create to the last Running. Prints a table; each cluster is deleted after its row.
+``--repeat R`` runs the K's R times, interleaved (1, 2, 4, 1, 2, 4, …); ``--data FILE`` keeps every run's row by K
+with the command, the commit, the day and the host, from which the results page renders :func:`table`.
 
-    python benchmarks/bench_kwok_controllers.py [--nodes 20000] [--pods 20000] [--k 1,2,4]
+    python benchmarks/bench_kwok_controllers.py [--nodes 20000] [--pods 20000] [--k 1,2,4] [--repeat 2]
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ import argparse
 import asyncio
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
+from stored import here, ranged, write  # a sibling: benchmarks/ is on a script's path
 
 from kwokbench.cluster import ClusterOptions, Kwokctl, NodeGroup, bring_up
 from kwokbench.cluster.api import Api, gather_limited
@@ -94,17 +98,41 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=20000)
     ap.add_argument("--pods", type=int, default=None, help="bound pods to run (default: as many as nodes; 0: none)")
     ap.add_argument("--k", default="1,2,4", help="kwok controller counts, comma-separated")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each K, interleaved")
+    ap.add_argument("--data", type=Path, help="write each run's row, the command, commit, day and host here (JSON)")
     args = ap.parse_args()
     pods = args.nodes if args.pods is None else args.pods
+    runs: dict[str, list[dict[str, Any]]] = {}
+    doc = here("kwok controllers: nodes Ready and bound pods Running per second by K (bench_kwok_controllers.py)",
+               "bench_kwok_controllers.py")
     with tempfile.TemporaryDirectory(prefix="kb-bench-") as home:
         k = Kwokctl(home=Path(home))
         k.toolchain.install("auto")
         print(f"{'K':>3} {'nodes':>6} {'ready s':>8} {'nodes/s':>8} {'pods':>6} {'created s':>9} {'running s':>9} "
               f"{'pods/s':>8}")
-        for controllers in [int(x) for x in args.k.split(",")]:
-            r = one(k, controllers, args.nodes, pods)
-            print(f"{controllers:>3} {args.nodes:>6} {r['nodes_ready_s']:>8.1f} {r['nodes_per_s']:>8.0f} {pods:>6} "
-                  f"{r['pods_created_s']:>9.1f} {r['pods_running_s']:>9.1f} {r['pods_per_s']:>8.0f}", flush=True)
+        for _ in range(args.repeat):
+            for controllers in [int(x) for x in args.k.split(",")]:
+                started = datetime.now(UTC).isoformat()
+                r = one(k, controllers, args.nodes, pods)
+                runs.setdefault(str(controllers), []).append({**r, "nodes": args.nodes, "pods": pods,
+                                                              "started": started})
+                print(f"{controllers:>3} {args.nodes:>6} {r['nodes_ready_s']:>8.1f} {r['nodes_per_s']:>8.0f} "
+                      f"{pods:>6} {r['pods_created_s']:>9.1f} {r['pods_running_s']:>9.1f} {r['pods_per_s']:>8.0f}",
+                      flush=True)
+    if args.data:
+        write(args.data, {**doc, "runs": runs})
+
+
+def table(doc: dict[str, Any]) -> str:
+    """The results page's table: for each K, the range of its runs (one figure where they agree)."""
+    out = ["| K (runs) | nodes Ready | nodes Ready per second | bound pods Running | pods Running per second |",
+           "|---|---|---|---|---|"]
+    for controllers, rs in doc["runs"].items():
+        ready, per_s, running, pods_s = (ranged([r[key] for r in rs], fmt, unit=unit) for key, fmt, unit in (
+            ("nodes_ready_s", ".1f", " s"), ("nodes_per_s", ".0f", ""), ("pods_running_s", ".1f", " s"),
+            ("pods_per_s", ".0f", "")))
+        out.append(f"| {controllers} ({len(rs)}) | {ready} | {per_s} | {running} | {pods_s} |")
+    return "\n".join(out)
 
 
 if __name__ == "__main__":

@@ -119,6 +119,12 @@ def ratio(num: str, den: str, digits: int = 2) -> str:
     return f"{value(num) / value(den):.{digits}f}x"
 
 
+def spread(*refs: str) -> str:
+    """The spread of the runs ``refs`` name, as kwokbench states a ceiling's ((max − min) / median): ``4.2%``."""
+    xs = [float(r["value"]) for ref in refs for r in lookup(ref)[1]]
+    return f"{100 * (max(xs) - min(xs)) / statistics.median(xs):.1f}%"
+
+
 def over(x: float, den: str, digits: int = 2) -> str:
     """A page's own figure ``x`` (a value in its table) divided by a stored one, as ``0.27``."""
     return f"{x / value(den):.{digits}f}"
@@ -240,7 +246,7 @@ def bench(name: str, function: str, *args: Any) -> str:
                           f"({type(e).__name__}: {e})") from e
 
 
-MACROS = {"fig": fig, "runs": runs, "value": value, "ratio": ratio, "over": over, "source": source,
+MACROS = {"fig": fig, "runs": runs, "value": value, "ratio": ratio, "over": over, "spread": spread, "source": source,
           "bench_table": bench_table, "bench_cell": bench_cell, "bench_change": bench_change,
           "bench_gate": bench_gate, "bench": bench,
           "bench_source": bench_source}
