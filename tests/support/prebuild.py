@@ -24,6 +24,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -88,15 +89,15 @@ def _score_plugins() -> object:
 
 
 BUILDS: dict[str, Callable[[], object]] = {
-    "plugin gpufilter": _plugin("gpufilter"),
-    "plugin wasm": _plugin("wasm"),
-    "plugin gpushare": _plugin("gpushare"),
-    "plugin score": _score_plugins,
-    "plugin nodenumber": _plugin("nodenumber"),
     "yunikorn": _from_sources("yunikorn"),
+    "kueue": _kueue,
     "wasm-extension": _from_sources("wasm-extension"),
     "scheduler_perf": _scheduler_perf,
-    "kueue": _kueue,
+    "plugin gpufilter": _plugin("gpufilter"),
+    "plugin score": _score_plugins,
+    "plugin nodenumber": _plugin("nodenumber"),
+    "plugin wasm": _plugin("wasm"),
+    "plugin gpushare": _plugin("gpushare"),
     "volcano": _from_sources("volcano"),
     "kai": _from_sources("kai"),
     f"kubernetes {NEXT_KUBERNETES}": _kubernetes_next,
@@ -107,16 +108,18 @@ that order (:func:`rank`)."""
 
 LANES: tuple[tuple[str, ...], ...] = (
     ("yunikorn", "wasm-extension", "scheduler_perf", f"kubernetes {NEXT_KUBERNETES}"),
-    ("plugin gpufilter", "plugin score", "plugin nodenumber", "plugin wasm", "plugin gpushare", "kueue", "volcano",
+    ("kueue", "plugin gpufilter", "plugin score", "plugin nodenumber", "plugin wasm", "plugin gpushare", "volcano",
      "kai"),
 )
-"""The builds run side by side, each lane one after another. Two lanes: a single Go build leaves a core idle
+"""The builds run side by side, each lane one after another, and a lane that has finished its own takes the next
+of the other's not yet begun (:func:`queues`: the cold run of 2026-11-29 left one lane idle for half an hour while
+the other still had Kueue, Volcano and KAI to build). Two lanes: a single Go build leaves a core idle
 while it downloads modules and while it links (one thread).
-The Go plugins (each a kube-scheduler of the pinned release with the plugin compiled in, sharing ``make tools``'
-compiled packages) come first in theirs: the files that need them are build-free otherwise.
-scheduler_perf follows YuniKorn and the WASM extension in its lane (each on Kubernetes libraries of its own, they
-share nothing with ``make tools``' build) so that, begun with ``make test``, it finds the pinned release's packages
-compiled by ``make tools`` (its test binary shares them) instead of compiling them beside it. The next release, the
+Each lane begins with a build on Kubernetes libraries of its own (YuniKorn; Kueue), which shares nothing with
+``make tools``' build of the pinned release beside it; what shares that build's compiled packages — scheduler_perf's
+test binary, the Go plugins (each a kube-scheduler of the pinned release with the plugin compiled in) — comes after,
+so that, begun with ``make test``, it finds those packages compiled instead of compiling them a second time beside
+it. The next release, the
 longest build (28 of the lane's 46 minutes cold on 2026-11-29), comes last: one file needs it, and the files of the
 builds before it run while it builds instead of after it."""
 
@@ -185,6 +188,24 @@ def lanes(builds: Iterable[str]) -> list[list[str]]:
     """``builds`` split into :data:`LANES` (each lane's own order), the empty lanes left out."""
     want = set(builds)
     return [kept for lane in LANES if (kept := [b for b in lane if b in want])]
+
+
+def queues(builds: Iterable[str]) -> list[list[str]]:
+    """What each lane walks: its own builds (:func:`lanes`), then the other lanes' in their order. A build is
+    claimed by the first lane to reach it (:func:`claim`), so a lane that has finished its own takes the next build
+    of another that this one has not begun."""
+    own = lanes(builds)
+    return [[*mine, *(b for other in own if other is not mine for b in other)] for mine in own]
+
+
+def claim(claims: Path, name: str) -> bool:
+    """Whether this lane is the first to reach build ``name``: one file per build in ``claims``, created or not
+    atomically (``O_EXCL``), so two lanes never begin the same build."""
+    try:
+        os.close(os.open(claims / re.sub(r"[^\w.-]", "_", name), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
 
 
 PIDFILE = "prebuild.json"
@@ -261,7 +282,9 @@ def begin_for_make(folder: Path, make: int) -> str:
     log = folder / "prebuild.log"
     run = start(needed(NEEDS), log, watch=make)
     if run is None:
-        return "background builds: none (KWOKBENCH_PREBUILD=0)"
+        if os.environ.get("KWOKBENCH_PREBUILD", "1") == "0":
+            return "background builds: none (KWOKBENCH_PREBUILD=0)"
+        return f"background builds: already running for this checkout (process {_builders_here()[0].pid})"
     assert run.proc is not None
     run.proc.returncode = 0  # not ours to wait for: make's shell ends first; the adopting session stops it
     (folder / PIDFILE).write_text(json.dumps({"pid": run.pid, "make": make, "builds": needed(NEEDS)}) + "\n")
@@ -289,13 +312,17 @@ def _read(log: Path) -> str:
 
 
 def _builders_here() -> list[psutil.Process]:
-    """The background builds' coordinator and lanes of this checkout (begun by ``make test`` or by a session)."""
+    """The background builds' coordinator and lanes of this checkout (begun by ``make test`` or by a session): not
+    this process nor its ancestors — make runs ``python -m tests.support.prebuild --for-make`` under a shell whose
+    command line names the module too (dash does not replace itself with the command), and that shell, taken for
+    another session's builds, kept ``make test`` from beginning any (every cold run until 2026-11-29)."""
     root = str(Path(__file__).resolve().parents[2])
+    mine = {os.getpid(), *(p.pid for p in psutil.Process().parents())}
     out = []
     for proc in psutil.process_iter(["cmdline", "cwd"]):
         with contextlib.suppress(psutil.Error):
             if "tests.support.prebuild" in " ".join(proc.info["cmdline"] or ()) and proc.info["cwd"] == root \
-                    and proc.pid != os.getpid():
+                    and proc.pid not in mine:
                 out.append(proc)
     return out
 
@@ -353,16 +380,21 @@ def summary(log: Path) -> str:
     return ", ".join(done) or "nothing ran"
 
 
-def _lane(names: list[str]) -> int:
-    """One lane: its builds one after another, until the process that began it (the coordinator) is gone."""
-    parent, failed = os.getppid(), 0
+def _lane(names: list[str], claims: Path | None = None,
+          builds: dict[str, Callable[[], object]] | None = None) -> int:
+    """One lane: its builds one after another (with ``claims``, each one no other lane has claimed), until the
+    process that began it (the coordinator) is gone. ``builds``: the recipes by name (default :data:`BUILDS`; a unit
+    test gives stand-ins)."""
+    parent, failed, recipes = os.getppid(), 0, BUILDS if builds is None else builds
     for name in names:
         if os.getppid() != parent:
             return 1
+        if claims is not None and not claim(claims, name):
+            continue
         t0 = time.monotonic()
         say(f"== {name}")
         try:
-            BUILDS[name]()
+            recipes[name]()
         except Exception as e:  # one line; the test that needs it fails with its own message
             failed += 1
             say(f"== {name}: failed after {time.monotonic() - t0:.0f}s: {str(e).splitlines()[0] if str(e) else e!r}")
@@ -416,8 +448,8 @@ def _coordinate(commands: list[list[str]], watch: int) -> int:
 GRACE = 30.0
 """Seconds the lanes have after SIGTERM before SIGKILL."""
 
-USAGE = ("python -m tests.support.prebuild [--watch PID] BUILD... | --lane BUILD... | --for-make MAKE_PID "
-         f"(builds: {', '.join(BUILDS)})")
+USAGE = ("python -m tests.support.prebuild [--watch PID] BUILD... | --lane [--claims DIR] BUILD... | "
+         f"--for-make MAKE_PID (builds: {', '.join(BUILDS)})")
 
 
 def main(argv: list[str]) -> int:
@@ -428,8 +460,13 @@ def main(argv: list[str]) -> int:
         folder = Path(__file__).resolve().parents[2] / ".pytest_cache"
         print(begin_for_make(folder, int(argv[1])), flush=True)
         return 0
-    lane, watch = argv[:1] == ["--lane"], os.getppid()
+    lane, watch, claims = argv[:1] == ["--lane"], os.getppid(), None
     names = argv[1:] if lane else argv
+    if lane and names[:1] == ["--claims"]:
+        if len(names) < 2 or not Path(names[1]).is_dir():
+            print(f"error: --claims takes a folder ({USAGE})", file=sys.stderr)
+            return 2
+        claims, names = Path(names[1]), names[2:]
     if names[:1] == ["--watch"]:
         if len(names) < 2 or not names[1].isdigit():
             print(f"error: --watch takes a pid ({USAGE})", file=sys.stderr)
@@ -440,9 +477,11 @@ def main(argv: list[str]) -> int:
         print(f"error: not a build of the suite: {unknown[0]} (one of: {', '.join(BUILDS)})", file=sys.stderr)
         return 2
     if lane:
-        return _lane(names)
+        return _lane(names, claims)
     lowest_priority()
-    return _coordinate([[sys.executable, "-m", "tests.support.prebuild", "--lane", *ln] for ln in lanes(names)], watch)
+    with tempfile.TemporaryDirectory(prefix="kwokbench-prebuild-claims-") as shared:
+        return _coordinate([[sys.executable, "-m", "tests.support.prebuild", "--lane", "--claims", shared, *q]
+                            for q in queues(names)], watch)
 
 
 if __name__ == "__main__":

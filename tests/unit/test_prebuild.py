@@ -65,23 +65,89 @@ def test_files_run_build_free_e2e_first_then_the_fast_tiers_then_by_the_last_bui
     assert prebuild.order(files) == [
         "tests/e2e/test_chaos.py", "tests/e2e/test_run.py",  # no build: the longest tier first
         "tests/integration/test_b.py", "tests/unit/test_a.py",  # collection order kept
-        "tests/e2e/test_wasm_extension.py",  # ready first
+        "tests/e2e/test_kueue.py",  # ready first
+        "tests/e2e/test_wasm_extension.py",
         "tests/e2e/test_dra.py",  # scheduler_perf
-        "tests/e2e/test_kueue.py",
         "tests/e2e/test_kubernetes_versions.py"]  # scheduler_perf and, last, the next release
 
 
-def test_every_build_is_in_one_lane_scheduler_perf_after_builds_of_their_own_and_the_next_release_last() -> None:
-    """scheduler_perf's test binary shares the pinned release's packages with ``make tools``' build: behind YuniKorn
-    and the WASM extension (their own Kubernetes libraries) in its lane, it begins once those are compiled. The next
-    release, the longest build, is its lane's last, so that the files of the others do not wait for it."""
+def test_every_build_is_in_one_lane_what_shares_make_tools_packages_after_builds_of_their_own() -> None:
+    """scheduler_perf's test binary and the Go plugins share the pinned release's packages with ``make tools``'
+    build, begun beside them: each lane begins with a build on libraries of its own (YuniKorn, Kueue), so that those
+    packages are compiled once, by ``make tools``. The next release, the longest build, is its lane's last, so that
+    the files of the others do not wait for it."""
     in_lanes = [b for lane in prebuild.LANES for b in lane]
     assert sorted(in_lanes) == sorted(prebuild.BUILDS)
+    assert [lane[0] for lane in prebuild.LANES] == ["yunikorn", "kueue"]
     lane = next(ln for ln in prebuild.LANES if "scheduler_perf" in ln)
     assert lane.index("yunikorn") < lane.index("scheduler_perf") < lane.index(f"kubernetes {prebuild.NEXT_KUBERNETES}")
     assert lane[-1] == f"kubernetes {prebuild.NEXT_KUBERNETES}"
+    plugins = next(ln for ln in prebuild.LANES if "plugin gpufilter" in ln)
+    assert all(plugins.index(b) > 0 for b in plugins if b.startswith("plugin "))
     assert prebuild.lanes(["kai", "scheduler_perf", "kueue"]) == [["scheduler_perf"], ["kueue", "kai"]]
     assert prebuild.lanes(["wasm-extension"]) == [["wasm-extension"]]
+
+
+def test_a_lane_done_with_its_own_builds_takes_the_others_not_yet_begun() -> None:
+    assert prebuild.queues(["kai", "scheduler_perf", "kueue", "volcano"]) == [
+        ["scheduler_perf", "kueue", "volcano", "kai"], ["kueue", "volcano", "kai", "scheduler_perf"]]
+    assert prebuild.queues(["wasm-extension"]) == [["wasm-extension"]]
+    assert all(sorted(q) == sorted(prebuild.BUILDS) for q in prebuild.queues(prebuild.BUILDS))
+
+
+def test_two_lanes_build_everything_once_and_the_idle_one_takes_the_rest(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """Stand-in builds (sleeps) in two lanes over :func:`queues`, as the coordinator starts them: every build runs
+    once, and the lane with the short builds, done first, takes the other's last build instead of idling."""
+    import threading
+
+    built: dict[str, str] = {}
+    lock, long_begun = threading.Lock(), threading.Event()
+
+    def build(name: str, seconds: float) -> Callable[[], object]:
+        def run() -> object:
+            with lock:
+                assert name not in built, f"{name} built twice"
+                built[name] = threading.current_thread().name
+            if name == "long":
+                long_begun.set()
+            else:  # the short lane ends only once the long one has begun its own (whichever thread started first)
+                long_begun.wait(5)
+            time.sleep(seconds)
+            return None
+        return run
+
+    recipes = {"short": build("short", 0.05), "long": build("long", 1.0), "next": build("next", 0.05)}
+    own = [["short"], ["long", "next"]]
+    queues = [[*mine, *(b for other in own if other is not mine for b in other)] for mine in own]
+    threads = [threading.Thread(target=prebuild._lane, args=(q, tmp_path, recipes), name=f"lane{i}")
+               for i, q in enumerate(queues)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=10)
+    assert built == {"short": "lane0", "long": "lane1", "next": "lane0"}
+    log = capfd.readouterr().out
+    assert all(f"== {b}: ready after" in log for b in recipes) and log.count("== next\n") == 1
+
+
+def test_the_shell_make_runs_the_prebuild_in_is_not_taken_for_another_sessions_builds() -> None:
+    """make runs ``python -m tests.support.prebuild --for-make $PPID`` under ``/bin/sh -c``, whose command line names
+    the module: that shell is the prebuild's own ancestor, not builds begun elsewhere (taken for them, it kept every
+    ``make test`` from beginning its builds). Another process of the module in this checkout still counts."""
+    probe = "import tests.support.prebuild as p; print(p._running_here())"
+    under_shell = subprocess.run(["sh", "-c", f"{sys.executable} -c '{probe}'; true"], cwd=REPO, capture_output=True,
+                                 text=True, check=True)
+    assert under_shell.stdout.strip() == "False"
+    other = subprocess.Popen([sys.executable, "-c", "import tests.support.prebuild, time; time.sleep(30)"], cwd=REPO)
+    try:
+        deadline = time.monotonic() + 10
+        while not prebuild._running_here() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert prebuild._running_here()
+    finally:
+        other.kill()
+        other.wait()
 
 
 def test_the_summary_line_gives_each_build_its_time_and_outcome(tmp_path: Path) -> None:
