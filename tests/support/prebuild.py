@@ -315,7 +315,7 @@ def _builders_here() -> list[psutil.Process]:
     """The background builds' coordinator and lanes of this checkout (begun by ``make test`` or by a session): not
     this process nor its ancestors — make runs ``python -m tests.support.prebuild --for-make`` under a shell whose
     command line names the module too (dash does not replace itself with the command), and that shell, taken for
-    another session's builds, kept ``make test`` from beginning any (every cold run until 2026-11-29)."""
+    another session's builds, kept ``make test`` from beginning any from aa65fe1 to 2026-11-29)."""
     root = str(Path(__file__).resolve().parents[2])
     mine = {os.getpid(), *(p.pid for p in psutil.Process().parents())}
     out = []
