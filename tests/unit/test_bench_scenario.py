@@ -70,3 +70,23 @@ def test_the_jobs_columns_read_kueues_runs_and_leave_direct_submissions_blank() 
     assert [c.strip() for c in direct[1:]] == ["– / –", "–"]
     with pytest.raises(KeyError, match="no chaos event 0"):
         bench_scenario.recovery(doc, "kueue", 0)
+
+
+def test_a_row_keeps_each_workloads_cpus_held_and_the_pods_writes_without_the_nodes_leases(tmp_path: Path) -> None:
+    """A two-tenant run's row: each workload's CPUs held (peak, at the end) in the scenario's order, and the apiserver
+    writes per pod bound both with the nodes' lease renewals (``writes``) and without them (``pod_writes``)."""
+    summary = {"pods_scheduled": 160, "allocation": {"by_workload": {
+        "tenant-a": {"peak_cores": 100.0, "final_cores": 80.0}, "tenant-b": {"peak_cores": 60.0, "final_cores": 80.0}}},
+        "apiserver": {"writes": {"per_pod": {"pods": 1.0, "pods/binding": 1.0, "pods/status": 2.5, "events": 3.0,
+                                             "leases": 0.75}}}}
+    meta = {"variant": {"name": "volcano-reclaim"}, "started_at": "2026-11-29T10:00:00+00:00",
+            "finished_at": "2026-11-29T10:01:30+00:00"}
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    r = bench_scenario.row(tmp_path)
+    assert (r["held_peak_0"], r["held_final_0"], r["held_peak_1"], r["held_final_1"]) == (100.0, 80.0, 60.0, 80.0)
+    assert r["held_peak_2"] is None and r["held_final_3"] is None
+    assert r["writes"] == pytest.approx(8.25) and r["pod_writes"] == pytest.approx(7.5) and r["events"] == 3.0
+    doc = {"runs": {"volcano-reclaim": [r, {**r, "pod_writes": 7.9, "events": 3.2}]}}
+    assert bench_scenario.table(doc, "pod_writes").splitlines()[2] == "| volcano-reclaim | 7.5–7.9 (3.0–3.2) |"
+    assert bench_scenario.cell(doc, "volcano-reclaim", "held_final_1", ".0f") == "80"
