@@ -151,11 +151,15 @@ def data(root: Path, args: argparse.Namespace, points: list[tuple[float, ...]],
     return doc
 
 
+COSTS = ("rss_gib", "apiserver_cpu", "etcd_cpu", "writes", "writes_events")
+"""What a run cost the control plane, kept by :func:`row` since 2026-11-29 (a median of None in older data)."""
+
+
 def median_row(rs: list[dict[str, Any]]) -> dict[str, Any]:
     """A variant's runs at one point: each figure's median, the throughput's range."""
     out: dict[str, Any] = {"runs": len(rs)}
-    for k in ("bound", "throughput", "p50", "p99", "cpu_ms_per_pod"):
-        xs = [r[k] for r in rs if r[k] is not None]
+    for k in ("bound", "throughput", "p50", "p99", "cpu_ms_per_pod", *COSTS):
+        xs = [r[k] for r in rs if r.get(k) is not None]
         out[k] = statistics.median(xs) if xs else None
     tp = [r["throughput"] or 0.0 for r in rs]
     out["lo"], out["hi"] = min(tp), max(tp)
