@@ -89,15 +89,15 @@ def _score_plugins() -> object:
 
 
 BUILDS: dict[str, Callable[[], object]] = {
-    "yunikorn": _from_sources("yunikorn"),
-    "kueue": _kueue,
-    "wasm-extension": _from_sources("wasm-extension"),
-    "scheduler_perf": _scheduler_perf,
     "plugin gpufilter": _plugin("gpufilter"),
     "plugin score": _score_plugins,
     "plugin nodenumber": _plugin("nodenumber"),
     "plugin wasm": _plugin("wasm"),
     "plugin gpushare": _plugin("gpushare"),
+    "yunikorn": _from_sources("yunikorn"),
+    "wasm-extension": _from_sources("wasm-extension"),
+    "scheduler_perf": _scheduler_perf,
+    "kueue": _kueue,
     "volcano": _from_sources("volcano"),
     "kai": _from_sources("kai"),
     f"kubernetes {NEXT_KUBERNETES}": _kubernetes_next,
@@ -108,18 +108,20 @@ that order (:func:`rank`)."""
 
 LANES: tuple[tuple[str, ...], ...] = (
     ("yunikorn", "wasm-extension", "scheduler_perf", f"kubernetes {NEXT_KUBERNETES}"),
-    ("kueue", "plugin gpufilter", "plugin score", "plugin nodenumber", "plugin wasm", "plugin gpushare", "volcano",
+    ("plugin gpufilter", "plugin score", "plugin nodenumber", "plugin wasm", "plugin gpushare", "kueue", "volcano",
      "kai"),
 )
 """The builds run side by side, each lane one after another, and a lane that has finished its own takes the next
 of the other's not yet begun (:func:`queues`: the cold run of 2026-11-29 left one lane idle for half an hour while
 the other still had Kueue, Volcano and KAI to build). Two lanes: a single Go build leaves a core idle
 while it downloads modules and while it links (one thread).
-Each lane begins with a build on Kubernetes libraries of its own (YuniKorn; Kueue), which shares nothing with
-``make tools``' build of the pinned release beside it; what shares that build's compiled packages — scheduler_perf's
-test binary, the Go plugins (each a kube-scheduler of the pinned release with the plugin compiled in) — comes after,
-so that, begun with ``make test``, it finds those packages compiled instead of compiling them a second time beside
-it. The next release, the
+The Go plugins (each a kube-scheduler of the pinned release with the plugin compiled in, sharing ``make tools``'
+compiled packages) come first in theirs: many files need them, and behind Kueue (the cold run of 2026-11-29 at
+7ecbd57 tried that order) they were not begun after 34 minutes. Begun with ``make tools`` at the lowest priority,
+they find most of its packages compiled by the time they reach them.
+scheduler_perf follows YuniKorn and the WASM extension in its lane (each on Kubernetes libraries of its own, they
+share nothing with ``make tools``' build) so that it finds the pinned release's packages compiled by ``make tools``
+(its test binary shares them) instead of compiling them beside it. The next release, the
 longest build (28 of the lane's 46 minutes cold on 2026-11-29), comes last: one file needs it, and the files of the
 builds before it run while it builds instead of after it."""
 

@@ -65,25 +65,24 @@ def test_files_run_build_free_e2e_first_then_the_fast_tiers_then_by_the_last_bui
     assert prebuild.order(files) == [
         "tests/e2e/test_chaos.py", "tests/e2e/test_run.py",  # no build: the longest tier first
         "tests/integration/test_b.py", "tests/unit/test_a.py",  # collection order kept
-        "tests/e2e/test_kueue.py",  # ready first
-        "tests/e2e/test_wasm_extension.py",
+        "tests/e2e/test_wasm_extension.py",  # ready first
         "tests/e2e/test_dra.py",  # scheduler_perf
+        "tests/e2e/test_kueue.py",
         "tests/e2e/test_kubernetes_versions.py"]  # scheduler_perf and, last, the next release
 
 
-def test_every_build_is_in_one_lane_what_shares_make_tools_packages_after_builds_of_their_own() -> None:
-    """scheduler_perf's test binary and the Go plugins share the pinned release's packages with ``make tools``'
-    build, begun beside them: each lane begins with a build on libraries of its own (YuniKorn, Kueue), so that those
-    packages are compiled once, by ``make tools``. The next release, the longest build, is its lane's last, so that
-    the files of the others do not wait for it."""
+def test_every_build_is_in_one_lane_scheduler_perf_after_builds_of_their_own_and_the_next_release_last() -> None:
+    """scheduler_perf's test binary shares the pinned release's packages with ``make tools``' build: behind YuniKorn
+    and the WASM extension (their own Kubernetes libraries) in its lane, it begins once those are compiled. The Go
+    plugins, which many files need, begin their lane (behind Kueue they were not begun after 34 minutes cold). The
+    next release, the longest build, is its lane's last, so that the files of the others do not wait for it."""
     in_lanes = [b for lane in prebuild.LANES for b in lane]
     assert sorted(in_lanes) == sorted(prebuild.BUILDS)
-    assert [lane[0] for lane in prebuild.LANES] == ["yunikorn", "kueue"]
     lane = next(ln for ln in prebuild.LANES if "scheduler_perf" in ln)
     assert lane.index("yunikorn") < lane.index("scheduler_perf") < lane.index(f"kubernetes {prebuild.NEXT_KUBERNETES}")
     assert lane[-1] == f"kubernetes {prebuild.NEXT_KUBERNETES}"
     plugins = next(ln for ln in prebuild.LANES if "plugin gpufilter" in ln)
-    assert all(plugins.index(b) > 0 for b in plugins if b.startswith("plugin "))
+    assert all(b.startswith("plugin ") for b in plugins[:5])
     assert prebuild.lanes(["kai", "scheduler_perf", "kueue"]) == [["scheduler_perf"], ["kueue", "kai"]]
     assert prebuild.lanes(["wasm-extension"]) == [["wasm-extension"]]
 
