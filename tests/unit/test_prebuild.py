@@ -134,16 +134,18 @@ def test_the_shell_make_runs_the_prebuild_in_is_not_taken_for_another_sessions_b
     """make runs ``python -m tests.support.prebuild --for-make $PPID`` under ``/bin/sh -c``, whose command line names
     the module: that shell is the prebuild's own ancestor, not builds begun elsewhere (taken for them, it kept every
     ``make test`` from beginning its builds). Another process of the module in this checkout still counts."""
-    probe = "import tests.support.prebuild as p; print(p._running_here())"
+    # (under make test the suite's own background builds run beside: they count, the probe's shell must not)
+    probe = "import os, tests.support.prebuild as p; print(os.getppid(), *[q.pid for q in p._builders_here()])"
     under_shell = subprocess.run(["sh", "-c", f"{sys.executable} -c '{probe}'; true"], cwd=REPO, capture_output=True,
                                  text=True, check=True)
-    assert under_shell.stdout.strip() == "False"
+    shell, *found = under_shell.stdout.split()
+    assert shell not in found
     other = subprocess.Popen([sys.executable, "-c", "import tests.support.prebuild, time; time.sleep(30)"], cwd=REPO)
     try:
         deadline = time.monotonic() + 10
-        while not prebuild._running_here() and time.monotonic() < deadline:
+        while other.pid not in {q.pid for q in prebuild._builders_here()} and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert prebuild._running_here()
+        assert other.pid in {q.pid for q in prebuild._builders_here()}
     finally:
         other.kill()
         other.wait()
