@@ -39,7 +39,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from stored import collect, provenance, run_options, run_scenario, runs_root, write  # a sibling: on a script's path
+from stored import (  # a sibling: on a script's path
+    collect,
+    pod_writes,
+    provenance,
+    run_options,
+    run_scenario,
+    runs_root,
+    write,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 POINTS = ("PreFilter", "Filter", "PreScore", "Score", "Permit")
@@ -105,7 +113,7 @@ def row(run: Path) -> dict[str, Any]:
             "given_twice": len(claims.get("devices_given_twice") or {}) if claims else None,
             "claim_p50": ((claims.get("pod_stages") or {}).get("created_to_allocated") or {}).get("p50"),
             "writes": sum(per_pod.values()) if per_pod else None,
-            "pod_writes": sum(v for k, v in per_pod.items() if k != "leases") if per_pod else None,
+            "pod_writes": sum(pod_writes(s).values()) if per_pod else None,
             "events": per_pod.get("events"),
             **{f"held_{end}_{i}": (held[i] if i < len(held) else {}).get(f"{end}_cores") for i in range(HELD)
                for end in ("peak", "final")},

@@ -28,7 +28,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from stored import collect, provenance, run_scenario, write  # a sibling: benchmarks/ is on a script's path
+from stored import (  # a sibling: benchmarks/ is on a script's path
+    collect,
+    pod_writes,
+    provenance,
+    ranged,
+    run_scenario,
+    write,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios/yunikorn-vs-kube-scheduler.yaml"
@@ -43,8 +50,7 @@ def row(run: Path) -> dict[str, Any]:
     lat = (s.get("latency") or {}).get("created_to_scheduled") or {}
     procs = s.get("processes") or {}
     evidence = (s.get("limited_by") or {}).get("evidence") or {}
-    per_pod = {k: v for k, v in (((s.get("apiserver") or {}).get("writes") or {}).get("per_pod") or {}).items()
-               if k != "leases"}
+    per_pod = pod_writes(s)
     rss = (procs.get("kube-scheduler") or {}).get("rss_peak_bytes")
     return {"variant": meta["variant"]["name"], "bound": s.get("pods_scheduled"),
             "throughput": (s.get("throughput") or {}).get("average"),
@@ -209,9 +215,8 @@ def costs_table(doc: dict[str, Any], label: str, ceiling: float) -> str:
 
 def span(doc: dict[str, Any], prefix: str, key: str, digits: int = 0, scale: float = 1.0) -> str:
     """``key`` over every run whose key starts with ``prefix``, as ``171–185`` (one figure where they agree)."""
-    xs = [r[key] * scale for k, rs in doc["runs"].items() if k.startswith(prefix) for r in rs if r.get(key) is not None]
-    lo, hi = f"{min(xs):.{digits}f}", f"{max(xs):.{digits}f}"
-    return lo if lo == hi else f"{lo}–{hi}"
+    xs = [r[key] for k, rs in doc["runs"].items() if k.startswith(prefix) for r in rs if r.get(key) is not None]
+    return ranged(xs, f".{digits}f", scale)
 
 
 def verdicts(doc: dict[str, Any], prefix: str = "") -> str:

@@ -127,6 +127,13 @@ def at(node: Any, path: str) -> Any:
     return node
 
 
+def pod_writes(summary: dict[str, Any]) -> dict[str, float]:
+    """A run's apiserver writes per pod bound by resource, the nodes' lease renewals left out (they are the nodes',
+    not the pods')."""
+    per_pod = ((summary.get("apiserver") or {}).get("writes") or {}).get("per_pod") or {}
+    return {k: v for k, v in per_pod.items() if k != "leases"}
+
+
 def ranged(xs: list[float], fmt: str, scale: float = 1.0, unit: str = "") -> str:
     """The range of ``xs`` (times ``scale``) as the pages print it, one figure where its ends print alike:
     ``6.0–6.2 ms``, ``11 ms``."""
