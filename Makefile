@@ -24,7 +24,8 @@ install: $(BIN)/.installed
 # tests start their own server from its binaries, in /usr/lib/postgresql/<ver>/bin, off PATH), each skipped when
 # present. GitHub's Ubuntu runners already have Google Chrome and its chromedriver ($CHROMEWEBDRIVER); Ubuntu's
 # chromium is a snap stub. `dpkg --configure -a` first: an install killed half-way (a machine handed on mid-install)
-# leaves dpkg refusing every later install until it is run (a CI failure).
+# leaves dpkg refusing every later install until it is run (a CI failure). dpkg needs ldconfig and start-stop-daemon,
+# in /usr/sbin and /sbin: added to a PATH without them (root's under a bare `env -i`, a fresh machine of 2026-11-29).
 BROWSERS := chromium google-chrome google-chrome-stable
 system-deps:
 	@debs=""; command -v prometheus >/dev/null || debs=" prometheus"; \
@@ -33,7 +34,7 @@ system-deps:
 	driver=""; { command -v chromedriver || ls "$${CHROMEWEBDRIVER:-/nonexistent}/chromedriver"; } >/dev/null 2>&1 && driver=1; \
 	[ -n "$$browser" ] && [ -n "$$driver" ] || debs="$$debs chromium chromium-driver"; \
 	if [ -n "$$debs" ]; then \
-	  sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo -n"; \
+	  sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo -n"; PATH="$$PATH:/usr/local/sbin:/usr/sbin:/sbin"; export PATH; \
 	  echo "installing Debian packages:$$debs"; \
 	  ($$sudo env DEBIAN_FRONTEND=noninteractive dpkg --configure -a && $$sudo apt-get update -qq \
 	    && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$debs) >/dev/null \

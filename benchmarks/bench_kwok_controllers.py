@@ -135,5 +135,12 @@ def table(doc: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def median(doc: dict[str, Any], controllers: str, key: str, fmt: str = ".0f") -> str:
+    """The median of ``key`` over K = ``controllers``' runs, as the page quotes it: ``90``."""
+    import statistics
+
+    return format(statistics.median(r[key] for r in doc["runs"][controllers]), fmt)
+
+
 if __name__ == "__main__":
     main()

@@ -84,7 +84,7 @@ def row(run: Path) -> dict[str, Any]:
     waits = list((kueue.get("admission_wait_time_seconds") or {}).values())
     claims = s.get("claims") or {}
     per_pod = ((s.get("apiserver") or {}).get("writes") or {}).get("per_pod") or {}
-    held = list(((s.get("allocation") or {}).get("by_workload") or {}).values())
+    workloads = list(((s.get("allocation") or {}).get("by_workload") or {}).values())
     return {"variant": meta["variant"]["name"], "bound": bound, "expected": s.get("pods_expected"),
             "throughput": (s.get("throughput") or {}).get("average"), "p50": lat.get("p50"), "p99": lat.get("p99"),
             "attempt_p50": attempt.get("p50"), "attempt_p99": attempt.get("p99"),
@@ -115,7 +115,7 @@ def row(run: Path) -> dict[str, Any]:
             "writes": sum(per_pod.values()) if per_pod else None,
             "pod_writes": sum(pod_writes(s).values()) if per_pod else None,
             "events": per_pod.get("events"),
-            **{f"held_{end}_{i}": (held[i] if i < len(held) else {}).get(f"{end}_cores") for i in range(HELD)
+            **{f"held_{end}_{i}": (workloads[i] if i < len(workloads) else {}).get(f"{end}_cores") for i in range(HELD)
                for end in ("peak", "final")},
             "seconds": _seconds(meta),
             "limited_by": (s.get("limited_by") or {}).get("verdict"), "started": meta.get("started_at")}
@@ -224,6 +224,15 @@ def _figure(r: dict[str, Any], key: str, end: str = "") -> float:
 def cell(doc: dict[str, Any], variant: str, key: str, fmt: str = ".1f") -> str:
     """One variant's range of ``key`` as :func:`table` prints it (``111.7–113.1``)."""
     return span(median_row(doc["runs"][variant]), key, fmt)
+
+
+def held(doc: dict[str, Any], variant: str, workload: int) -> str:
+    """The CPUs workload ``workload`` (0: the scenario's first) held at its peak and at the end, each the range of
+    ``variant``'s runs: ``100 / 80``, ``100 / 80–90``."""
+    r = median_row(doc["runs"][variant])
+    if r.get(f"held_peak_{workload}") is None:
+        raise KeyError(f"{variant}'s runs hold no CPUs for workload {workload}")
+    return f"{span(r, f'held_peak_{workload}', '.0f')} / {span(r, f'held_final_{workload}', '.0f')}"
 
 
 def times(doc: dict[str, Any], variant: str, key: str, base: str, digits: int = 1) -> str:

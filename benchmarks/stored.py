@@ -92,16 +92,31 @@ def provenance(root: Path, runs: dict[str, list[dict[str, Any]]], scenario: Path
 
 def here(what: str, script: str, args: str | None = None) -> dict[str, Any]:
     """The provenance of figures computed here and now rather than read from runs (an analysis of stored data): the
-    command (``args``, else as it was given), this checkout's commit and whether it is dirty
-    (:mod:`kwokbench.code_version`), the day and this host (:func:`kwokbench.store.host_info`)."""
+    command (``args``, else as it was given, less where ``--data`` wrote it: a path of the machine that ran it), this
+    checkout's commit and whether it is dirty (:mod:`kwokbench.code_version`), the day and this host
+    (:func:`kwokbench.store.host_info`)."""
     from kwokbench.code_version import from_git
     from kwokbench.store import host_info
 
     code = from_git(REPO) or {}
-    given = " ".join(sys.argv[1:]) if args is None else args
+    given = " ".join(_without_data(sys.argv[1:])) if args is None else args
     return {"what": what, "command": f".venv/bin/python benchmarks/{script} {given}".rstrip(),
             "commit": code.get("commit"), "dirty": bool(code.get("dirty")),
             "date": datetime.now(UTC).strftime("%Y-%m-%d"), "host": host_text(host_info())}
+
+
+def _without_data(argv: list[str]) -> list[str]:
+    """``argv`` less ``--data FILE`` (or ``--data=FILE``)."""
+    out: list[str] = []
+    skip = False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--data":
+            skip = True
+        elif not a.startswith("--data="):
+            out.append(a)
+    return out
 
 
 def write(path: Path, doc: dict[str, Any]) -> None:

@@ -24,3 +24,9 @@ def test_each_count_is_a_row_of_its_runs_ranges() -> None:
     assert lines[0].startswith("| K (runs) | nodes Ready |") and len(lines) == 4
     assert lines[2] == "| 1 (2) | 55.0–57.0 s | 175–182 | 60.0–64.0 s | 156–167 |"
     assert lines[3] == "| 2 (1) | 80.0 s | 125 | 90.0 s | 111 |"
+
+
+def test_the_page_quotes_a_counts_median() -> None:
+    doc = {"runs": {"1": [_run(50.0, 100.0), _run(40.0, 80.0), _run(60.0, 125.0)]}}
+    assert bench_kwok_controllers.median(doc, "1", "nodes_ready_s", ".1f") == "50.0"
+    assert bench_kwok_controllers.median(doc, "1", "pods_per_s") == "100"
