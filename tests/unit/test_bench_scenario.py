@@ -90,3 +90,17 @@ def test_a_row_keeps_each_workloads_cpus_held_and_the_pods_writes_without_the_no
     doc = {"runs": {"volcano-reclaim": [r, {**r, "pod_writes": 7.9, "events": 3.2}]}}
     assert bench_scenario.table(doc, "pod_writes").splitlines()[2] == "| volcano-reclaim | 7.5–7.9 (3.0–3.2) |"
     assert bench_scenario.cell(doc, "volcano-reclaim", "held_final_1", ".0f") == "80"
+
+
+def test_a_workloads_cpus_held_are_its_runs_range_at_the_peak_and_at_the_end() -> None:
+    """On docs/results/data/queues-2026-11-29.json (scenarios/queues-three-ways.yaml, 2 runs a variant on real
+    clusters, 2026-11-29): what batch-schedulers.md's queues table shows of each tenant."""
+    doc = json.loads((ROOT / "docs/results/data/queues-2026-11-29.json").read_text())
+    for variant, runs in doc["runs"].items():
+        for i in (0, 1):
+            ends = [bench_scenario.span({"x": 0, "x_lo": min(r[f"held_{e}_{i}"] for r in runs),
+                                         "x_hi": max(r[f"held_{e}_{i}"] for r in runs)}, "x", ".0f")
+                    for e in ("peak", "final")]
+            assert bench_scenario.held(doc, variant, i) == " / ".join(ends)
+    with pytest.raises(KeyError, match="no CPUs for workload 3"):
+        bench_scenario.held(doc, "kai", 3)
