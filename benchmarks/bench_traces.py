@@ -295,8 +295,13 @@ def data(root: Path, found: list[dict[str, Any]], policies: bool, timed: bool = 
     runs: dict[str, list[dict[str, Any]]] = {}
     for r in found:
         runs.setdefault(r["variant"], []).append({**r, "curve": [p for p in r["curve"] if p["arrived"] % 10 == 0]})
-    doc = provenance(root, runs, scenario, "bench_traces.py",
-                     " --policies" if policies else " --timed" if timed else "", order)
+    # a run per seed (--seeds, each seed's runs in its own folder): the seeds are the command's, not repeats
+    seeds = [r["seed"] for r in sorted(next(iter(runs.values())), key=lambda r: r.get("started") or "")]
+    options = " --policies" if policies else " --timed" if timed else ""
+    if any(s is not None for s in seeds):
+        options += f" --seeds {','.join(str(s) for s in seeds)}"
+    doc = provenance(root, runs, scenario, "bench_traces.py", options, order,
+                     repeat=1 if seeds[0] is not None else None)
     if (TRACES / "fgd-expected").is_dir():
         sim = simulator(ALL_POLICIES if policies else POLICIES)
         doc["simulator"] = {str(k): {c: float(v[c]) for c in ("100", "130", "frag130")} for k, v in sim.iterrows()}
@@ -451,8 +456,9 @@ def seeds_table(doc: dict[str, Any]) -> str:
         sims = {s: _sim(doc, v, s) for s in seeds}
         here, sim = _mean([runs[s]["at130"] for s in seeds]), _mean([sims[s]["130"] for s in seeds])
         cells = [f"{runs[s]['at130']:.1f} ({sims[s]['130']:.1f})" for s in seeds]
+        diff = f"{here - sim:+.1f}".replace("-0.0", "+0.0")
         lines.append(f"| {POLICY_NAME[PLUGIN_POLICY[v]]} | " + " | ".join(cells) + f" | {here:.1f} | {sim:.1f} | "
-                     f"{here - sim:+.1f} | {_mean([runs[s]['at100'] for s in seeds]):.1f} "
+                     f"{diff} | {_mean([runs[s]['at100'] for s in seeds]):.1f} "
                      f"({_mean([sims[s]['100'] for s in seeds]):.1f}) | "
                      f"{_mean([runs[s]['gpu_frag'] for s in seeds]):.2f} "
                      f"({_mean([sims[s]['frag130'] for s in seeds]):.2f}) |")
@@ -479,7 +485,8 @@ def seeds_lead(doc: dict[str, Any], above: str, below: str) -> str:
     gaps = [a[s]["at130"] - b[s]["at130"] for s in sorted(a) if s in b]
     ahead = sum(g > 0 for g in gaps)
     where = "in every seed" if ahead == len(gaps) else f"ahead in {ahead} of {len(gaps)} seeds"
-    return f"{_mean(gaps):.1f} points ({min(gaps):.1f}–{max(gaps):.1f}), {where}".replace("-", "\u2212")
+    lo, hi = f"{min(gaps):.1f}", f"{max(gaps):.1f}"
+    return f"{_mean(gaps):.1f} points ({lo if lo == hi else f'{lo}–{hi}'}), {where}".replace("-", "\u2212")
 
 
 def seeds_bound(doc: dict[str, Any]) -> str:

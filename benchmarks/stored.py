@@ -70,11 +70,11 @@ def host_text(host: dict[str, Any]) -> str:
 
 
 def provenance(root: Path, runs: dict[str, list[dict[str, Any]]], scenario: Path, script: str, options: str,
-               order: list[str]) -> dict[str, Any]:
+               order: list[str], repeat: int | None = None) -> dict[str, Any]:
     """What a benchmark's ``--data`` keeps of stored runs: every run's row, and what a reader needs to trust them —
-    the command that measured them (``options``, read back from the runs, with ``--repeat`` and ``--variant`` added
-    here), the commit they ran at (their ``meta.json``; runs of two commits refused; a dirty checkout recorded), the
-    day and the host."""
+    the command that measured them (``options``, read back from the runs, with ``--repeat`` — ``repeat``, else the
+    most runs of a variant — and ``--variant`` added here), the commit they ran at (their ``meta.json``; runs of two
+    commits refused; a dirty checkout recorded), the day and the host."""
     metas = [json.loads(p.read_text()) for p in sorted(root.rglob("meta.json"))]
     commits = sorted({str((m.get("code") or {}).get("commit")) for m in metas})
     if len(commits) != 1:
@@ -82,7 +82,7 @@ def provenance(root: Path, runs: dict[str, list[dict[str, Any]]], scenario: Path
     dirty = any((m.get("code") or {}).get("dirty") for m in metas)
     if dirty:
         print(f"note: the runs in {root} ran with uncommitted changes beside {commits[0][:10]} (kept as dirty: true)")
-    repeat = max(len(rs) for rs in runs.values())
+    repeat = repeat or max(len(rs) for rs in runs.values())
     cmd = f".venv/bin/python benchmarks/{script}{options}" + (f" --repeat {repeat}" if repeat > 1 else "")
     cmd += "".join(f" --variant {v}" for v in runs) if set(runs) != set(order) else ""
     return {"what": f"scenarios/{scenario.name}, each run of each variant (benchmarks/{script})",

@@ -45,3 +45,48 @@ def test_without_the_trace_files_a_benchmark_says_so_in_one_line(bench: str, tmp
     res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / bench)], capture_output=True, text=True,
                          env={**os.environ, "KWOKBENCH_TRACES": str(tmp_path)}, timeout=120, stdin=subprocess.DEVNULL)
     assert res.returncode == 2 and "is not here: the trace files are not shipped" in res.stderr, res.stderr
+
+
+SEEDS = ROOT / "docs/results/data/fgd-seeds-2026-11-29.json"
+"""The paper's six policies live, a run per seed 42, 43 and 44 (bench_traces.py --policies --seeds, 2026-11-29: 18
+runs on real clusters) and the simulator's own figures for those seeds."""
+
+
+def _seeds() -> dict:  # type: ignore[type-arg]
+    import json
+
+    return dict(json.loads(SEEDS.read_text()))
+
+
+def test_the_per_seed_table_is_each_runs_figure_beside_the_simulators_same_seed() -> None:
+    doc = _seeds()
+    lines = bench_traces.seeds_table(doc).splitlines()
+    assert len(lines) == 2 + len(bench_traces.SEED_ORDER)
+    for line, variant in zip(lines[2:], bench_traces.SEED_ORDER, strict=True):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        runs = sorted(doc["runs"][variant], key=lambda r: r["seed"])
+        sim = doc["simulator_seeds"][bench_traces.PLUGIN_POLICY[variant]]
+        assert cells[1:1 + len(runs)] == [f"{r['at130']:.1f} ({sim[str(r['seed'])]['130']:.1f})" for r in runs]
+        mean = sum(r["at130"] for r in runs) / len(runs)
+        assert cells[1 + len(runs)] == f"{mean:.1f}" == bench_traces.seeds_mean(doc, variant)
+
+
+def test_a_lead_says_whether_every_seed_agrees() -> None:
+    doc = _seeds()
+    by_seed = {v: {r["seed"]: r["at130"] for r in doc["runs"][v]} for v in ("fgd", "bestfit")}
+    gaps = [by_seed["fgd"][s] - by_seed["bestfit"][s] for s in by_seed["fgd"]]
+    assert bench_traces.seeds_lead(doc, "fgd", "bestfit").endswith(
+        "in every seed" if min(gaps) > 0 else f"ahead in {sum(g > 0 for g in gaps)} of {len(gaps)} seeds")
+    # a seed where the order turns is counted as such
+    turned = _seeds()
+    first = min(turned["runs"]["bestfit"], key=lambda r: r["seed"])
+    first["at130"] = max(r["at130"] for r in turned["runs"]["fgd"]) + 1
+    still = sum(by_seed["fgd"][s] > by_seed["bestfit"][s] for s in by_seed["fgd"] if s != first["seed"])
+    assert bench_traces.seeds_lead(turned, "fgd", "bestfit").endswith(f"ahead in {still} of {len(gaps)} seeds")
+
+
+def test_a_seed_run_twice_is_refused_by_the_per_seed_table() -> None:
+    doc = _seeds()
+    doc["runs"]["fgd"].append(dict(doc["runs"]["fgd"][0]))
+    with pytest.raises(ValueError, match="run twice"):
+        bench_traces.seeds_table(doc)
