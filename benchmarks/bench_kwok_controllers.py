@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import statistics
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -137,8 +138,6 @@ def table(doc: dict[str, Any]) -> str:
 
 def median(doc: dict[str, Any], controllers: str, key: str, fmt: str = ".0f") -> str:
     """The median of ``key`` over K = ``controllers``' runs, as the page quotes it: ``90``."""
-    import statistics
-
     return format(statistics.median(r[key] for r in doc["runs"][controllers]), fmt)
 
 

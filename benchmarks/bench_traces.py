@@ -38,6 +38,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from statistics import fmean
 from typing import Any
 
 import pandas as pd
@@ -295,22 +296,21 @@ def data(root: Path, found: list[dict[str, Any]], policies: bool, timed: bool = 
     runs: dict[str, list[dict[str, Any]]] = {}
     for r in found:
         runs.setdefault(r["variant"], []).append({**r, "curve": [p for p in r["curve"] if p["arrived"] % 10 == 0]})
-    # a run per seed (--seeds, each seed's runs in its own folder): the seeds are the command's, not repeats
-    seeds = [r["seed"] for r in sorted(next(iter(runs.values())), key=lambda r: r.get("started") or "")]
+    # a run per seed (--seeds, each seed's runs in its own folder, found in path order): the seeds are the
+    # command's, not repeats
+    seeds = [r["seed"] for r in next(iter(runs.values())) if r["seed"] is not None]
     options = " --policies" if policies else " --timed" if timed else ""
-    if any(s is not None for s in seeds):
+    if seeds:
         options += f" --seeds {','.join(str(s) for s in seeds)}"
-    doc = provenance(root, runs, scenario, "bench_traces.py", options, order,
-                     repeat=1 if seeds[0] is not None else None)
+    doc = provenance(root, runs, scenario, "bench_traces.py", options, order, repeat=1 if seeds else None)
     if (TRACES / "fgd-expected").is_dir():
         sim = simulator(ALL_POLICIES if policies else POLICIES)
         doc["simulator"] = {str(k): {c: float(v[c]) for c in ("100", "130", "frag130")} for k, v in sim.iterrows()}
-        seeds = sorted({r["seed"] for r in found if r["seed"] is not None})
         if seeds:  # the simulator's own figures for the seeds run, so that a page renders them without its files
             per = simulator_per_seed()
             doc["simulator_seeds"] = {
                 str(policy): {str(seed): {c: float(per.loc[(policy, seed)][c]) for c in ("100", "130", "frag130")}
-                              for seed in seeds if (policy, seed) in per.index}
+                              for seed in sorted(set(seeds)) if (policy, seed) in per.index}
                 for policy in ALL_POLICIES}
     return doc
 
@@ -439,10 +439,6 @@ def _sim(doc: dict[str, Any], variant: str, seed: int) -> dict[str, float]:
     return dict(doc["simulator_seeds"][PLUGIN_POLICY[variant]][str(seed)])
 
 
-def _mean(xs: list[float]) -> float:
-    return sum(xs) / len(xs)
-
-
 def seeds_table(doc: dict[str, Any]) -> str:
     """The policies live, a run per seed: GPU allocation at ~130% arrived beside the simulator's same seed, the
     means over the seeds and their difference, allocation at 100% and fragmentation at the end (the simulator's at
@@ -454,14 +450,14 @@ def seeds_table(doc: dict[str, Any]) -> str:
     for v in SEED_ORDER:
         runs = _by_seed(doc, v)
         sims = {s: _sim(doc, v, s) for s in seeds}
-        here, sim = _mean([runs[s]["at130"] for s in seeds]), _mean([sims[s]["130"] for s in seeds])
+        here, sim = fmean([runs[s]["at130"] for s in seeds]), fmean([sims[s]["130"] for s in seeds])
         cells = [f"{runs[s]['at130']:.1f} ({sims[s]['130']:.1f})" for s in seeds]
         diff = f"{here - sim:+.1f}".replace("-0.0", "+0.0")
         lines.append(f"| {POLICY_NAME[PLUGIN_POLICY[v]]} | " + " | ".join(cells) + f" | {here:.1f} | {sim:.1f} | "
-                     f"{diff} | {_mean([runs[s]['at100'] for s in seeds]):.1f} "
-                     f"({_mean([sims[s]['100'] for s in seeds]):.1f}) | "
-                     f"{_mean([runs[s]['gpu_frag'] for s in seeds]):.2f} "
-                     f"({_mean([sims[s]['frag130'] for s in seeds]):.2f}) |")
+                     f"{diff} | {fmean([runs[s]['at100'] for s in seeds]):.1f} "
+                     f"({fmean([sims[s]['100'] for s in seeds]):.1f}) | "
+                     f"{fmean([runs[s]['gpu_frag'] for s in seeds]):.2f} "
+                     f"({fmean([sims[s]['frag130'] for s in seeds]):.2f}) |")
     return "\n".join(lines).replace("| -", "| \u2212")
 
 
@@ -475,7 +471,7 @@ def seeds_widest(doc: dict[str, Any], key: str = "at130") -> str:
 
 def seeds_mean(doc: dict[str, Any], variant: str) -> str:
     """``variant``'s mean GPU allocation at ~130% over its seeds: ``92.2``."""
-    return f"{_mean([r['at130'] for r in doc['runs'][variant]]):.1f}"
+    return f"{fmean([r['at130'] for r in doc['runs'][variant]]):.1f}"
 
 
 def seeds_lead(doc: dict[str, Any], above: str, below: str) -> str:
@@ -486,7 +482,7 @@ def seeds_lead(doc: dict[str, Any], above: str, below: str) -> str:
     ahead = sum(g > 0 for g in gaps)
     where = "in every seed" if ahead == len(gaps) else f"ahead in {ahead} of {len(gaps)} seeds"
     lo, hi = f"{min(gaps):.1f}", f"{max(gaps):.1f}"
-    return f"{_mean(gaps):.1f} points ({lo if lo == hi else f'{lo}–{hi}'}), {where}".replace("-", "\u2212")
+    return f"{fmean(gaps):.1f} points ({lo if lo == hi else f'{lo}–{hi}'}), {where}".replace("-", "\u2212")
 
 
 def seeds_bound(doc: dict[str, Any]) -> str:
