@@ -11,8 +11,9 @@ reaches a build still in progress waits for it (``toolchain.install.build_lock``
 Warm, every build is found cached in a few seconds.
 
 ``python -m tests.support.prebuild NAME...`` runs the named builds; a build that fails is one line in its log and the
-next is tried (the test that needs it then fails with kwokbench's own message). They stop with the process they
-watch (the session, or make). ``KWOKBENCH_PREBUILD=0`` turns them off."""
+next is tried (the test that needs it then fails with kwokbench's own message). They stop, with every process
+they began, when the process they watch ends (the session, or make) or when sent SIGTERM. ``KWOKBENCH_PREBUILD=0``
+turns them off."""
 
 from __future__ import annotations
 
@@ -427,24 +428,52 @@ def lowest_priority() -> None:
 
 
 def _coordinate(commands: list[list[str]], watch: int) -> int:
-    """The lanes (``commands``) side by side; when process ``watch`` (the suite, or make) ends first, every
-    build is stopped: this process's group, the lanes and their Go processes."""
+    """The lanes (``commands``) side by side; when process ``watch`` (the suite, or make) ends first, or this one is
+    sent SIGTERM (stopped by hand), every build is stopped: the lanes and their Go processes."""
     procs = [subprocess.Popen(cmd, stdin=subprocess.DEVNULL) for cmd in commands]
+    told: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, _frame: told.append(signum))
     while any(p.poll() is None for p in procs):
-        if not _alive(watch):
-            say(f"== stopped: process {watch} ended first")
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
-            os.killpg(os.getpgrp(), signal.SIGTERM)
-            deadline = time.monotonic() + GRACE
-            for p in procs:
-                try:
-                    p.wait(timeout=max(0.1, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:  # a Go build that ignores SIGTERM: killed, with its children
-                    say(f"== a lane did not stop within {GRACE:.0f}s of SIGTERM: SIGKILL")
-                    os.killpg(os.getpgrp(), signal.SIGKILL)
+        if told or not _alive(watch):
+            say("== stopped: sent SIGTERM" if told else f"== stopped: process {watch} ended first")
+            _stop_lanes(procs)
             return 1
         time.sleep(1)
     return 1 if any(p.returncode for p in procs) else 0
+
+
+def _stop_lanes(procs: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM to the lanes and every process under them, SIGKILL to what is left after :data:`GRACE`. A session's
+    leader (begun by :func:`start`) signals its whole group, which also holds the Go processes begun meanwhile; run
+    by hand, the group is the caller's (a script's, say), so the lanes' trees are signalled instead, lanes first
+    (a lane that saw its Go build end would begin the next)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if os.getpgrp() == os.getpid():
+        os.killpg(os.getpgrp(), signal.SIGTERM)
+        deadline = time.monotonic() + GRACE
+        for p in procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+        if any(p.poll() is None for p in procs):  # a Go build that ignores SIGTERM: killed, with its children
+            say(f"== a lane did not stop within {GRACE:.0f}s of SIGTERM: SIGKILL")
+            os.killpg(os.getpgrp(), signal.SIGKILL)
+        return
+    tree: list[psutil.Process] = []
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            lane = psutil.Process(p.pid)
+            tree += [lane, *lane.children(recursive=True)]
+    for proc in sorted(tree, key=lambda q: q.pid not in {p.pid for p in procs}):
+        with contextlib.suppress(psutil.Error):
+            proc.terminate()
+    _, alive = psutil.wait_procs(tree, timeout=GRACE)
+    if alive:
+        say(f"== a lane did not stop within {GRACE:.0f}s of SIGTERM: SIGKILL")
+        for proc in alive:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+    for p in procs:
+        p.wait()
 
 
 GRACE = 30.0

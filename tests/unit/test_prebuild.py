@@ -223,6 +223,30 @@ def test_the_builds_stop_with_every_process_when_the_process_they_watch_ends() -
                 p.wait()
 
 
+def test_builds_run_by_hand_stop_with_every_process_on_sigterm_and_spare_the_callers_group() -> None:
+    """``python -m tests.support.prebuild NAME`` run by hand (in its caller's process group) and stopped by its pid:
+    the lanes and what they started go too (they ran on to the end of their current Go build before), and the
+    group it shares with its caller (this test's) is not signalled."""
+    watched = subprocess.Popen(["sleep", "60"])
+    code = ("import sys; from tests.support import prebuild; "
+            "sys.exit(prebuild._coordinate([['sleep', '60'], ['sh', '-c', 'sleep 60; sleep 1']], int(sys.argv[1])))")
+    coord = subprocess.Popen([sys.executable, "-c", code, str(watched.pid)], cwd=REPO, stdout=subprocess.DEVNULL)
+    try:
+        assert os.getpgid(coord.pid) == os.getpgrp()
+        lanes = _children(coord.pid, 3)
+        assert len(lanes) == 3  # two lanes and the shell's sleep
+        coord.terminate()
+        assert coord.wait(timeout=15) == 1
+        _, alive = psutil.wait_procs(lanes, timeout=10)
+        assert not alive
+        assert watched.poll() is None  # in this test's group: not signalled
+    finally:
+        for p in (watched, coord):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
 def test_the_builds_session_is_at_the_lowest_priority_and_no_other() -> None:
     """With autogroups a nice value counts only within a session: the builds' own session is niced as a whole."""
     if not Path("/proc/self/autogroup").exists():
