@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stored import provenance, write  # a sibling: benchmarks/ is on a script's path
+from stored import here, provenance, write  # a sibling: benchmarks/ is on a script's path
 
 from kwokbench.cluster import ClusterOptions, Kwokctl, NodeGroup, bring_up
 from kwokbench.manifests import resolve_template
@@ -53,6 +53,8 @@ def up(k: Kwokctl, n: int, devices: bool) -> dict[str, float]:
     return {"created": res.timings["nodes created"], "ready": res.timings["nodes ready"], "total": total,
             "slices": res.nodes.slices}
 
+
+UP_MODES = ["without devices", "with devices"]
 
 MODES = ["extended resource", "DRA claim"]
 
@@ -106,20 +108,29 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="runs of each mode, interleaved")
     ap.add_argument("--data", type=Path, metavar="OUT", help="keep every run's row (docs/results/data/)")
     args = ap.parse_args()
-    if args.data and len([x for x in args.nodes.split(",") if x]) != 1:
-        raise SystemExit("error: --data keeps the runs of one --nodes size")
+    sizes, ups = [x for x in args.nodes.split(",") if x], [x for x in args.up_nodes.split(",") if x]
+    if args.data and (len(sizes) != 1 if sizes else len(ups) != 1):
+        raise SystemExit("error: --data keeps the runs of one --nodes size, or with --nodes '' of one --up-nodes size")
     tc = Toolchain()
     tc.install("auto")
     with tempfile.TemporaryDirectory(prefix="kb-bench-dra-") as home:
         k = Kwokctl(tc, Path(home))
-        for n in [int(x) for x in args.up_nodes.split(",") if x]:
-            plain, dev = up(k, n, False), up(k, n, True)
-            print(f"bring-up, {n} nodes: without devices {plain['ready']:.1f} s to all Ready "
-                  f"({plain['created']:.1f} s created); with {dev['slices']} ResourceSlices of 8 devices "
-                  f"{dev['ready']:.1f} s ({dev['created']:.1f} s created): {dev['ready'] / plain['ready']:.2f}x")
+        for n in [int(x) for x in ups]:
+            brought: dict[str, list[dict[str, float]]] = {m: [] for m in UP_MODES}
+            for rep in range(args.repeat):
+                for mode in UP_MODES if rep % 2 == 0 else UP_MODES[::-1]:  # A B, B A, ...
+                    brought[mode].append(up(k, n, mode == "with devices"))
+                plain, dev = brought["without devices"][-1], brought["with devices"][-1]
+                print(f"bring-up, {n} nodes: without devices {plain['ready']:.1f} s to all Ready "
+                      f"({plain['created']:.1f} s created); with {dev['slices']} ResourceSlices of 8 devices "
+                      f"{dev['ready']:.1f} s ({dev['created']:.1f} s created): {dev['ready'] / plain['ready']:.2f}x")
+            if args.data and not sizes:
+                write(args.data, {**here(f"{n} nodes brought up without and with a ResourceSlice of 8 devices each, "
+                                         "a fresh cluster each, interleaved (benchmarks/bench_dra.py)",
+                                         "bench_dra.py"), "nodes": n, "runs": brought})
         import os
         os.environ["KWOKBENCH_HOME"] = home
-        for n in [int(x) for x in args.nodes.split(",") if x]:
+        for n in [int(x) for x in sizes]:
             every: dict[str, list[dict[str, Any]]] = {m: [] for m in MODES}
             for rep in range(args.repeat):
                 for i, mode in enumerate(MODES if rep % 2 == 0 else MODES[::-1]):  # A B, B A, ...
@@ -208,3 +219,20 @@ def stage(doc: dict[str, Any], key: str, q: str) -> str:
 
 if __name__ == "__main__":
     main()
+
+
+def up_sentence(doc: dict[str, Any]) -> str:
+    """``--up-nodes N --nodes '' --data``'s file as the page's sentence: each mode's seconds to all nodes Ready (and
+    to all created), the median of its runs and their range, and the ratio of the medians."""
+    def said(mode: str, key: str) -> str:
+        xs = [r[key] for r in doc["runs"][mode]]
+        rng = f" ({min(xs):.1f}–{max(xs):.1f})" if len(xs) > 1 else ""
+        return f"{statistics.median(xs):.1f} s{rng}"
+
+    runs = {len(rs) for rs in doc["runs"].values()}
+    ratio = (statistics.median(r["ready"] for r in doc["runs"]["with devices"])
+             / statistics.median(r["ready"] for r in doc["runs"]["without devices"]))
+    return (f"{doc['nodes']:,} nodes without devices were all Ready in {said('without devices', 'ready')} (created in "
+            f"{said('without devices', 'created')}); the same nodes with 8 devices each, one ResourceSlice per node "
+            f"posted right after its node on the same connections, in {said('with devices', 'ready')} (created in "
+            f"{said('with devices', 'created')}): **{ratio:.2f}x** (medians of {runs.pop()} runs a mode)")

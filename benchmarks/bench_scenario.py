@@ -59,7 +59,7 @@ FIGURES = ("bound", "throughput", "p50", "p99", "attempt_p50", "attempt_p99", "a
            "makespan", "admitted_p50", "admitted_p99", "to_scheduled_p50", "to_scheduled_p99", "queue_max",
            "queue_mean", "kueue_admitted", "kueue_inadmissible", "kueue_attempt_ms", "kueue_wait", "kueue_cpu", "lost",
            "claims", "claims_allocated", "bound_unallocated", "claim_p50", "writes", "pod_writes", "events",
-           "seconds", "shared_allocations", "given_twice",
+           "seconds", "shared_allocations", "given_twice", "counter_sets", "counters_peak", "overcommitted",
            *(f"held_{end}_{i}" for i in range(HELD) for end in ("peak", "final")))
 
 
@@ -112,6 +112,10 @@ def row(run: Path) -> dict[str, Any]:
             "shared_allocations": claims.get("shared_allocations"),
             "given_twice": len(claims.get("devices_given_twice") or {}) if claims else None,
             "claim_p50": ((claims.get("pod_stages") or {}).get("created_to_allocated") or {}).get("p50"),
+            "first_available": claims.get("first_available"),
+            "counter_sets": (claims.get("counters") or {}).get("counter_sets_drawn"),
+            "counters_peak": 100 * claims["counters"]["peak_share"] if claims.get("counters") else None,
+            "overcommitted": len(claims["counters"].get("overcommitted") or {}) if claims.get("counters") else None,
             "writes": sum(per_pod.values()) if per_pod else None,
             "pod_writes": sum(pod_writes(s).values()) if per_pod else None,
             "events": per_pod.get("events"),
@@ -188,6 +192,9 @@ COLUMNS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "pod_writes": ("apiserver writes per pod bound, leases left out (events among them)",
                    lambda r: f"{span(r, 'pod_writes', '.1f')} ({span(r, 'events', '.1f')})"),
     "unallocated": ("pods bound, their claim never allocated", lambda r: span(r, "bound_unallocated", ".0f")),
+    "counters": ("counter sets drawn on / the fullest / overcommitted", lambda r: "–" if r["counter_sets"] is None
+                 else f"{span(r, 'counter_sets', '.0f')} / {span(r, 'counters_peak', '.0f', unit='%')} / "
+                      f"{span(r, 'overcommitted', '.0f')}"),
     "seconds": ("end to end", lambda r: span(r, "seconds", ".1f", unit=" s")),
     "limited": ("limited by", lambda r: str(r["limited_by"])),
 }
@@ -271,6 +278,20 @@ def recovery(doc: dict[str, Any], variant: str, event: int) -> str:
         return "not back in every run"
     lo, hi = f"{min(xs):.1f}", f"{max(xs):.1f}"
     return f"{lo} s" if lo == hi else f"{lo}–{hi} s"
+
+
+def first_available(doc: dict[str, Any], variant: str) -> str:
+    """The claims by the alternative allocated (a ``first_available`` request), the range of ``variant``'s runs:
+    ``whole 244–245, 3g-40gb 47–49``."""
+    rs = [r.get("first_available") or {} for r in doc["runs"][variant]]
+    names = sorted({k for r in rs for k in r})
+    if not names:
+        raise KeyError(f"{variant}'s runs allocated no claim by a first-available alternative")
+    cells = []
+    for k in names:
+        lo, hi = min(r.get(k, 0) for r in rs), max(r.get(k, 0) for r in rs)
+        cells.append(f"{k} {lo}" if lo == hi else f"{k} {lo}–{hi}")
+    return ", ".join(cells)
 
 
 def throughput(doc: dict[str, Any], *variants: str) -> str:
