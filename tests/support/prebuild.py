@@ -118,8 +118,8 @@ the other still had Kueue, Volcano and KAI to build). Two lanes: a single Go bui
 while it downloads modules and while it links (one thread).
 The Go plugins (each a kube-scheduler of the pinned release with the plugin compiled in, sharing ``make tools``'
 compiled packages) come first in theirs: many files need them, and behind Kueue (the cold run of 2026-11-29 at
-7ecbd57 tried that order) they were not begun after 34 minutes. Begun with ``make tools`` at the lowest priority,
-they find most of its packages compiled by the time they reach them.
+7ecbd57 tried that order) they were not begun after 34 minutes. Their lane waits for ``make tools``' Kubernetes
+build before them (:data:`AFTER_CORE`), leaving its CPU to that build, the suite's first critical path.
 scheduler_perf follows YuniKorn and the WASM extension in its lane (each on Kubernetes libraries of its own, they
 share nothing with ``make tools``' build) so that it finds the pinned release's packages compiled by ``make tools``
 (its test binary shares them) instead of compiling them beside it. The next release, the
@@ -143,6 +143,23 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "tests/e2e/test_wasm_extension.py": ("wasm-extension",),
 }
 """The test files that need a build of :data:`BUILDS` (paths from the repository's root)."""
+
+
+AFTER_CORE = frozenset({"plugin gpufilter", "plugin score", "plugin nodenumber", "plugin wasm", "plugin gpushare",
+                        "scheduler_perf"})
+"""The builds that compile the pinned Kubernetes release's packages, as the core toolchain's build (``make tools``)
+does. Begun by make or a session, a lane waits for that build before them: Go's cache does not share a package that
+two builds compile at the same time, and the cold run of 2026-11-29 at bcb8b34, whose lane began the Go plugins
+beside it, compiled the release twice (the first plugin took 593 s, pytest began 5 minutes later than with them
+begun after it)."""
+
+
+def core_built() -> bool:
+    """Whether the core toolchain's Kubernetes release is in the cache (its folder appears whole, when built)."""
+    from kwokbench.toolchain import Toolchain
+
+    tc = Toolchain()
+    return tc.component("kubernetes").dir(tc.cache).is_dir()
 
 
 def needed(files: Iterable[str]) -> list[str]:
@@ -272,7 +289,7 @@ def start(builds: list[str], log: Path, watch: int | None = None) -> Running | N
     log.write_bytes(b"")
     with log.open("ab") as out:  # appended to: two lanes write it
         proc = subprocess.Popen(["nice", "-n", "19", sys.executable, "-m", "tests.support.prebuild",
-                                 "--watch", str(watch or os.getpid()), *builds],
+                                 "--watch", str(watch or os.getpid()), "--after-core", *builds],
                                 cwd=Path(__file__).resolve().parents[2], stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     return Running(proc.pid, log, proc)
@@ -384,16 +401,24 @@ def summary(log: Path) -> str:
 
 
 def _lane(names: list[str], claims: Path | None = None,
-          builds: dict[str, Callable[[], object]] | None = None) -> int:
+          builds: dict[str, Callable[[], object]] | None = None, core: Callable[[], bool] | None = None,
+          poll: float = 5.0) -> int:
     """One lane: its builds one after another (with ``claims``, each one no other lane has claimed), until the
-    process that began it (the coordinator) is gone. ``builds``: the recipes by name (default :data:`BUILDS`; a unit
-    test gives stand-ins)."""
+    process that began it (the coordinator) is gone. With ``core`` (whether the core toolchain is built), a build
+    of :data:`AFTER_CORE` waits for it. ``builds``: the recipes by name (default :data:`BUILDS`; a unit test gives
+    stand-ins)."""
     parent, failed, recipes = os.getppid(), 0, BUILDS if builds is None else builds
     for name in names:
         if os.getppid() != parent:
             return 1
         if claims is not None and not claim(claims, name):
             continue
+        if core is not None and name in AFTER_CORE and not core():
+            say(f"== {name}: waits for the core toolchain's Kubernetes build")
+            while not core():
+                if os.getppid() != parent:
+                    return 1
+                time.sleep(poll)
         t0 = time.monotonic()
         say(f"== {name}")
         try:
@@ -479,7 +504,8 @@ def _stop_lanes(procs: list[subprocess.Popen[bytes]]) -> None:
 GRACE = 30.0
 """Seconds the lanes have after SIGTERM before SIGKILL."""
 
-USAGE = ("python -m tests.support.prebuild [--watch PID] BUILD... | --lane [--claims DIR] BUILD... | "
+USAGE = ("python -m tests.support.prebuild [--watch PID] [--after-core] BUILD... | "
+         "--lane [--claims DIR] [--after-core] BUILD... | "
          f"--for-make MAKE_PID (builds: {', '.join(BUILDS)})")
 
 
@@ -503,15 +529,18 @@ def main(argv: list[str]) -> int:
             print(f"error: --watch takes a pid ({USAGE})", file=sys.stderr)
             return 2
         watch, names = int(names[1]), names[2:]
+    after_core = names[:1] == ["--after-core"]
+    names = names[1:] if after_core else names
     unknown = [n for n in names if n not in BUILDS]
     if unknown:
         print(f"error: not a build of the suite: {unknown[0]} (one of: {', '.join(BUILDS)})", file=sys.stderr)
         return 2
     if lane:
-        return _lane(names, claims)
+        return _lane(names, claims, core=core_built if after_core else None)
     lowest_priority()
+    flag = ["--after-core"] if after_core else []
     with tempfile.TemporaryDirectory(prefix="kwokbench-prebuild-claims-") as shared:
-        return _coordinate([[sys.executable, "-m", "tests.support.prebuild", "--lane", "--claims", shared, *q]
+        return _coordinate([[sys.executable, "-m", "tests.support.prebuild", "--lane", "--claims", shared, *flag, *q]
                             for q in queues(names)], watch)
 
 

@@ -130,6 +130,49 @@ def test_two_lanes_build_everything_once_and_the_idle_one_takes_the_rest(
     assert all(f"== {b}: ready after" in log for b in recipes) and log.count("== next\n") == 1
 
 
+def test_a_build_on_the_pinned_releases_packages_waits_for_the_core_toolchain(
+        capfd: pytest.CaptureFixture[str]) -> None:
+    """Begun with the core toolchain's build, a Go plugin compiled the same Kubernetes packages beside it (Go's
+    cache shares none that two builds compile at once): a build of AFTER_CORE waits until the core is built, the
+    others do not, and by hand (no ``core``) nothing waits."""
+    done: list[str] = []
+    answers = iter([False, False, False, True])
+
+    def core() -> bool:
+        ready = next(answers, True)
+        done.append(f"core {ready}")
+        return ready
+
+    recipes: dict[str, Callable[[], object]] = {n: (lambda n=n: done.append(n)) for n in ("kueue", "plugin wasm")}
+    assert prebuild._lane(["kueue", "plugin wasm"], builds=recipes, core=core, poll=0.01) == 0
+    assert done == ["kueue", "core False", "core False", "core False", "core True", "plugin wasm"]
+    assert capfd.readouterr().out.count("== plugin wasm: waits for the core toolchain's Kubernetes build\n") == 1
+    done.clear()
+    assert prebuild._lane(["plugin wasm"], builds=recipes) == 0 and done == ["plugin wasm"]
+    assert {"scheduler_perf", *(b for b in prebuild.BUILDS if b.startswith("plugin "))} == prebuild.AFTER_CORE
+
+
+def test_the_builds_a_session_or_make_begins_wait_for_the_core_and_pass_it_to_their_lanes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    begun: list[list[str]] = []
+
+    class Popen:
+        def __init__(self, cmd: list[str], **_: object) -> None:
+            begun.append(cmd)
+            self.pid = 4242
+
+    monkeypatch.setattr(prebuild, "_running_here", lambda: False)
+    monkeypatch.setattr(prebuild.subprocess, "Popen", Popen)
+    assert prebuild.start(["kai"], tmp_path / "prebuild.log", watch=7) is not None
+    assert begun[0][-4:] == ["--watch", "7", "--after-core", "kai"]
+    lanes: list[list[list[str]]] = []
+    monkeypatch.setattr(prebuild, "lowest_priority", lambda: None)
+    monkeypatch.setattr(prebuild, "_coordinate", lambda commands, watch: lanes.append(commands) or 0)
+    assert prebuild.main(["--watch", "7", "--after-core", "kai", "kueue"]) == 0
+    assert prebuild.main(["kai"]) == 0  # by hand
+    assert all("--after-core" in lane for lane in lanes[0]) and not any("--after-core" in lane for lane in lanes[1])
+
+
 def test_the_shell_make_runs_the_prebuild_in_is_not_taken_for_another_sessions_builds() -> None:
     """make runs ``python -m tests.support.prebuild --for-make $PPID`` under ``/bin/sh -c``, whose command line names
     the module: that shell is the prebuild's own ancestor, not builds begun elsewhere (taken for them, it kept every
