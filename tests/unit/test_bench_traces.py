@@ -92,3 +92,33 @@ def test_a_seed_run_twice_is_refused_by_the_per_seed_table() -> None:
     doc["runs"]["fgd"].append(dict(doc["runs"]["fgd"][0]))
     with pytest.raises(ValueError, match="run twice"):
         bench_traces.seeds_table(doc)
+
+
+MORE = ROOT / "docs/results/data/fgd-seeds-more-2026-11-29.json"
+"""GpuPacking and GpuClustering twice more at each seed (bench_traces.py --policies --seeds 42,42,43,43,44,44,
+2026-11-29: 12 runs on real clusters), set beside the per-seed table's run of each."""
+
+
+def test_the_close_pair_three_runs_a_seed_ordered_by_the_gates_paired_test() -> None:
+    import math
+
+    more = json.loads(MORE.read_text())
+    table = bench_traces.more_runs_table(more, SEEDS.stem).splitlines()
+    assert table[0] == "| policy | seed 42 | seed 43 | seed 44 | mean of every run |"
+    every: dict[str, dict[int, list[float]]] = {}
+    for line, v in zip(table[2:], ("gpu-clustering", "gpu-packing"), strict=True):
+        runs = [*_seeds()["runs"][v], *more["runs"][v]]
+        every[v] = {s: [r["at130"] for r in runs if r["seed"] == s] for s in (42, 43, 44)}
+        cells = [c.strip() for c in line.strip("|").split("|")][1:4]
+        assert cells == [", ".join(f"{x:.1f}" for x in every[v][s]) for s in (42, 43, 44)]  # the table's run first
+        assert all(len(every[v][s]) == 3 for s in (42, 43, 44))
+    logs = [math.log(a / b) for s in (42, 43, 44)
+            for a, b in zip(every["gpu-packing"][s], every["gpu-clustering"][s], strict=True)]
+    text = bench_traces.more_runs_test(more, SEEDS.stem, "gpu-packing", "gpu-clustering")
+    assert text.startswith(f"{100 * (math.exp(sum(logs) / len(logs)) - 1):+.1f}% (90% CI ")
+    assert "9 pairs): ordered;" in text
+    clear = sum(min(every["gpu-packing"][s]) > max(every["gpu-clustering"][s]) for s in (42, 43, 44))
+    assert text.endswith(f"in {clear} of 3 seeds")
+    assert "ordered the other way" in bench_traces.more_runs_test(more, SEEDS.stem, "gpu-clustering", "gpu-packing")
+    # the A/A: a policy against itself is not ordered
+    assert "not told apart" in bench_traces.more_runs_test(more, SEEDS.stem, "gpu-packing", "gpu-packing")
