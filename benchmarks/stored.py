@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -99,7 +100,7 @@ def here(what: str, script: str, args: str | None = None) -> dict[str, Any]:
     from kwokbench.store import host_info
 
     code = from_git(REPO) or {}
-    given = " ".join(_without_data(sys.argv[1:])) if args is None else args
+    given = shlex.join(_without_data(sys.argv[1:])) if args is None else args
     return {"what": what, "command": f".venv/bin/python benchmarks/{script} {given}".rstrip(),
             "commit": code.get("commit"), "dirty": bool(code.get("dirty")),
             "date": datetime.now(UTC).strftime("%Y-%m-%d"), "host": host_text(host_info())}

@@ -20,3 +20,6 @@ def test_the_recorded_command_leaves_out_where_data_was_written(monkeypatch: pyt
     doc = stored.here("what", "bench_x.py")
     assert doc["command"] == ".venv/bin/python benchmarks/bench_x.py --nodes 10000 --repeat 2"
     assert stored.here("what", "bench_x.py", "--given")["command"] == ".venv/bin/python benchmarks/bench_x.py --given"
+    # an argument the shell needs quoted stays quoted (an empty size list: --nodes '')
+    monkeypatch.setattr(sys, "argv", ["bench_x.py", "--up-nodes", "10000", "--nodes", "", "--data", "x.json"])
+    assert stored.here("what", "bench_x.py")["command"].endswith("bench_x.py --up-nodes 10000 --nodes ''")

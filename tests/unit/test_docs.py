@@ -577,7 +577,7 @@ def typed_figures(text: str) -> list[str]:
 
 
 TYPED_AT_MOST = {
-    "batch-schedulers.md": 1, "capacity.md": 1, "dra.md": 37, "gate-and-detect.md": 10, "index.md": 21,
+    "batch-schedulers.md": 1, "capacity.md": 1, "dra.md": 20, "gate-and-detect.md": 10, "index.md": 18,
     "known-answers.md": 9, "kubernetes-versions.md": 5, "scheduler-kinds.md": 4, "traces.md": 69,
     "wasm-extension.md": 5, "yunikorn.md": 6,
 }
