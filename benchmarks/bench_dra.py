@@ -230,8 +230,8 @@ def up_sentence(doc: dict[str, Any]) -> str:
         return f"{statistics.median(xs):.1f} s{rng}"
 
     runs = {len(rs) for rs in doc["runs"].values()}
-    ratio = (statistics.median(r["ready"] for r in doc["runs"]["with devices"])
-             / statistics.median(r["ready"] for r in doc["runs"]["without devices"]))
+    without, with_ = (_median(doc["runs"][m], "ready") or 0.0 for m in UP_MODES)
+    ratio = with_ / without
     return (f"{doc['nodes']:,} nodes without devices were all Ready in {said('without devices', 'ready')} (created in "
             f"{said('without devices', 'created')}); the same nodes with 8 devices each, one ResourceSlice per node "
             f"posted right after its node on the same connections, in {said('with devices', 'ready')} (created in "
@@ -240,5 +240,5 @@ def up_sentence(doc: dict[str, Any]) -> str:
 
 def up_short(doc: dict[str, Any]) -> str:
     """The bring-up for a table's cell: ``64.3 s / 80.0 s (1.24x)``, each mode's median seconds to all Ready."""
-    without, with_ = (statistics.median(r["ready"] for r in doc["runs"][m]) for m in UP_MODES)
+    without, with_ = (_median(doc["runs"][m], "ready") or 0.0 for m in UP_MODES)
     return f"{without:.1f} s / {with_:.1f} s ({with_ / without:.2f}x)"

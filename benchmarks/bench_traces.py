@@ -491,13 +491,14 @@ def seeds_bound(doc: dict[str, Any]) -> str:
     return f"{len(bound)} runs, {min(bound)}–{max(bound)} pods bound each"
 
 
-def _every_run(doc: dict[str, Any], first: str, variant: str) -> dict[int, list[float]]:
-    """``variant``'s GPU allocation at ~130% by seed, every run in the order they ran: the per-seed table's (the
-    stored data file named ``first``) and then this file's (more runs of some policies)."""
+def _every_run(doc: dict[str, Any], first: str) -> dict[str, dict[int, list[float]]]:
+    """This file's policies' GPU allocation at ~130% by seed, every run in the order they ran: the per-seed table's
+    (the stored data file named ``first``) and then this file's (more runs of some policies)."""
     table = json.loads((REPO / "docs" / "results" / "data" / f"{first}.json").read_text())
-    out: dict[int, list[float]] = {}
-    for r in [*table["runs"][variant], *doc["runs"][variant]]:
-        out.setdefault(int(r["seed"]), []).append(float(r["at130"]))
+    out: dict[str, dict[int, list[float]]] = {}
+    for variant in doc["runs"]:
+        for r in [*table["runs"][variant], *doc["runs"][variant]]:
+            out.setdefault(variant, {}).setdefault(int(r["seed"]), []).append(float(r["at130"]))
     return out
 
 
@@ -505,7 +506,7 @@ def more_runs_table(doc: dict[str, Any], first: str) -> str:
     """The policies run again (this file's variants): each run's GPU allocation at ~130% per seed, the per-seed
     table's run first, and the mean of every run."""
     variants = [v for v in SEED_ORDER if v in doc["runs"]]
-    every = {v: _every_run(doc, first, v) for v in variants}
+    every = _every_run(doc, first)
     seeds = sorted({s for runs in every.values() for s in runs})
     lines = ["| policy | " + " | ".join(f"seed {s}" for s in seeds) + " | mean of every run |",
              "|---" * (len(seeds) + 2) + "|"]
@@ -523,7 +524,8 @@ def more_runs_test(doc: dict[str, Any], first: str, above: str, below: str) -> s
     Ordered where the interval excludes no difference, else not told apart."""
     from kwokbench.compare.stats import compare
 
-    a, b = _every_run(doc, first, above), _every_run(doc, first, below)
+    every = _every_run(doc, first)
+    a, b = every[above], every[below]
     ups, downs = [], []
     for s in sorted(a):
         n = min(len(a[s]), len(b.get(s, [])))
