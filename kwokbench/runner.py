@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-import shutil
 import subprocess
 import threading
 import time
@@ -39,7 +38,7 @@ from kwokbench.cluster.api import Api
 from kwokbench.cluster.attach import AttachedCluster
 from kwokbench.cluster.chaos import COMPONENT
 from kwokbench.cluster.claims import claim_objects, create_claims
-from kwokbench.cluster.kwokctl import scheduler_client_limits, scheduler_config_document
+from kwokbench.cluster.kwokctl import copy_logs, scheduler_client_limits, scheduler_config_document
 from kwokbench.cluster.nodes import wait_service_account
 from kwokbench.cluster.objects import apply_crds, create_all
 from kwokbench.code_version import code_version
@@ -382,7 +381,7 @@ def run_variant(scenario: Scenario, base: Path, variant: SchedulerSpec, opts: Ru
     try:
         for c in comps:
             c.prepare(rep)
-        info = _cluster(k, opts, attached, copts, scenario, base, rep)
+        info = _cluster(k, opts, attached, copts, scenario, base, rundir, rep)
         cluster = {**cluster_record(info), "reused": bool(opts.cluster), "attached": bool(attached),
                    "nodes": sum(g.count for g in scenario.cluster.node_groups)}
         rundir.update_meta(cluster=cluster)
@@ -524,8 +523,9 @@ def _phase_records(scenario: Scenario, factories: list[ManifestFactory]) -> list
 
 
 def _cluster(k: Kwokctl, opts: RunOptions, attached: AttachedCluster | None, copts: ClusterOptions,
-             scenario: Scenario, base: Path, rep: Reporter) -> AnyCluster:
-    """The run's cluster: the attached one, the one given with ``--cluster``, or a fresh one."""
+             scenario: Scenario, base: Path, rundir: RunDir, rep: Reporter) -> AnyCluster:
+    """The run's cluster: the attached one, the one given with ``--cluster``, or a fresh one (that one's component
+    logs kept in the run if it fails to come up)."""
     if attached is not None:
         return attached
     if opts.cluster:
@@ -533,7 +533,12 @@ def _cluster(k: Kwokctl, opts: RunOptions, attached: AttachedCluster | None, cop
             raise ClusterError(f"--cluster {opts.cluster}: no such kwokbench cluster (see `kwokbench status`)")
         return k.info(opts.cluster)
     groups = node_groups(scenario, base)
-    return bring_up(k, copts, groups, rep).cluster
+    try:
+        return bring_up(k, copts, groups, rep, keep_logs=rundir.path / "logs").cluster
+    except KwokbenchError:
+        if (rundir.path / "logs").is_dir():
+            rundir.update_meta(logs="logs")
+        raise
 
 
 def _stop_measurements(started: list[Measurement], ctx: RunContext | None, rep: Reporter) -> None:
@@ -556,16 +561,11 @@ def _stop_measurements(started: list[Measurement], ctx: RunContext | None, rep: 
 def _keep_logs(cluster_dir: Path | None, rundir: RunDir, rep: Reporter) -> None:
     """A run that did not complete keeps its cluster's component logs (``<run>/logs/``): the error names a log
     in the cluster's folder, which the teardown deletes."""
-    logs = sorted(cluster_dir.glob("logs/*.log")) if cluster_dir is not None else []
-    if not logs:
+    if cluster_dir is None or not list(cluster_dir.glob("logs/*.log")):
         return
     dest = rundir.path / "logs"
-    try:
-        dest.mkdir(exist_ok=True)
-        for f in logs:
-            shutil.copyfile(f, dest / f.name)
-    except OSError as e:
-        rep.warn(f"could not keep the cluster's logs in {dest}: {e.strerror or e}")
+    if not copy_logs(cluster_dir, dest):
+        rep.warn(f"could not keep the cluster's logs in {dest}")
         return
     rundir.update_meta(logs="logs")
     rep.info(f"the cluster's component logs are kept in {dest}")

@@ -139,6 +139,19 @@ def free_ports(n: int) -> list[int]:
             s.close()
 
 
+def copy_logs(cluster_dir: Path, dest: Path) -> list[Path]:
+    """Copy the cluster's component logs (``logs/*.log``) into ``dest``; the copies made (none if there were no
+    logs or they could not be copied)."""
+    logs = sorted(cluster_dir.glob("logs/*.log"))
+    if not logs:
+        return []
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+        return [Path(shutil.copyfile(f, dest / f.name)) for f in logs]
+    except OSError:
+        return []
+
+
 def port_in_use(port: int) -> bool:
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -287,7 +300,9 @@ class Kwokctl:
 
     # -- lifecycle --
 
-    def create(self, opts: ClusterOptions, reporter: Reporter | None = None) -> ClusterInfo:
+    def create(self, opts: ClusterOptions, reporter: Reporter | None = None,
+               keep_logs: Path | None = None) -> ClusterInfo:
+        """Create the cluster; one that fails to come up is deleted with its logs kept (:meth:`abandon`)."""
         rep = reporter or Silent()
         name = validate_name(opts.name)
         if self.exists(name):
@@ -325,11 +340,27 @@ class Kwokctl:
             with rep.status(f"starting cluster {name} ({', '.join(parts)})"):
                 self._run(args, timeout=opts.wait_seconds + 120, what=f"creating cluster {name}")
             return self.info(name)
+        except ClusterError as e:
+            e.args = (f"{e}{self.abandon(name, keep_logs, rep)}",)
+            raise
         except BaseException:
             # never leave a half-created cluster (or its processes) behind
             with contextlib.suppress(Exception):
                 self.delete(name, missing_ok=True)
             raise
+
+    def abandon(self, name: str, keep_logs: Path | None = None, reporter: Reporter | None = None) -> str:
+        """Delete a cluster that failed to come up, its component logs kept first (in ``keep_logs``, else
+        ``<home>/failed/<name>-<UTC time>/``): the error that names a component's log must not point into a
+        folder the delete removes. Returns what to add to that error: each component that had already stopped,
+        with the line of its log that says why, and where the logs are now (never raises)."""
+        d = self.cluster_dir(name)
+        stopped = self.stopped(name)
+        dest = keep_logs or self.home / "failed" / f"{name}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+        kept = copy_logs(d, dest)
+        with contextlib.suppress(Exception):
+            self.delete(name, reporter, missing_ok=True)
+        return "".join(f"; {s}" for s in [*stopped, *([f"its component logs are kept in {dest}"] if kept else [])])
 
     def restart_component(self, info: ClusterInfo, component: str, down_seconds: float = 0.0,
                           ready_timeout: float = 120,
@@ -426,6 +457,13 @@ class Kwokctl:
         return [c.pid for c in had]
 
     # -- inspection --
+
+    def stopped(self, name: str) -> list[str]:
+        """Each component of the cluster whose process has stopped (its pid file names no running process), as
+        "<component> had stopped (<the line of its log that says why>)"."""
+        d = self.cluster_dir(name)
+        return [f"{f.stem} had stopped ({processes.telling_line(d / 'logs' / f'{f.stem}.log')})"
+                for f in sorted(d.glob("pids/*.pid")) if processes.from_pid_file(d, f.stem)[0] is None]
 
     def info(self, name: str) -> ClusterInfo:
         d = self.cluster_dir(name)

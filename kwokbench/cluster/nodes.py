@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -41,6 +42,10 @@ class NodesResult:
     """ResourceSlices created with the nodes (DRA devices)."""
 
 
+STOPPED_EVERY = 2.0
+"""Seconds between two looks at the components while nodes are not yet Ready."""
+
+
 def is_ready(node: dict[str, Any]) -> bool:
     for c in (node.get("status") or {}).get("conditions") or []:
         if c.get("type") == "Ready":
@@ -50,9 +55,11 @@ def is_ready(node: dict[str, Any]) -> bool:
 
 async def create_nodes(creds: Credentials, groups: list[NodeGroup], timeout: float = 300.0,
                        concurrency: int = 64, on_ready: Callable[[int], None] | None = None,
-                       partitions: int = 1) -> NodesResult:
+                       partitions: int = 1, stopped: Callable[[], list[str]] | None = None) -> NodesResult:
     """Create the groups' nodes and wait until all are Ready; with ``partitions`` > 1 each node is labelled
-    with the kwok controller partition that manages it (round-robin over all groups)."""
+    with the kwok controller partition that manages it (round-robin over all groups). ``stopped`` names the
+    components that have stopped (asked every few seconds while nodes are not Ready): the wait ends at once
+    when one has, instead of running to the timeout."""
     factories = [(g, ManifestFactory(g.template, {**g.params, "group": g.name}, g.prefix or f"kb-{g.name}"))
                  for g in groups]
     wanted = {f.name(i) for g, f in factories for i in range(g.count)}
@@ -93,12 +100,16 @@ async def create_nodes(creds: Credentials, groups: list[NodeGroup], timeout: flo
             made_slices = sum(1 for (path, _, _), r in zip(bodies, results, strict=True)
                               if r and path == devices.SLICES)
             t_created = time.monotonic() - t0
-            try:
-                await asyncio.wait_for(all_ready.wait(), timeout)
-            except TimeoutError:
-                raise ClusterError(
-                    f"only {len(ready)}/{total} nodes became Ready within {timeout:.0f}s "
-                    "(is the kwok controller running? see its log in the cluster's logs/ folder)") from None
+            deadline = time.monotonic() + timeout
+            while not all_ready.is_set():
+                gone = stopped() if stopped else []
+                if gone:
+                    raise ClusterError(f"only {len(ready)}/{total} nodes became Ready: {'; '.join(gone)}")
+                if time.monotonic() >= deadline:
+                    raise ClusterError(f"only {len(ready)}/{total} nodes became Ready within {timeout:.0f}s "
+                                       "(is the kwok controller running? see its log)")
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(all_ready.wait(), min(STOPPED_EVERY, max(0.0, deadline - time.monotonic())))
         finally:
             stop.set()
             await asyncio.gather(watch, return_exceptions=True)

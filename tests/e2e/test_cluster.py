@@ -8,9 +8,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kwokbench.cluster import ClusterInfo, Kwokctl
+import pytest
+
+from kwokbench.cluster import ClusterInfo, ClusterOptions, Kwokctl
 from kwokbench.cluster.api import Api
-from kwokbench.cluster.nodes import is_ready
+from kwokbench.cluster.lifecycle import bring_up
+from kwokbench.cluster.nodes import NodeGroup, create_nodes, is_ready
+from kwokbench.errors import ClusterError
+from kwokbench.manifests import resolve_template
 from kwokbench.metrics.parse import BINDING, sum_samples
 from tests.conftest import alive, assert_one_line_error, kwokbench
 from tests.e2e.conftest import E2E_NODES
@@ -105,6 +110,28 @@ def test_undefined_template_variable_creates_no_cluster(kwokctl: Kwokctl, tmp_pa
 def test_unknown_template_file(kwokctl: Kwokctl) -> None:
     res = kwokbench("up", "--name", "nofile", "--node-template", "does-not-exist.yaml.j2")
     assert_one_line_error(res, "template not found: does-not-exist.yaml.j2")
+
+
+def test_nodes_wait_ends_when_the_kwok_controller_has_stopped(kwokctl: Kwokctl, tmp_path: Path) -> None:
+    """A kwok controller that has stopped makes no node Ready: the wait says so within seconds, with the line of its
+    log that says why, instead of running to its 300 s timeout; the abandoned cluster's logs are kept. ~10 s."""
+    info = bring_up(kwokctl, ClusterOptions(name="nokwok"), []).cluster
+    try:
+        kwok = kwokctl.processes("nokwok")["kwok-controller"].process(info.dir)[0]
+        assert kwok is not None
+        kwok.kill()
+        kwok.wait(10)
+        t = time.monotonic()
+        with pytest.raises(ClusterError) as err:
+            run(create_nodes(info.credentials(), [NodeGroup("default", 3, resolve_template("node"), {})],
+                             stopped=lambda: kwokctl.stopped("nokwok")))
+        assert time.monotonic() - t < 60
+        assert str(err.value).startswith("only 0/3 nodes became Ready: kwok-controller had stopped (")
+    finally:
+        said = kwokctl.abandon("nokwok", tmp_path / "logs")
+    assert said.startswith("; kwok-controller had stopped (") and said.endswith(f"kept in {tmp_path / 'logs'}")
+    assert (tmp_path / "logs" / "kwok-controller.log").exists()
+    assert "nokwok" not in kwokctl.names()
 
 
 def test_up_status_down_leaves_no_process(kwokctl: Kwokctl) -> None:

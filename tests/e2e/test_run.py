@@ -206,3 +206,21 @@ def test_run_unknown_cluster_keeps_the_failed_run(tmp_path: Path) -> None:
     assert_one_line_error(res, "--cluster nope: no such kwokbench cluster")
     run = load_run(_only_run(tmp_path, "quickstart"))
     assert run.meta["status"] == "failed" and "no such kwokbench cluster" in run.meta["error"]
+
+
+def test_a_cluster_that_fails_to_come_up_leaves_its_logs_in_the_failed_run(tmp_path: Path, kwokctl: Kwokctl) -> None:
+    """A node the apiserver refuses (a label value it cannot hold) fails the bring-up once the cluster runs: the
+    error is one line, the cluster is gone, and its component logs are kept in the run (they used to go with the
+    cluster's folder, so a bring-up that failed in CI could not be read). ~10 s."""
+    scen = tmp_path / "s.yaml"
+    scen.write_text(json.dumps({"schema_version": 1, "name": "refused", "cluster": {"node_groups": [
+        {"name": "a", "count": 2, "params": {"labels": {"zone": "not a label value!"}}}]},
+        "workloads": [{"name": "w", "template": "pod", "count": 1}]}))
+    res = kwokbench("run", str(scen), "--out", str(tmp_path / "out"))
+    assert_one_line_error(res, "creating node kb-a-")
+    assert "HTTP 422" in res.stderr and "its component logs are kept in" in res.stderr
+    run = load_run(_only_run(tmp_path / "out", "refused"))
+    assert run.meta["status"] == "failed" and run.meta["logs"] == "logs"
+    assert (run.path / "logs" / "kube-apiserver.log").stat().st_size > 0
+    assert f"its component logs are kept in {run.path / 'logs'}" in run.meta["error"]
+    assert run.meta["cluster"]["name"] not in kwokctl.names()

@@ -242,3 +242,33 @@ def test_a_process_that_exits_leaving_components_running_does_not_warn(tmp_path:
     finally:
         with contextlib.suppress(psutil.Error):
             psutil.Process(pid).kill()
+
+
+def test_a_cluster_that_failed_to_come_up_keeps_its_logs_and_says_which_component_stopped(
+        tmp_path: Path, spawn: Spawner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The error of a failed bring-up names the component that had stopped, by its log's telling line, and the
+    logs outlive the delete (which removes the cluster's folder, where the error used to point)."""
+    d = _cluster(tmp_path, "c")
+    etcd = _component(spawn, d, "etcd")
+    gone = subprocess.Popen([SLEEP, "0"])
+    gone.wait(10)
+    (d / "pids" / "kwok-controller.pid").write_text(str(gone.pid))
+    (d / "logs").mkdir()
+    (d / "logs" / "kwok-controller.log").write_text("I1130 starting\npanic: listen tcp :4321: bind: address in use\n"
+                                                    "goroutine 1 [running]:\n")
+    (d / "logs" / "etcd.log").write_text("serving\n")
+    k = _kwokctl(tmp_path, monkeypatch)
+    said = k.abandon("c", tmp_path / "run" / "logs")
+    assert said == ("; kwok-controller had stopped (panic: listen tcp :4321: bind: address in use)"
+                    f"; its component logs are kept in {tmp_path / 'run' / 'logs'}")
+    assert sorted(p.name for p in (tmp_path / "run" / "logs").iterdir()) == ["etcd.log", "kwok-controller.log"]
+    assert not d.exists() and not spawn.alive(etcd)
+    # without a place given the logs go under the home; a cluster with no logs adds nothing
+    d = _cluster(tmp_path, "c")
+    (d / "logs").mkdir()
+    (d / "logs" / "etcd.log").write_text("serving\n")
+    said = k.abandon("c")
+    kept = list((tmp_path / "failed").glob("c-*/etcd.log"))
+    assert len(kept) == 1 and said == f"; its component logs are kept in {kept[0].parent}"
+    _cluster(tmp_path, "c")
+    assert k.abandon("c") == ""
