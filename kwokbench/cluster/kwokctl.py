@@ -15,6 +15,7 @@ import shutil
 import socket
 import ssl
 import subprocess
+import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Iterable, Sequence
@@ -123,20 +124,56 @@ def free_port() -> int:
     return free_ports(1)[0]
 
 
+PORT_RANGE = range(20000, 30000)
+"""Where the components' ports are picked: below Linux's ephemeral range (32768–60999 unless the host changed
+``ip_local_port_range``), from which every outgoing connection takes its local port and a ``bind`` to port 0 its
+port, and below kwokctl's own picks (downward from 32767)."""
+
+PORT_CURSOR = Path(tempfile.gettempdir()) / "kwokbench-ports"
+"""The last port handed out, shared by every kwokbench process on the machine (locked while read and written)."""
+
+
 def free_ports(n: int) -> list[int]:
-    """``n`` distinct free ports: every probe socket stays open until all are picked, so the
-    kernel cannot hand the same port out twice (a scheduler sharing the apiserver's port is
-    otherwise possible, and then /metrics answers for the wrong component)."""
-    socks = []
+    """``n`` distinct ports nothing listens on, the next ones of :data:`PORT_RANGE` after the last handed out by any
+    kwokbench on the machine (round-robin). Between the pick and the component's bind the port is free: a port the
+    kernel hands out for port 0, from the ephemeral range, can meanwhile become an outgoing connection's or, picked
+    the same way, another cluster's starting at that moment (a duet's, a parallel test's); then one component
+    cannot listen and exits. Handed out in turn, a port comes round again only after the range's 10,000."""
+    import fcntl
+
     try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("0.0.0.0", 0))
-            socks.append(s)
-        return [int(s.getsockname()[1]) for s in socks]
+        cursor = PORT_CURSOR.open("a+")
+    except OSError:
+        cursor = None  # an unwritable temp folder: this process's own turn only
+    try:
+        if cursor is not None:
+            fcntl.flock(cursor, fcntl.LOCK_EX)
+            cursor.seek(0)
+        text = cursor.read().strip() if cursor is not None else ""
+        last = int(text) if text.isdigit() else _LAST_PORT[0]
+        picked: list[int] = []
+        port = last
+        for _ in range(len(PORT_RANGE)):
+            port = port + 1 if port + 1 in PORT_RANGE else PORT_RANGE.start
+            if not port_in_use(port, reuse=False):
+                picked.append(port)
+                if len(picked) == n:
+                    break
+        else:
+            raise ClusterError(f"fewer than {n} free ports in {PORT_RANGE.start}-{PORT_RANGE.stop - 1} on this machine")
+        _LAST_PORT[0] = port
+        if cursor is not None:
+            cursor.seek(0)
+            cursor.truncate()
+            cursor.write(str(port))
+            cursor.flush()
+        return picked
     finally:
-        for s in socks:
-            s.close()
+        if cursor is not None:
+            cursor.close()  # and with it the lock
+
+
+_LAST_PORT = [PORT_RANGE.start + os.getpid() % len(PORT_RANGE)]
 
 
 def copy_logs(cluster_dir: Path, dest: Path) -> list[Path]:
@@ -152,9 +189,11 @@ def copy_logs(cluster_dir: Path, dest: Path) -> list[Path]:
         return []
 
 
-def port_in_use(port: int) -> bool:
+def port_in_use(port: int, reuse: bool = True) -> bool:
+    """Something holds ``port`` (a listener; without ``reuse`` also a connection lingering on it)."""
     with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("0.0.0.0", port))
         except OSError:
