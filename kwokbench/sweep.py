@@ -218,7 +218,7 @@ def run_sweep(scenario: Scenario, scenario_path: Path, opts: SweepOptions, repor
                 # the watchdog exists before kwokctl starts anything, so a kill -9 during bring-up is covered
                 guard = watchdog.start(cluster, k.home, sweep_dir, opts.keep_clusters)
                 try:
-                    info = bring_up(k, copts, groups, rep).cluster
+                    info = bring_up(k, copts, groups, rep, keep_logs=sweep_dir / "logs" / f"{n}-nodes").cluster
                 except BaseException:  # bring_up removed what it created; a cluster of that name was not ours
                     watchdog.stop(guard)
                     raise
