@@ -492,20 +492,23 @@ def seeds_bound(doc: dict[str, Any]) -> str:
 
 
 def _every_run(doc: dict[str, Any], first: str) -> dict[str, dict[int, list[float]]]:
-    """This file's policies' GPU allocation at ~130% by seed, every run in the order they ran: the per-seed table's
-    (the stored data file named ``first``) and then this file's (more runs of some policies)."""
-    table = json.loads((REPO / "docs" / "results" / "data" / f"{first}.json").read_text())
+    """The rerun policies' GPU allocation at ~130% by seed, every run in the order they ran: the per-seed table's (the
+    stored data file named first in ``first``, comma-separated), then the other files ``first`` names and this one
+    (more runs of some policies). A policy is in when one of those files ran it again."""
+    table, *earlier = [json.loads((REPO / "docs" / "results" / "data" / f"{name}.json").read_text())
+                       for name in first.split(",")]
+    more = [*earlier, doc]
     out: dict[str, dict[int, list[float]]] = {}
-    for variant in doc["runs"]:
-        for r in [*table["runs"][variant], *doc["runs"][variant]]:
+    for variant in [v for v in table["runs"] if any(v in d["runs"] for d in more)]:
+        for r in [*table["runs"][variant], *(r for d in more for r in d["runs"].get(variant, []))]:
             out.setdefault(variant, {}).setdefault(int(r["seed"]), []).append(float(r["at130"]))
     return out
 
 
 def more_runs_table(doc: dict[str, Any], first: str) -> str:
-    """The policies run again (this file's variants): each run's GPU allocation at ~130% per seed, the per-seed
+    """The policies run again (see :func:`_every_run`): each run's GPU allocation at ~130% per seed, the per-seed
     table's run first, and the mean of every run."""
-    variants = [v for v in SEED_ORDER if v in doc["runs"]]
+    variants = [v for v in SEED_ORDER if v in _every_run(doc, first)]
     every = _every_run(doc, first)
     seeds = sorted({s for runs in every.values() for s in runs})
     lines = ["| policy | " + " | ".join(f"seed {s}" for s in seeds) + " | mean of every run |",
