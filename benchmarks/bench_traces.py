@@ -33,6 +33,7 @@ seeds and the ranking.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -544,6 +545,20 @@ def more_runs_test(doc: dict[str, Any], first: str, above: str, below: str) -> s
             f"every run of the other in {clear} of {len(set(a) & set(b))} seeds")
     return text.replace("-", "\u2212")
 
+
+
+def ranking_table(doc: dict[str, Any], first: str) -> str:
+    """Each rerun policy against the next below it in the simulator's order, by :func:`more_runs_test` (the gate's
+    paired test over every run of each seed), with the runs it pairs a seed."""
+    every = _every_run(doc, first)
+    order = [v for v in reversed(SEED_ORDER) if v in every]
+    lines = ["| policy | against the next below | runs a seed | by the gate's paired test |", "|---|---|---|---|"]
+    for above, below in itertools.pairwise(order):
+        n = sorted({min(len(every[above][s]), len(every[below].get(s, []))) for s in every[above]})
+        runs = f"{n[0]}" if len(n) == 1 else f"{n[0]}–{n[-1]}"
+        lines.append(f"| {POLICY_NAME[PLUGIN_POLICY[above]]} | {POLICY_NAME[PLUGIN_POLICY[below]]} | {runs} | "
+                     f"{more_runs_test(doc, first, above, below)} |")
+    return "\n".join(lines)
 
 if __name__ == "__main__":
     main()
