@@ -122,3 +122,31 @@ def test_the_close_pair_three_runs_a_seed_ordered_by_the_gates_paired_test() -> 
     assert "ordered the other way" in bench_traces.more_runs_test(more, SEEDS.stem, "gpu-clustering", "gpu-packing")
     # the A/A: a policy against itself is not ordered
     assert "not told apart" in bench_traces.more_runs_test(more, SEEDS.stem, "gpu-packing", "gpu-packing")
+
+
+REST = ROOT / "docs/results/data/fgd-seeds-rest-2026-11-30.json"
+"""FGD, BestFit, DotProduct and Random once more at each seed (bench_traces.py --policies --seeds 42,43,44,
+2026-11-30: 12 runs on real clusters, as two processes of two policies), set beside the per-seed table's run of each
+and the close pair's reruns."""
+
+
+def test_every_step_of_the_ranking_is_the_gates_paired_test_over_every_run() -> None:
+    rest = json.loads(REST.read_text())
+    first = f"{SEEDS.stem},{MORE.stem}"
+    table = bench_traces.more_runs_table(rest, first).splitlines()
+    assert len(table) == 2 + 6  # every policy: four rerun here, the close pair in the earlier file
+    fgd = next(line for line in table if line.startswith("| FGD |"))
+    runs = [*_seeds()["runs"]["fgd"], *rest["runs"]["fgd"]]
+    assert fgd.split("|")[2].strip() == ", ".join(f"{r['at130']:.1f}" for r in runs if r["seed"] == 42)
+    ranking = bench_traces.ranking_table(rest, first).splitlines()[2:]
+    pairs = [tuple(c.strip() for c in line.strip("|").split("|")[:3]) for line in ranking]
+    assert pairs == [("FGD", "BestFit", "2"), ("BestFit", "GpuPacking", "2"), ("GpuPacking", "GpuClustering", "3"),
+                     ("GpuClustering", "DotProduct", "2"), ("DotProduct", "Random", "2")]
+    for line, (above, below) in zip(ranking, [("fgd", "bestfit"), ("bestfit", "gpu-packing"),
+                                              ("gpu-packing", "gpu-clustering"), ("gpu-clustering", "dot-product"),
+                                              ("dot-product", "random")], strict=True):
+        assert line.endswith(f"| {bench_traces.more_runs_test(rest, first, above, below)} |")
+    # the runs order every step (what the page says); the A/A and a step read upside down are not ordered so
+    assert all("): ordered;" in line for line in ranking)
+    assert "not told apart" in bench_traces.more_runs_test(rest, first, "fgd", "fgd")
+    assert "ordered the other way" in bench_traces.more_runs_test(rest, first, "random", "dot-product")
