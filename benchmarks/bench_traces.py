@@ -509,8 +509,8 @@ def _every_run(doc: dict[str, Any], first: str) -> dict[str, dict[int, list[floa
 def more_runs_table(doc: dict[str, Any], first: str) -> str:
     """The policies run again (see :func:`_every_run`): each run's GPU allocation at ~130% per seed, the per-seed
     table's run first, and the mean of every run."""
-    variants = [v for v in SEED_ORDER if v in _every_run(doc, first)]
     every = _every_run(doc, first)
+    variants = [v for v in SEED_ORDER if v in every]
     seeds = sorted({s for runs in every.values() for s in runs})
     lines = ["| policy | " + " | ".join(f"seed {s}" for s in seeds) + " | mean of every run |",
              "|---" * (len(seeds) + 2) + "|"]
@@ -526,9 +526,13 @@ def more_runs_test(doc: dict[str, Any], first: str, above: str, below: str) -> s
     one paired with its k-th of the other: the same pod list), and how many seeds put every run of ``above`` over
     every run of ``below``: ``+0.2% (90% CI +0.1..+0.3%, 9 pairs): ordered; every run above in 2 of 3 seeds``.
     Ordered where the interval excludes no difference, else not told apart."""
+    return _paired(_every_run(doc, first), above, below)
+
+
+def _paired(every: dict[str, dict[int, list[float]]], above: str, below: str) -> str:
+    """:func:`more_runs_test` over runs already read (:func:`_every_run`)."""
     from kwokbench.compare.stats import compare
 
-    every = _every_run(doc, first)
     a, b = every[above], every[below]
     ups, downs = [], []
     for s in sorted(a):
@@ -546,7 +550,6 @@ def more_runs_test(doc: dict[str, Any], first: str, above: str, below: str) -> s
     return text.replace("-", "\u2212")
 
 
-
 def ranking_table(doc: dict[str, Any], first: str) -> str:
     """Each rerun policy against the next below it in the simulator's order, by :func:`more_runs_test` (the gate's
     paired test over every run of each seed), with the runs it pairs a seed."""
@@ -557,8 +560,9 @@ def ranking_table(doc: dict[str, Any], first: str) -> str:
         n = sorted({min(len(every[above][s]), len(every[below].get(s, []))) for s in every[above]})
         runs = f"{n[0]}" if len(n) == 1 else f"{n[0]}–{n[-1]}"
         lines.append(f"| {POLICY_NAME[PLUGIN_POLICY[above]]} | {POLICY_NAME[PLUGIN_POLICY[below]]} | {runs} | "
-                     f"{more_runs_test(doc, first, above, below)} |")
+                     f"{_paired(every, above, below)} |")
     return "\n".join(lines)
+
 
 if __name__ == "__main__":
     main()
