@@ -16,6 +16,8 @@ whose CPU was full; then the simulator's rows; and the allocation-against-arrive
     python benchmarks/bench_traces.py --policies --seeds 42,43,44   # each seed's pod list, beside the simulator's
     python benchmarks/bench_traces.py --runs DIR --data OUT     # also keep the rows (docs/results/data/)
     python benchmarks/bench_traces.py --timed                   # the whole trace with its own times (~11 min a variant)
+    python benchmarks/bench_traces.py --timed --slice 300:60    # its first 300 pods compressed into a minute
+    python benchmarks/bench_traces.py --dra --variant least-allocated   # fitted per GPU through DRA (~14 min)
 
 ``--data OUT`` keeps every run's row (its curve every 10% of arrived workload) by variant, the simulator's means
 beside them, and the command, commit, day and host (benchmarks/stored.py's ``provenance``):
@@ -129,6 +131,12 @@ def per_gpu_fragmentation(run: Path) -> float | None:
     return 100 * total / (1000 * float(nodes["gpus"].sum()))
 
 
+CLAIM_FIGURES = ("claims", "allocated", "never_allocated", "devices_allocated", "allocations", "shared_allocations",
+                 "devices_given_twice", "shared_peak_milli", "bound_unallocated", "reallocated")
+"""What a run's row keeps of its summary's ``claims`` section (a ``--dra`` run's: its claims, the GPUs they were
+given, and the checks that no GPU was given past its 1000 milli and no pod bound without its claim)."""
+
+
 def rows(root: Path) -> list[dict[str, Any]]:
     out = []
     for d in sorted(root.rglob("summary.json")):
@@ -165,6 +173,8 @@ def rows(root: Path) -> list[dict[str, Any]]:
                     "seconds": (pd.Timestamp(ended) - pd.Timestamp(started)).total_seconds()
                     if started and ended else None,
                     "gpu_frag": per_gpu_fragmentation(d.parent),
+                    "claims": {k: v for k, v in (s.get("claims") or {}).items()
+                               if k in CLAIM_FIGURES} or None,
                     "curve": curve, **where_cpu_pods_went(d.parent)})
     return out
 
@@ -239,8 +249,18 @@ def main() -> None:
                                     "list of each")
     ap.add_argument("--timed", action="store_true", help="the whole trace with its own arrival times and lifetimes "
                                                          "(scenarios/alibaba-gpu-2023-timed.yaml)")
+    ap.add_argument("--dra", action="store_true", help="the experiment fitted per GPU: each GPU a DRA device, each "
+                                                       "GPU pod's share a claim on one (kube-controller-manager "
+                                                       "makes the claims)")
+    ap.add_argument("--slice", metavar="PODS:SECONDS", help="with --timed: only the trace's first PODS pods, their "
+                                                            "arrivals and lifetimes compressed into SECONDS")
     ap.add_argument("--data", type=Path, metavar="OUT", help="also keep the runs' rows (docs/results/data/)")
     args = ap.parse_args()
+    try:
+        form = form_sets(args.dra, args.slice, args.policies, args.timed)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
     require_traces()
     root = args.runs
     if root is None:
@@ -250,11 +270,13 @@ def main() -> None:
             where = root / f"seed-{seed}" if seed is not None else root
             scenario = POLICIES_SCENARIO if args.policies else TIMED_SCENARIO if args.timed else SCENARIO
             run_scenario(scenario, where, args.variant,
-                         sets=[f"workloads.0.trace.seed={seed}"] if seed is not None else [])
+                         sets=[*form, *([f"workloads.0.trace.seed={seed}"] if seed is not None else [])])
     found = rows(root)
     if args.data:
         args.data.parent.mkdir(parents=True, exist_ok=True)
-        args.data.write_text(json.dumps(data(root, found, args.policies, args.timed), indent=1) + "\n")
+        form_options = " --dra" * args.dra + (f" --slice {args.slice}" if args.slice else "")
+        doc = data(root, found, args.policies, args.timed, form_options)
+        args.data.write_text(json.dumps(doc, indent=1) + "\n")
         print(f"kept in {args.data}")
     print("variant            bound  pending  GPU alloc @100%  @130%  end    frag(mean)  offered/accepted  "
           "p99 by class (s)                         run")
@@ -287,8 +309,35 @@ def main() -> None:
 
 
 
-def data(root: Path, found: list[dict[str, Any]], policies: bool, timed: bool = False) -> dict[str, Any]:
-    """``--data``'s file: each run's row by variant (its curve every 10%), the simulator's means, the provenance."""
+DRA_SETS = ("cluster.node_groups.0.from_trace.gpus=dra", "workloads.0.trace.gpus=dra",
+            "cluster.controller_manager=true")
+"""``--dra``: the GPUs as DRA devices of 1000 milli and each GPU pod's share a claim on one GPU, as the simulator
+places it (docs/guides/traces.md, "Per GPU"); kube-controller-manager makes each pod's claim from its template."""
+
+
+def form_sets(dra: bool, slice_: str | None, policies: bool, timed: bool) -> list[str]:
+    """The ``--set`` overrides of ``--dra`` and ``--slice PODS:SECONDS``; ValueError, in one line, for a form the
+    chosen scenario does not take or a slice that is not two positive whole numbers."""
+    sets: list[str] = []
+    if dra:
+        if policies or timed:
+            raise ValueError("--dra is the experiment's per-GPU form (the default scenario): not with --policies "
+                             "or --timed")
+        sets += DRA_SETS
+    if slice_ is not None:
+        if not timed:
+            raise ValueError("--slice cuts the timed trace: give --timed too")
+        pods, _, seconds = slice_.partition(":")
+        if not (pods.isdigit() and seconds.isdigit() and int(pods) > 0 and int(seconds) > 0):
+            raise ValueError(f"--slice {slice_}: give PODS:SECONDS, two positive whole numbers (e.g. 300:60)")
+        sets += [f"workloads.0.trace.limit={int(pods)}", f"workloads.0.trace.duration_seconds={int(seconds)}"]
+    return sets
+
+
+def data(root: Path, found: list[dict[str, Any]], policies: bool, timed: bool = False,
+         form: str = "") -> dict[str, Any]:
+    """``--data``'s file: each run's row by variant (its curve every 10%), the simulator's means, the provenance
+    (``form``: the options of :func:`form_sets` the runs were made with, as the command gives them)."""
     import yaml
 
     scenario = POLICIES_SCENARIO if policies else TIMED_SCENARIO if timed else SCENARIO
@@ -300,7 +349,7 @@ def data(root: Path, found: list[dict[str, Any]], policies: bool, timed: bool = 
     # a run per seed (--seeds, each seed's runs in its own folder, found in path order): the seeds are the
     # command's, not repeats
     seeds = [r["seed"] for r in next(iter(runs.values())) if r["seed"] is not None]
-    options = " --policies" if policies else " --timed" if timed else ""
+    options = (" --policies" if policies else " --timed" if timed else "") + form
     if seeds:
         options += f" --seeds {','.join(str(s) for s in seeds)}"
     doc = provenance(root, runs, scenario, "bench_traces.py", options, order, repeat=1 if seeds else None)
@@ -355,19 +404,43 @@ def markdown(doc: dict[str, Any], ceiling: float | None = None) -> str:
     total = int(first["bound"] + (first["pending"] or 0))
     lines = [f"| | pods bound of {total} | left pending | GPU allocation at 100% arrived | at ~130% arrived (all) | "
              "mean GPU fragmentation | created → bound p99 (one GPU) | run |", "|---|---|---|---|---|---|---|---|"]
-    for v in doc["runs"]:
-        r = _one(doc, v)
-        cut = " when cut" if v in CUT_OFF else ""
-        bold = "**" if v not in CUT_OFF else ""
-        p99 = r["p99"].get("one-gpu")
-        lines.append(f"| {LABELS.get(v, v)} | {r['bound']}{cut} | {r['pending'] or 0:.0f} | {bold}{r['at100']:.1f}%"
-                     f"{bold}{cut} | {bold}{r['at130']:.1f}%{bold}{cut} | {r['frag']:.1f}% | "
-                     f"{f'{p99:.1f} s' if p99 is not None and p99 < 10 else f'{p99:.0f} s' if p99 else '–'} | "
-                     f"{r['seconds'] / 60:.1f} min |")
+    lines += [_row(LABELS.get(v, v), _one(doc, v), v in CUT_OFF) for v in doc["runs"]]
     for k, v in (doc.get("simulator") or {}).items():
         lines.append(f"| the simulator, {SIMULATOR.get(k, k)} (mean of seeds 42–51) | | | {v['100']:.1f}% | "
                      f"{v['130']:.1f}% | | | |")
     return "\n".join(lines)
+
+
+def _row(label: str, r: dict[str, Any], cut_off: bool = False, bold_all: bool = False) -> str:
+    """A run's row of :func:`markdown`'s table (a run cut off by the settle rule marked "when cut", never bold)."""
+    cut = " when cut" if cut_off else ""
+    bold = "**" if not cut_off else ""
+    every = "**" if bold_all else ""
+    p99 = r["p99"].get("one-gpu")
+    return (f"| {every}{label}{every} | {every}{r['bound']}{every}{cut} | {every}{r['pending'] or 0:.0f}{every} | "
+            f"{bold}{r['at100']:.1f}%{bold}{cut} | {bold}{r['at130']:.1f}%{bold}{cut} | {r['frag']:.1f}% | "
+            f"{f'{p99:.1f} s' if p99 is not None and p99 < 10 else f'{p99:.0f} s' if p99 else '–'} | "
+            f"{r['seconds'] / 60:.1f} min |")
+
+
+def dra_table(doc: dict[str, Any], relaxed: str, variant: str = "least-allocated") -> str:
+    """``variant`` fitted per node (the relaxation: its run in the stored data ``relaxed``, the experiment's table)
+    and per GPU through DRA (this ``--dra`` run), in :func:`markdown`'s columns."""
+    per_node = json.loads((REPO / "docs" / "results" / "data" / f"{relaxed}.json").read_text())
+    node, gpu = _one(per_node, variant), _one(doc, variant)
+    total = int(gpu["bound"] + (gpu["pending"] or 0))
+    return "\n".join([
+        f"| {LABELS.get(variant, variant).replace('**', '')} | pods bound of {total} | left pending | "
+        "GPU allocation at 100% arrived | "
+        "at ~130% arrived (all) | mean GPU fragmentation | created → bound p99 (one GPU) | run |",
+        "|---|---|---|---|---|---|---|---|",
+        _row("per node (the relaxation, above)", node).replace("**", ""), _row("per GPU (DRA)", gpu, bold_all=True)])
+
+
+def dra_change(doc: dict[str, Any], relaxed: str, key: str, digits: int = 0, variant: str = "least-allocated") -> str:
+    """Per GPU less per node (``relaxed``'s run) of one figure of ``variant``'s rows, unsigned: ``145``."""
+    per_node = json.loads((REPO / "docs" / "results" / "data" / f"{relaxed}.json").read_text())
+    return f"{abs(value_at(_one(doc, variant), key) - value_at(_one(per_node, variant), key)):.{digits}f}"
 
 
 def curve_table(doc: dict[str, Any]) -> str:

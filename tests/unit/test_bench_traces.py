@@ -150,3 +150,28 @@ def test_every_step_of_the_ranking_is_the_gates_paired_test_over_every_run() -> 
     assert all("): ordered;" in line for line in ranking)
     assert "not told apart" in bench_traces.more_runs_test(rest, first, "fgd", "fgd")
     assert "ordered the other way" in bench_traces.more_runs_test(rest, first, "random", "dot-product")
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--slice", "300:60"], "error: --slice cuts the timed trace: give --timed too"),
+    (["--timed", "--slice", "300"], "error: --slice 300: give PODS:SECONDS, two positive whole numbers (e.g. 300:60)"),
+    (["--timed", "--slice", "0:60"], "error: --slice 0:60: give PODS:SECONDS"),
+    (["--dra", "--policies"], "error: --dra is the experiment's per-GPU form (the default scenario): not with"),
+])
+def test_a_form_the_scenario_does_not_take_is_refused_in_one_line(args: list[str], says: str) -> None:
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_traces.py"), *args], capture_output=True,
+                         text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert res.returncode == 2, res.stderr
+    [line] = res.stderr.splitlines()
+    assert line.startswith(says), line
+
+
+def test_the_forms_are_the_sets_the_guide_documents() -> None:
+    """--dra is the guide's per-GPU form (the sets tests/e2e/test_trace.py runs), --slice the timed trace cut."""
+    assert bench_traces.form_sets(True, None, False, False) == [
+        "cluster.node_groups.0.from_trace.gpus=dra", "workloads.0.trace.gpus=dra", "cluster.controller_manager=true"]
+    assert bench_traces.form_sets(False, "300:60", False, True) == [
+        "workloads.0.trace.limit=300", "workloads.0.trace.duration_seconds=60"]
+    assert bench_traces.form_sets(False, None, True, False) == []
+    e2e = (ROOT / "tests" / "e2e" / "test_trace.py").read_text()
+    assert all(f'"{s}"' in e2e for s in bench_traces.DRA_SETS)
