@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from stored import REPO, here, run_scenario, write  # a sibling: benchmarks/ is on a script's path
+from stored import REPO, provenance, run_scenario, write  # a sibling: benchmarks/ is on a script's path
 
 SCENARIO = REPO / "scenarios" / "quickstart.yaml"
 
@@ -77,7 +77,6 @@ def main() -> None:
                                               "host here (JSON)")
     args = ap.parse_args()
     cases = args.case or list(CASES)
-    doc = here("limited_by on constructed runs, one case per verdict (bench_limited_by.py)", "bench_limited_by.py")
     root = args.runs
     if root is None:
         root = args.out or Path(tempfile.mkdtemp(prefix="bench-limited-by-"))
@@ -94,8 +93,11 @@ def main() -> None:
         for r in rs:
             print(f"{case:<17} {r['verdict'] or '-':<17} {r['sentence']}")
     if args.data:
-        write(args.data, {**doc, "cases": {c: {"what": CASES[c][0], "sets": list(CASES[c][1])} for c in runs},
-                          "runs": runs})
+        # the runs' own commit, day and host (their meta.json), with the command that made them
+        options = "".join(f" --case {c}" for c in cases) if cases != list(CASES) else ""
+        doc = provenance(root, runs, SCENARIO, "bench_limited_by.py", options, list(runs), repeat=1)
+        doc["what"] = "limited_by on constructed runs of scenarios/quickstart.yaml, one case per verdict"
+        write(args.data, {**doc, "cases": {c: {"what": CASES[c][0], "sets": list(CASES[c][1])} for c in runs}})
 
 
 def table(doc: dict[str, Any]) -> str:

@@ -397,6 +397,12 @@ def cell(doc: dict[str, Any], variant: str, key: str, digits: int = 1) -> str:
     return f"{r:.{digits}f}" if isinstance(r, float) else str(r)
 
 
+def simulator_cell(doc: dict[str, Any], policy: str, key: str = "130", digits: int = 1) -> str:
+    """The simulator's published mean over its seeds 42–51 for ``policy`` (``06-FGD``, ``05-BestFit``, ``01-Random``):
+    GPU allocation % at ``100`` or ``130`` arrived, fragmentation % at 130 (``frag130``)."""
+    return f"{doc['simulator'][policy][key]:.{digits}f}"
+
+
 def markdown(doc: dict[str, Any], ceiling: float | None = None) -> str:
     """The experiment's table: a row per variant (pods bound and pending, GPU allocation at 100% and ~130% arrived,
     mean fragmentation, one-GPU pods' created → bound p99, the run's length), then the simulator's means."""

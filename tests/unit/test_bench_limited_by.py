@@ -36,3 +36,17 @@ def test_the_table_is_each_runs_verdict_and_sentence_bold_where_the_case_constru
     assert lines[2] == "| 100 nodes | `arrival` | **`arrival`**: 50/s bound of 50/s |"
     assert lines[3] == "| two connections | `harness` | `host`: the host's CPUs were busy |"
     assert bench_limited_by.verdicts(doc) == "1 of 2"
+
+
+def test_the_stored_runs_are_of_the_cases_the_benchmark_makes() -> None:
+    """docs/results/index.md renders the newest stored file: its cases are the benchmark's (what and overrides), and
+    every run has a verdict kwokbench gives and the sentence that states it."""
+    import json
+
+    stored = max((ROOT / "docs" / "results" / "data").glob("limited-by-*.json"))
+    doc = json.loads(stored.read_text())
+    assert {c: (v["what"], tuple(v["sets"])) for c, v in doc["cases"].items()} == {
+        c: bench_limited_by.CASES[c] for c in doc["cases"]}
+    assert all(r["verdict"] in VERDICTS and str(r["sentence"]).startswith(f"{r['verdict']}-bound")
+               for rs in doc["runs"].values() for r in rs)
+    assert len(bench_limited_by.table(doc).splitlines()) == 2 + sum(len(rs) for rs in doc["runs"].values())

@@ -175,3 +175,24 @@ def test_the_forms_are_the_sets_the_guide_documents() -> None:
     assert bench_traces.form_sets(False, None, True, False) == []
     e2e = (ROOT / "tests" / "e2e" / "test_trace.py").read_text()
     assert all(f'"{s}"' in e2e for s in bench_traces.DRA_SETS)
+
+
+THIRD = ROOT / "docs/results/data/fgd-seeds-third-2026-11-30.json"
+"""FGD, BestFit, DotProduct and Random a third time at each seed (bench_traces.py --policies --seeds 42,43,44,
+2026-11-30: 12 runs on real clusters at 9cb7e71, as two processes of two policies): with the earlier files, every
+policy three times at every seed."""
+
+
+def test_three_runs_a_seed_of_every_policy_order_every_step_of_the_ranking() -> None:
+    third = json.loads(THIRD.read_text())
+    first = f"{SEEDS.stem},{MORE.stem},{REST.stem}"
+    every = bench_traces._every_run(third, first)
+    assert sorted(every) == sorted(bench_traces.SEED_ORDER)
+    assert all(len(runs) == 3 for seeds in every.values() for runs in seeds.values())
+    # the third round's runs come last in each cell, in the order they ran
+    assert [every["fgd"][s][-1] for s in (42, 43, 44)] == [r["at130"] for r in third["runs"]["fgd"]]
+    ranking = bench_traces.ranking_table(third, first).splitlines()[2:]
+    assert [tuple(c.strip() for c in line.strip("|").split("|")[:3]) for line in ranking] == [
+        ("FGD", "BestFit", "3"), ("BestFit", "GpuPacking", "3"), ("GpuPacking", "GpuClustering", "3"),
+        ("GpuClustering", "DotProduct", "3"), ("DotProduct", "Random", "3")]
+    assert all("9 pairs): ordered;" in line for line in ranking)
