@@ -76,13 +76,14 @@ def figures() -> dict[str, Figure]:
 
 
 def lookup(ref: str) -> tuple[Figure, tuple[dict[str, Any], ...]]:
-    """A figure and the runs ``ref`` names: ``family.name`` (all), ``family.name@id`` (the run of that ``id``) or
-    ``family.name@date`` (that day's)."""
+    """A figure and the runs ``ref`` names: ``family.name`` (all), ``family.name@id`` (the run of that ``id``),
+    ``family.name@date`` (that day's) or several of those comma-separated (``family.name@id1,id2``)."""
     key, _, date = ref.partition("@")
     fig = figures().get(key)
     if fig is None:
         raise FigureError(f"no stored figure {key!r} (docs/results/data/{key.partition('.')[0]}.yaml)")
-    runs = tuple(r for r in fig.runs if date in (str(r["date"]), str(r.get("id")))) if date else fig.runs
+    named = set(date.split(","))
+    runs = tuple(r for r in fig.runs if named & {str(r["date"]), str(r.get("id"))}) if date else fig.runs
     if not runs:
         raise FigureError(f"{key} has no run {date} (runs: {', '.join(str(r.get('id', r['date'])) for r in fig.runs)})")
     return fig, runs
