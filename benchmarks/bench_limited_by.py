@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from stored import REPO, provenance, run_scenario, write  # a sibling: benchmarks/ is on a script's path
+from stored import REPO, collect, provenance, run_scenario, write  # a sibling: benchmarks/ is on a script's path
 
 SCENARIO = REPO / "scenarios" / "quickstart.yaml"
 
@@ -51,21 +51,13 @@ configuration :data:`ALL_NODES_SCORED` written beside the runs)."""
 
 
 def row(run_dir: Path) -> dict[str, Any]:
-    """A stored run's verdict, sentence and evidence (its summary's ``limited_by``)."""
+    """A stored run's verdict, sentence and evidence (its summary's ``limited_by``), by its case: the folder the
+    benchmark ran it into (``<root>/<case>/quickstart/<run>``)."""
     summary = json.loads((run_dir / "summary.json").read_text())
     lb = summary.get("limited_by") or {}
-    return {"verdict": lb.get("verdict"), "sentence": lb.get("sentence"), "evidence": lb.get("evidence") or {},
+    return {"variant": run_dir.parent.parent.name, "verdict": lb.get("verdict"), "sentence": lb.get("sentence"),
+            "evidence": lb.get("evidence") or {},
             "started": json.loads((run_dir / "meta.json").read_text()).get("started_at")}
-
-
-def collect(root: Path, cases: list[str]) -> dict[str, list[dict[str, Any]]]:
-    """Every stored run of each case under ``root/<case>``, in the order they ran."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for case in cases:
-        runs = sorted((root / case).rglob("summary.json"), key=lambda p: p.parent.name)
-        if runs:
-            out[case] = [row(p.parent) for p in runs]
-    return out
 
 
 def main() -> None:
@@ -85,7 +77,7 @@ def main() -> None:
         config.write_text(ALL_NODES_SCORED)
         for case in cases:
             run_scenario(SCENARIO, root / case, [], sets=[s.format(config=config) for s in CASES[case][1]])
-    runs = collect(root, cases)
+    runs = {c: rs for c, rs in collect(root, row, list(CASES)).items() if c in cases}
     missing = [c for c in cases if c not in runs]
     if missing:
         raise SystemExit(f"no stored run of {', '.join(missing)} in {root}")

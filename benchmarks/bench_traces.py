@@ -383,6 +383,12 @@ where they stood, marked "when cut", never their result."""
 SIMULATOR = {"01-Random": "Random", "05-BestFit": "BestFit", "06-FGD": "FGD"}
 
 
+def _stored(name: str) -> dict[str, Any]:
+    """Another stored data file of these benchmarks (``docs/results/data/<name>.json``), that a table sets beside
+    the one it renders."""
+    return dict(json.loads((REPO / "docs" / "results" / "data" / f"{name}.json").read_text()))
+
+
 def _one(doc: dict[str, Any], variant: str) -> dict[str, Any]:
     rs = doc["runs"][variant]
     if len(rs) != 1:
@@ -417,36 +423,40 @@ def markdown(doc: dict[str, Any], ceiling: float | None = None) -> str:
     return "\n".join(lines)
 
 
-def _row(label: str, r: dict[str, Any], cut_off: bool = False, bold_all: bool = False) -> str:
-    """A run's row of :func:`markdown`'s table (a run cut off by the settle rule marked "when cut", never bold)."""
+def _row(label: str, r: dict[str, Any], cut_off: bool = False, strong: tuple[str, ...] = ("allocation",)) -> str:
+    """A run's row of :func:`markdown`'s table, the cells ``strong`` names in bold (``label``, ``counts``,
+    ``allocation``); a run cut off by the settle rule has its figures marked "when cut", never bold."""
     cut = " when cut" if cut_off else ""
-    bold = "**" if not cut_off else ""
-    every = "**" if bold_all else ""
+
+    def b(cell: str, text: str) -> str:
+        return f"**{text}**" if cell in strong and not cut_off else text
+
     p99 = r["p99"].get("one-gpu")
-    return (f"| {every}{label}{every} | {every}{r['bound']}{every}{cut} | {every}{r['pending'] or 0:.0f}{every} | "
-            f"{bold}{r['at100']:.1f}%{bold}{cut} | {bold}{r['at130']:.1f}%{bold}{cut} | {r['frag']:.1f}% | "
-            f"{f'{p99:.1f} s' if p99 is not None and p99 < 10 else f'{p99:.0f} s' if p99 else '–'} | "
-            f"{r['seconds'] / 60:.1f} min |")
+    latency = f"{p99:.1f} s" if p99 is not None and p99 < 10 else f"{p99:.0f} s" if p99 else "–"
+    bound, pending = b("counts", str(r["bound"])), b("counts", f"{r['pending'] or 0:.0f}")
+    at100, at130 = b("allocation", f"{r['at100']:.1f}%"), b("allocation", f"{r['at130']:.1f}%")
+    return (f"| {b('label', label)} | {bound}{cut} | {pending} | {at100}{cut} | {at130}{cut} | {r['frag']:.1f}% | "
+            f"{latency} | {r['seconds'] / 60:.1f} min |")
 
 
 def dra_table(doc: dict[str, Any], relaxed: str, variant: str = "least-allocated") -> str:
     """``variant`` fitted per node (the relaxation: its run in the stored data ``relaxed``, the experiment's table)
     and per GPU through DRA (this ``--dra`` run), in :func:`markdown`'s columns."""
-    per_node = json.loads((REPO / "docs" / "results" / "data" / f"{relaxed}.json").read_text())
-    node, gpu = _one(per_node, variant), _one(doc, variant)
+    node, gpu = _one(_stored(relaxed), variant), _one(doc, variant)
     total = int(gpu["bound"] + (gpu["pending"] or 0))
     return "\n".join([
         f"| {LABELS.get(variant, variant).replace('**', '')} | pods bound of {total} | left pending | "
         "GPU allocation at 100% arrived | "
         "at ~130% arrived (all) | mean GPU fragmentation | created → bound p99 (one GPU) | run |",
         "|---|---|---|---|---|---|---|---|",
-        _row("per node (the relaxation, above)", node).replace("**", ""), _row("per GPU (DRA)", gpu, bold_all=True)])
+        _row("per node (the relaxation, above)", node, strong=()),
+        _row("per GPU (DRA)", gpu, strong=("label", "counts", "allocation"))])
 
 
 def dra_change(doc: dict[str, Any], relaxed: str, key: str, digits: int = 0, variant: str = "least-allocated") -> str:
     """Per GPU less per node (``relaxed``'s run) of one figure of ``variant``'s rows, unsigned: ``145``."""
-    per_node = json.loads((REPO / "docs" / "results" / "data" / f"{relaxed}.json").read_text())
-    return f"{abs(value_at(_one(doc, variant), key) - value_at(_one(per_node, variant), key)):.{digits}f}"
+    per_node = _one(_stored(relaxed), variant)
+    return f"{abs(value_at(_one(doc, variant), key) - value_at(per_node, key)):.{digits}f}"
 
 
 def curve_table(doc: dict[str, Any]) -> str:
@@ -575,8 +585,7 @@ def _every_run(doc: dict[str, Any], first: str) -> dict[str, dict[int, list[floa
     """The rerun policies' GPU allocation at ~130% by seed, every run in the order they ran: the per-seed table's (the
     stored data file named first in ``first``, comma-separated), then the other files ``first`` names and this one
     (more runs of some policies). A policy is in when one of those files ran it again."""
-    table, *earlier = [json.loads((REPO / "docs" / "results" / "data" / f"{name}.json").read_text())
-                       for name in first.split(",")]
+    table, *earlier = [_stored(name) for name in first.split(",")]
     more = [*earlier, doc]
     out: dict[str, dict[int, list[float]]] = {}
     for variant in [v for v in table["runs"] if any(v in d["runs"] for d in more)]:
