@@ -11,6 +11,8 @@ false-alarm and detection rates.
 
     python benchmarks/bench_noise.py [--pairs 12] [--scenario scenarios/perf-gate.yaml] [--out FILE]
     python benchmarks/bench_noise.py --from-data benchmarks/data/noise.json   # the figures of stored data
+    python benchmarks/bench_noise.py --from-data benchmarks/data/noise.json,benchmarks/data/noise-busy.json \\
+        --data docs/results/data/noise-rates-DAY.json   # kept for the gate page (rates_table)
 
 Then, from the data, the gate's own rule on groups drawn as ``run --repeat`` makes them (2n consecutive
 runs split alternately, compared paired), with each metric's noise floor: A/A false regressions and
@@ -65,29 +67,91 @@ def extract(run_dir: Path) -> dict[str, Any]:
             "host": s.get("host")}
 
 
-def error_rates(doc: dict[str, Any]) -> None:
+GATED = ("throughput", "scheduler_cpu_per_pod", "latency_p50", "latency_p99")
+"""The metrics whose error rates are drawn (the gate's, with their noise floors)."""
+SIZES = (3, 5, 10)
+EFFECTS = tuple(round(float(e), 2) for e in np.arange(0.05, 0.55, 0.05))
+
+
+def error_rates(doc: dict[str, Any], metrics: tuple[str, ...] = GATED, trials: int = 1000) -> dict[str, Any]:
+    """The gate's own rule on groups drawn from the stored runs as ``run --repeat`` makes them, per metric and group
+    size ``n``: the A/A's false regressions and passes, and the smallest change (a drop of throughput, a rise of the
+    others, in steps of 5%) called a regression in >= 95% of draws (None: not even 50%)."""
     from kwokbench.compare.gate import METRICS
     from kwokbench.compare.stats import simulate_error_rates
 
     runs = sorted((r for r in doc["runs"] if r["status"] == "complete"), key=lambda r: r["order"])
-    print(f"\ngate rule on {len(runs)} stored runs ({doc['origin']})")
-    print(f"{'metric':<22} {'n':>3} {'A/A regression':>15} {'A/A pass':>9} {'detects >=95%':>14}")
-    for name in ("throughput", "scheduler_cpu_per_pod", "latency_p50", "latency_p99"):
+    out: dict[str, Any] = {}
+    for name in metrics:
         v = [r["metrics"][name] for r in runs if r["metrics"].get(name) is not None]
         m = METRICS[name]
-        for n in (3, 5, 10):
+        for n in SIZES:
             if len(v) < 2 * n:
                 continue
 
             def rates(effect: float, n: int = n, v: list[float] = v, m: Any = m) -> dict[str, Any]:
                 e = -effect if m.higher_is_better else effect / (1 - effect)  # a drop of throughput, a rise else
-                return simulate_error_rates(v, n, e, m.higher_is_better, 0.10, trials=1000, seed=7,
+                return simulate_error_rates(v, n, e, m.higher_is_better, 0.10, trials=trials, seed=7,
                                             noise_floor=m.noise_floor)
 
             aa = rates(0.0)["aa"]
-            found = next((f"{eff * 100:.0f}%" for eff in np.arange(0.05, 0.55, 0.05)
-                          if rates(float(eff))["ab"]["regression"] >= 0.95), "> 50%")
-            print(f"{name:<22} {n:>3} {aa['regression'] * 100:>14.1f}% {aa['pass'] * 100:>8.1f}% {found:>14}")
+            found = next((eff for eff in EFFECTS if rates(eff)["ab"]["regression"] >= 0.95), None)
+            out.setdefault(name, {})[str(n)] = {"aa_regression": aa["regression"], "aa_pass": aa["pass"],
+                                                "found": found}
+    return {"origin": doc["origin"], "runs": len(runs), "trials": trials, "allowed": 0.10, "rates": out,
+            "throughput_apart": _apart([r["metrics"]["throughput"] for r in runs])}
+
+
+def _apart(values: list[float | None]) -> float | None:
+    """How far apart identical runs came: the largest over the smallest."""
+    v = [x for x in values if x]
+    return max(v) / min(v) if v else None
+
+
+def _share(x: float, digits: int) -> str:
+    return f"{x * 100:.{digits}f}".rstrip("0").rstrip(".") + "%" if digits else f"{x * 100:.0f}%"
+
+
+def _row(label: str, rates: dict[str, Any], word: str) -> str:
+    sizes = list(rates)
+    wrong = [_share(rates[n]["aa_regression"], 1) for n in sizes]
+    found = [f"{rates[n]['found'] * 100:.0f}%" if rates[n]["found"] is not None else "> 50%" for n in sizes]
+    lead = "" if found[0].startswith(">") else "a "
+    return (f"| {label} | {' / '.join(sizes)} | {wrong[0] if len(set(wrong)) == 1 else ' / '.join(wrong)} | "
+            f"{' / '.join(_share(rates[n]['aa_pass'], 0) for n in sizes)} | {lead}{' / '.join(found)} {word} |")
+
+
+LABELS = {"throughput": ("throughput", "drop"), "scheduler_cpu_per_pod": ("scheduler CPU per pod", "rise"),
+          "latency_p50": ("latency p50", "rise"), "latency_p99": ("latency p99", "rise")}
+
+
+def rates_table(doc: dict[str, Any]) -> str:
+    """The stored error rates as the gate page's table: every gated metric of the quiet host's runs, then the busy
+    host's throughput (its other figures are of an earlier scenario version)."""
+    from kwokbench.compare.gate import METRICS
+
+    rows = ["| metric (allowed 10%) | n pairs | A/A false regressions | A/A pass | smallest change found in >= 95% |",
+            "|---|---|---|---|---|"]
+    for name, rates in doc["runs"]["noise.json"]["rates"].items():
+        label, word = LABELS[name]
+        floor = METRICS[name].noise_floor
+        rows.append(_row(f"{label} (floor {floor * 100:.0f}%)" if floor else label, rates, word))
+    rows.append(_row("throughput, busy host", doc["runs"]["noise-busy.json"]["rates"]["throughput"], "drop"))
+    return "\n".join(rows)
+
+
+def apart(doc: dict[str, Any], name: str) -> str:
+    """How far apart identical runs' throughput came in a stored file: ``2.4``."""
+    return f"{doc['runs'][name]['throughput_apart']:.1f}"
+
+
+def print_rates(rates: dict[str, Any]) -> None:
+    print(f"\ngate rule on {rates['runs']} stored runs ({rates['origin']})")
+    print(f"{'metric':<22} {'n':>3} {'A/A regression':>15} {'A/A pass':>9} {'detects >=95%':>14}")
+    for name, by_n in rates["rates"].items():
+        for n, r in by_n.items():
+            found = f"{r['found'] * 100:.0f}%" if r["found"] is not None else "> 50%"
+            print(f"{name:<22} {n:>3} {r['aa_regression'] * 100:>14.1f}% {r['aa_pass'] * 100:>8.1f}% {found:>14}")
 
 
 def main() -> None:
@@ -96,9 +160,23 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=12)
     ap.add_argument("--scenario", default=str(REPO / "scenarios/perf-gate.yaml"))
     ap.add_argument("--out", default=str(REPO / "benchmarks/data/noise.json"))
+    ap.add_argument("--data", metavar="OUT", help="with --from-data: keep the error rates of every file given "
+                                                  "(docs/results/data/), with the command, commit, day and host")
     args = ap.parse_args()
     if args.from_data:
-        error_rates(json.loads(Path(args.from_data).read_text()))
+        files = [Path(f) for f in args.from_data.split(",")]
+        missing = [str(f) for f in files if not f.is_file()]
+        if missing:
+            raise SystemExit(f"bench_noise.py: no stored noise file at {', '.join(missing)}")
+        rates = {f.name: error_rates(json.loads(f.read_text())) for f in files}
+        for r in rates.values():
+            print_rates(r)
+        if args.data:
+            from stored import here, write
+
+            write(Path(args.data), {**here("the gate's rule (10% allowed) on groups drawn from identical stored runs "
+                                           "of scenarios/perf-gate.yaml: A/A false regressions and passes, the "
+                                           "smallest change found", "bench_noise.py"), "runs": rates})
         return
     from kwokbench.store import find_runs
 
@@ -134,7 +212,7 @@ def main() -> None:
     cal = [r["host"]["calibration_seconds"]["before"] for r in done if r.get("host")]
     if cal:
         print(f"host CPU calibration: {min(cal) * 1000:.0f}–{max(cal) * 1000:.0f} ms")
-    error_rates(doc)
+    print_rates(error_rates(doc))
 
 
 if __name__ == "__main__":
