@@ -322,10 +322,17 @@ def _flags(cmd: list[str]) -> list[str]:
     return [a.split("=", 1)[0] for a in cmd if a.startswith("--")]
 
 
+_HELPS: dict[tuple[str, ...], str] = {}
+"""Each command's --help, asked once for the file's tests (the same environment, example_env, for all)."""
+
+
 def _help(argv: list[str], env: dict[str, str]) -> str:
-    res = subprocess.run([*argv, "--help"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, f"{' '.join(argv)} --help: exit {res.returncode}\n{res.stderr}"
-    return res.stdout
+    key = tuple(argv)
+    if key not in _HELPS:
+        res = subprocess.run([*argv, "--help"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, f"{' '.join(argv)} --help: exit {res.returncode}\n{res.stderr}"
+        _HELPS[key] = res.stdout
+    return _HELPS[key]
 
 
 @pytest.mark.parametrize("page", sorted((DOCS / "results").glob("*.md")), ids=lambda p: p.name)
@@ -436,7 +443,6 @@ def test_every_stored_figure_says_where_it_came_from(example_env: dict[str, str]
     origins += [(name, figures.bench_data(name)) for name in figures.benchmarks()]
     commits = subprocess.run(["git", "rev-list", "--all"], cwd=ROOT, capture_output=True, text=True).stdout.split()
     shallow = len(commits) < 50  # a shallow CI clone holds too little history to find the older commits in
-    checked: dict[str, str] = {}
     makefile = (ROOT / "Makefile").read_text()
     for key, run in origins:
         assert shallow or any(c.startswith(str(run["commit"])) for c in commits), (key, run["commit"])
@@ -447,7 +453,7 @@ def test_every_stored_figure_says_where_it_came_from(example_env: dict[str, str]
         argv = ([sys.executable, "-m", "kwokbench", *cmd[1:3 if cmd[1] in GROUPS else 2]] if cmd[0] == "kwokbench"
                 else [sys.executable, str(ROOT / cmd[1])] if cmd[0] == ".venv/bin/python" else [])
         assert argv, f"{key}: {run['command']}: neither kwokbench, a benchmark nor a make target"
-        shown = checked.setdefault(" ".join(argv), _help(argv, example_env))
+        shown = _help(argv, example_env)
         unknown = [f for f in _flags(cmd) if not re.search(re.escape(f) + r"(?![\w-])", shown)]
         assert not unknown, f"{key}: {run['command']}: options {unknown} are not in its --help"
 
