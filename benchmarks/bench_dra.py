@@ -183,7 +183,8 @@ def _median(rs: list[dict[str, Any]], key: str) -> float | None:
 def markdown(doc: dict[str, Any], ceiling: float | None = None) -> str:
     """The page's table of ``--data``'s file: per mode the runs' medians, the throughput's range beside it."""
     n = {len(rs) for rs in doc["runs"].values()}
-    runs = f", {n.pop()} runs" if len(n) == 1 else ""
+    count = n.pop() if len(n) == 1 else None
+    runs = f", {count} run{'s' if count > 1 else ''}" if count else ""
     out = [f"| mode | bound | pods/s bound{runs} | scheduler CPU / pod | attempt p50 / p99 | apiserver writes / pod | "
            "created → scheduled p50 / p99 | limited by |", "|---" * 8 + "|"]
     for mode, rs in doc["runs"].items():

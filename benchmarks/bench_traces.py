@@ -403,6 +403,11 @@ def cell(doc: dict[str, Any], variant: str, key: str, digits: int = 1) -> str:
     return f"{r:.{digits}f}" if isinstance(r, float) else str(r)
 
 
+def accepted(doc: dict[str, Any], digits: int = 1) -> str:
+    """The smallest share of its offered creates a run had accepted, over every run kept: ``100.0``."""
+    return f"{min(100 * r['accepted'] / r['offered'] for rs in doc['runs'].values() for r in rs):.{digits}f}"
+
+
 def simulator_cell(doc: dict[str, Any], policy: str, key: str = "130", digits: int = 1) -> str:
     """The simulator's published mean over its seeds 42–51 for ``policy`` (``06-FGD``, ``05-BestFit``, ``01-Random``):
     GPU allocation % at ``100`` or ``130`` arrived, fragmentation % at 130 (``frag130``)."""

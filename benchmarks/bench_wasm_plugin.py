@@ -149,6 +149,15 @@ def per_call(doc: dict[str, Any], point: str, variant: str, nodes: int = 500) ->
     return fmt_ns(_stored(doc)[(point, f"{variant}/nodes={nodes}")]["ns/call"])
 
 
+def deadline(doc: dict[str, Any], part: str = "watcher") -> str:
+    """What wazero's per-call deadline costs an empty call (``Boundary wazero-call/hand-written-guest``, medians):
+    ``watcher``, the call with a deadline less the same call without one, or ``call``, the call with it."""
+    res = _stored(doc)
+    with_it, without = (res[("Boundary", f"wazero-call/hand-written-guest{s}")]["ns/call"]
+                        for s in ("", "-no-deadline"))
+    return fmt_ns({"watcher": with_it - without, "call": with_it}[part])
+
+
 def split(doc: dict[str, Any], point: str, part: str, nodes: int = 500) -> str:
     """A part of WASM's cost per call as :func:`split_table` takes it apart (medians): ``boundary`` (the empty
     guest), ``fetches``, ``compute`` or ``gc``."""
