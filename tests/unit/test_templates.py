@@ -30,6 +30,18 @@ def test_node_template_gpus_labels_taints() -> None:
     assert node["spec"]["taints"] == [{"key": "gpu", "value": "true", "effect": "NoSchedule"}]
 
 
+def test_a_node_carries_the_labels_kube_controller_manager_would_add() -> None:
+    """kube-controller-manager's node lifecycle controller gives every node the deprecated beta.kubernetes.io/arch
+    and /os labels equal to the kubernetes.io ones: a node created without them gets a label write during the run,
+    and each such write made kube-scheduler re-run PreEnqueue for every gated DRA pod (5000 nodes, 2026-11-30)."""
+    node = orjson.loads(ManifestFactory(resolve_template("node"), {"extended": {"example.com/fpga": 2}}, "n").body(0))
+    labels, info = node["metadata"]["labels"], node["status"]["nodeInfo"]
+    assert labels["beta.kubernetes.io/arch"] == labels["kubernetes.io/arch"] == info["architecture"]
+    assert labels["beta.kubernetes.io/os"] == labels["kubernetes.io/os"] == info["operatingSystem"]
+    assert node["status"]["allocatable"]["example.com/fpga"] == node["status"]["capacity"]["example.com/fpga"] == "2"
+    assert resolve_template("node").read_text().count("(extended | default({})).items()") == 1
+
+
 def test_fast_path_and_per_object_fallback(tmp_path: Path) -> None:
     plain = tmp_path / "p.yaml.j2"
     plain.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: '{{ name }}'}\n")
