@@ -108,6 +108,11 @@ def _apart(values: list[float | None]) -> float | None:
     return max(v) / min(v) if v else None
 
 
+def _found(rates: dict[str, Any]) -> str:
+    """The smallest change found in >= 95% of draws, as the tables print it: ``15%``, or ``> 50%``."""
+    return f"{rates['found'] * 100:.0f}%" if rates["found"] is not None else "> 50%"
+
+
 def _share(x: float, digits: int) -> str:
     return f"{x * 100:.{digits}f}".rstrip("0").rstrip(".") + "%" if digits else f"{x * 100:.0f}%"
 
@@ -115,7 +120,7 @@ def _share(x: float, digits: int) -> str:
 def _row(label: str, rates: dict[str, Any], word: str) -> str:
     sizes = list(rates)
     wrong = [_share(rates[n]["aa_regression"], 1) for n in sizes]
-    found = [f"{rates[n]['found'] * 100:.0f}%" if rates[n]["found"] is not None else "> 50%" for n in sizes]
+    found = [_found(rates[n]) for n in sizes]
     lead = "" if found[0].startswith(">") else "a "
     return (f"| {label} | {' / '.join(sizes)} | {wrong[0] if len(set(wrong)) == 1 else ' / '.join(wrong)} | "
             f"{' / '.join(_share(rates[n]['aa_pass'], 0) for n in sizes)} | {lead}{' / '.join(found)} {word} |")
@@ -150,8 +155,7 @@ def print_rates(rates: dict[str, Any]) -> None:
     print(f"{'metric':<22} {'n':>3} {'A/A regression':>15} {'A/A pass':>9} {'detects >=95%':>14}")
     for name, by_n in rates["rates"].items():
         for n, r in by_n.items():
-            found = f"{r['found'] * 100:.0f}%" if r["found"] is not None else "> 50%"
-            print(f"{name:<22} {n:>3} {r['aa_regression'] * 100:>14.1f}% {r['aa_pass'] * 100:>8.1f}% {found:>14}")
+            print(f"{name:<22} {n:>3} {r['aa_regression'] * 100:>14.1f}% {r['aa_pass'] * 100:>8.1f}% {_found(r):>14}")
 
 
 def main() -> None:
