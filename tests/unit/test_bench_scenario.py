@@ -104,3 +104,20 @@ def test_a_workloads_cpus_held_are_its_runs_range_at_the_peak_and_at_the_end() -
             assert bench_scenario.held(doc, variant, i) == " / ".join(ends)
     with pytest.raises(KeyError, match="no CPUs for workload 3"):
         bench_scenario.held(doc, "kai", 3)
+
+
+def test_the_last_phases_p50_is_the_probe_pods_wait_and_absent_without_phases(tmp_path: Path) -> None:
+    """A scenario that ends on a probe (the YuniKorn stall's one CPU pod): its row keeps the last phase's created →
+    scheduled p50, not the run's, and the column prints it in seconds from 1 s up; a one-phase run has none."""
+    summary = {"pods_scheduled": 601, "latency": {"created_to_scheduled": {"p50": 0.02, "p99": 3.0}, "by_phase": {
+        "fill": {"created_to_scheduled": {"p50": 0.01}}, "waiting": {"created_to_scheduled": {"p50": None}},
+        "cpu": {"created_to_scheduled": {"p50": 29.2}}}}}
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    (tmp_path / "meta.json").write_text(json.dumps({"variant": {"name": "yunikorn"}}))
+    r = bench_scenario.row(tmp_path)
+    assert r["last_p50"] == 29.2 and r["p50"] == 0.02
+    doc = {"runs": {"yunikorn": [r, {**r, "last_p50": 32.2}], "kube-scheduler": [{**r, "last_p50": 0.005}]}}
+    lines = bench_scenario.table(doc, "last").splitlines()
+    assert lines[2:] == ["| yunikorn | 29.2–32.2 s |", "| kube-scheduler | 5 ms |"]
+    (tmp_path / "summary.json").write_text(json.dumps({"pods_scheduled": 1, "latency": {}}))
+    assert bench_scenario.row(tmp_path)["last_p50"] is None
