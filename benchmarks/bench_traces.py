@@ -18,6 +18,7 @@ whose CPU was full; then the simulator's rows; and the allocation-against-arrive
     python benchmarks/bench_traces.py --timed                   # the whole trace with its own times (~11 min a variant)
     python benchmarks/bench_traces.py --timed --slice 300:60    # its first 300 pods compressed into a minute
     python benchmarks/bench_traces.py --dra --variant least-allocated   # fitted per GPU through DRA (~14 min)
+    python benchmarks/bench_traces.py --lifetimes --data OUT    # no run: the timed replay's lifetimes as scaled
 
 ``--data OUT`` keeps every run's row (its curve every 10% of arrived workload) by variant, the simulator's means
 beside them, and the command, commit, day and host (benchmarks/stored.py's ``provenance``):
@@ -46,7 +47,7 @@ from typing import Any
 
 import pandas as pd
 from stored import at as value_at
-from stored import provenance, run_scenario  # a sibling: benchmarks/ is on a script's path
+from stored import here, provenance, run_scenario, write  # a sibling: benchmarks/ is on a script's path
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios/alibaba-gpu-2023.yaml"
@@ -254,8 +255,21 @@ def main() -> None:
                                                        "makes the claims)")
     ap.add_argument("--slice", metavar="PODS:SECONDS", help="with --timed: only the trace's first PODS pods, their "
                                                             "arrivals and lifetimes compressed into SECONDS")
+    ap.add_argument("--lifetimes", action="store_true", help="no run: the pods' lifetimes in the timed replay "
+                                                             "(scenarios/alibaba-gpu-2023-timed.yaml), as it scales "
+                                                             "them")
     ap.add_argument("--data", type=Path, metavar="OUT", help="also keep the runs' rows (docs/results/data/)")
     args = ap.parse_args()
+    if args.lifetimes:
+        require_traces(("alibaba-gpu-2023/openb_node_list_all_node.csv",
+                        "alibaba-gpu-2023/openb_pod_list_default.csv"))
+        doc = {**here(f"the pods' lifetimes as scenarios/{TIMED_SCENARIO.name} scales them (kwok deletes each that "
+                      "long after it starts Running), read from the trace, no run", "bench_traces.py"),
+               "lifetimes": lifetimes(TIMED_SCENARIO)}
+        print(", ".join(f"{k} {v:.3g}" for k, v in doc["lifetimes"].items()))
+        if args.data:
+            write(args.data, doc)
+        return
     try:
         form = form_sets(args.dra, args.slice, args.policies, args.timed)
     except ValueError as e:
@@ -313,6 +327,27 @@ DRA_SETS = ("cluster.node_groups.0.from_trace.gpus=dra", "workloads.0.trace.gpus
             "cluster.controller_manager=true")
 """``--dra``: the GPUs as DRA devices of 1000 milli and each GPU pod's share a claim on one GPU, as the simulator
 places it (docs/guides/traces.md, "Per GPU"); kube-controller-manager makes each pod's claim from its template."""
+
+
+def lifetimes(scenario: Path) -> dict[str, float]:
+    """The lifetimes (seconds once Running) a replay of ``scenario`` gives its trace's pods, scaled as it scales
+    them: how many pods have one, and their median, p90, p99 and longest."""
+    import numpy as np
+
+    from kwokbench.scenario import load_scenario
+
+    sc = load_scenario(scenario)
+    xs = np.array([p.lifetime_seconds for w in sc.workloads if w.trace is not None for p in w.trace_pods
+                   if p.lifetime_seconds is not None], dtype=np.float64)
+    if not len(xs):
+        raise ValueError(f"{scenario.name}: no pod of its trace has a lifetime")
+    p50, p90, p99 = np.percentile(xs, [50, 90, 99])
+    return {"pods": float(len(xs)), "p50": float(p50), "p90": float(p90), "p99": float(p99), "max": float(xs.max())}
+
+
+def lifetime(doc: dict[str, Any], key: str, digits: int = 2) -> str:
+    """One figure of ``--lifetimes``' file: ``p50``, ``p90``, ``p99``, ``max`` (seconds) or ``pods``."""
+    return f"{doc['lifetimes'][key]:.{digits}f}"
 
 
 def form_sets(dra: bool, slice_: str | None, policies: bool, timed: bool) -> list[str]:

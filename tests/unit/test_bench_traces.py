@@ -196,3 +196,25 @@ def test_three_runs_a_seed_of_every_policy_order_every_step_of_the_ranking() -> 
         ("FGD", "BestFit", "3"), ("BestFit", "GpuPacking", "3"), ("GpuPacking", "GpuClustering", "3"),
         ("GpuClustering", "DotProduct", "3"), ("DotProduct", "Random", "3")]
     assert all("9 pairs): ordered;" in line for line in ranking)
+
+
+def test_the_timed_replays_lifetimes_are_the_traces_scaled_as_its_arrivals(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--lifetimes`` on the stand-in's twelve pods (tests/support/traces): each pod's deletion less its creation,
+    times what puts the last arrival at the scenario's 600 s, as ``numpy.percentile`` of those computed here."""
+    import csv
+
+    import numpy as np
+
+    from tests.support.traces import STAND_IN
+
+    monkeypatch.setenv("KWOKBENCH_TRACES", str(STAND_IN))
+    with (STAND_IN / "alibaba-gpu-2023/openb_pod_list_default.csv").open() as f:
+        rows = [r for r in csv.DictReader(f)]
+    created = [float(r["creation_time"]) for r in rows]
+    scale = 600 / (max(created) - min(created))
+    lives = [scale * (float(r["deletion_time"]) - float(r["creation_time"])) for r in rows if r["deletion_time"]]
+    got = bench_traces.lifetimes(bench_traces.TIMED_SCENARIO)
+    assert got["pods"] == len(lives) > 0
+    assert got["p50"] == pytest.approx(float(np.percentile(lives, 50)))
+    assert got["max"] == pytest.approx(max(lives))
+    assert bench_traces.lifetime({"lifetimes": got}, "p99", 1) == f"{np.percentile(lives, 99):.1f}"
