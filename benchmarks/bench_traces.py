@@ -265,8 +265,8 @@ def main() -> None:
                         "alibaba-gpu-2023/openb_pod_list_default.csv"))
         doc = {**here(f"the pods' lifetimes as scenarios/{TIMED_SCENARIO.name} scales them (kwok deletes each that "
                       "long after it starts Running), read from the trace, no run", "bench_traces.py"),
-               "lifetimes": lifetimes(TIMED_SCENARIO)}
-        print(", ".join(f"{k} {v:.3g}" for k, v in doc["lifetimes"].items()))
+               "runs": {TIMED_SCENARIO.stem: lifetimes(TIMED_SCENARIO)}}
+        print(", ".join(f"{k} {v:.3g}" for k, v in doc["runs"][TIMED_SCENARIO.stem].items()))
         if args.data:
             write(args.data, doc)
         return
@@ -346,8 +346,10 @@ def lifetimes(scenario: Path) -> dict[str, float]:
 
 
 def lifetime(doc: dict[str, Any], key: str, digits: int = 2) -> str:
-    """One figure of ``--lifetimes``' file: ``p50``, ``p90``, ``p99``, ``max`` (seconds) or ``pods``."""
-    return f"{doc['lifetimes'][key]:.{digits}f}"
+    """One figure of ``--lifetimes``' file (its one scenario's): ``p50``, ``p90``, ``p99``, ``max`` (seconds) or
+    ``pods``."""
+    [figures] = doc["runs"].values()
+    return f"{figures[key]:.{digits}f}"
 
 
 def form_sets(dra: bool, slice_: str | None, policies: bool, timed: bool) -> list[str]:

@@ -217,4 +217,4 @@ def test_the_timed_replays_lifetimes_are_the_traces_scaled_as_its_arrivals(monke
     assert got["pods"] == len(lives) > 0
     assert got["p50"] == pytest.approx(float(np.percentile(lives, 50)))
     assert got["max"] == pytest.approx(max(lives))
-    assert bench_traces.lifetime({"lifetimes": got}, "p99", 1) == f"{np.percentile(lives, 99):.1f}"
+    assert bench_traces.lifetime({"runs": {"timed": got}}, "p99", 1) == f"{np.percentile(lives, 99):.1f}"
