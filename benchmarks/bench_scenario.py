@@ -2,15 +2,16 @@
 variants interleaved, a fresh cluster per run), then one row per run of what the results pages quote.
 
 Each run's row: pods bound, throughput (pods bound per second over the pending window), created → bound p50 / p99 (and
-the last phase's p50: a scenario that ends on a probe pod, as the YuniKorn stall's does), the scheduler's attempt p50
-/ p99, its own means per pod of its algorithm (filter + score) and of PreFilter, Filter, PreScore, Score and Permit
-(`framework_extension_point_duration_seconds`), its CPU per pod, pods placed against the gpufilter rule, the first
-phase's gangs (whole, partly placed, unplaced), the builtin extender's own handling per pod and calls, the first
-phase's Jobs (makespan, submit → admitted and admitted → all pods scheduled p50 / p99, the queue's depth) and Kueue's
-own account (admission attempts, their mean, its wait mean, its CPU), each chaos event's recovery (``recovery_0``,
-``recovery_1``, …: seconds until the binding rate was back) and the pods lost (accepted, never bound), the DRA claims
-(allocated of all, pods bound with a claim never allocated, created → claim allocated p50), the apiserver's writes per
-pod, and what limited the run.
+the last phase's p50: a scenario that ends on a probe pod, as the YuniKorn stall's does), the first phase's submission
+(creates offered, sent and accepted a second, the longest wait for a connection, the p50 on the wire), the scheduler's
+attempt p50 / p99, its own means per pod of its algorithm (filter + score) and of PreFilter, Filter, PreScore, Score
+and Permit (`framework_extension_point_duration_seconds`), its CPU per pod, pods placed against the gpufilter rule,
+the first phase's gangs (whole, partly placed, unplaced), the builtin extender's own handling per pod and calls, the
+first phase's Jobs (makespan, submit → admitted and admitted → all pods scheduled p50 / p99, the queue's depth) and
+Kueue's own account (admission attempts, their mean, its wait mean, its CPU), each chaos event's recovery
+(``recovery_0``, ``recovery_1``, …: seconds until the binding rate was back) and the pods lost (accepted, never
+bound), the DRA claims (allocated of all, pods bound with a claim never allocated, created → claim allocated p50), the
+apiserver's writes per pod, and what limited the run.
 Printed per variant over its runs (each cell the runs' range).
 
     python benchmarks/bench_scenario.py scenarios/extender-vs-plugin.yaml --repeat 3
@@ -54,7 +55,11 @@ REPO = Path(__file__).resolve().parents[1]
 POINTS = ("PreFilter", "Filter", "PreScore", "Score", "Permit")
 HELD = 4
 """The workloads (in the scenario's order) whose CPUs held, peak and at the end, a row keeps: ``held_peak_0``."""
-FIGURES = ("bound", "throughput", "p50", "p99", "last_p50", "attempt_p50", "attempt_p99", "algorithm_ms",
+SUBMIT = ("offered", "sent", "accepted", "steady", "wait_max", "wire_p50")
+"""The first phase's submission: creates offered, sent and accepted a second over the phase and accepted in its steady
+window, the longest wait for a connection and the p50 on the wire (``submit_offered``, …)."""
+FIGURES = ("bound", "throughput", "p50", "p99", "last_p50", *(f"submit_{k}" for k in SUBMIT),
+           "attempt_p50", "attempt_p99", "algorithm_ms",
            *(f"{p.lower()}_ms" for p in POINTS), "cpu_ms",
            "violations", "gangs_complete", "gangs_partial", "gangs_unplaced", "extender_ms", "extender_calls",
            "makespan", "admitted_p50", "admitted_p99", "to_scheduled_p50", "to_scheduled_p99", "queue_max",
@@ -87,9 +92,15 @@ def row(run: Path) -> dict[str, Any]:
     per_pod = ((s.get("apiserver") or {}).get("writes") or {}).get("per_pod") or {}
     workloads = list(((s.get("allocation") or {}).get("by_workload") or {}).values())
     phases = list((((s.get("latency") or {}).get("by_phase")) or {}).values())
+    sub = (s.get("submit") or [{}])[0]
+    rates = sub.get("rates") or {}
     return {"variant": meta["variant"]["name"], "bound": bound, "expected": s.get("pods_expected"),
             "throughput": (s.get("throughput") or {}).get("average"), "p50": lat.get("p50"), "p99": lat.get("p99"),
             "last_p50": (phases[-1].get("created_to_scheduled") or {}).get("p50") if phases else None,
+            "submit_offered": sub.get("offered_qps"), "submit_sent": sub.get("sent_qps"),
+            "submit_accepted": sub.get("accepted_qps"), "submit_steady": (rates.get("steady") or {}).get("accepted"),
+            "submit_wait_max": (rates.get("connection_wait_seconds") or {}).get("max"),
+            "submit_wire_p50": (rates.get("wire_seconds") or {}).get("p50"),
             "attempt_p50": attempt.get("p50"), "attempt_p99": attempt.get("p99"),
             "algorithm_ms": _ms(sched.get("scheduling_algorithm_duration_seconds")),
             **{f"{p.lower()}_ms": _ms(points.get(p)) for p in POINTS},
@@ -172,6 +183,11 @@ COLUMNS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "throughput": ("throughput", lambda r: span(r, "throughput", ".1f", unit=" pods/s")),
     "latency": ("latency p50 / p99", lambda r: f"{seconds_or_ms(r, 'p50')} / {seconds_or_ms(r, 'p99')}"),
     "last": ("the last phase's created → scheduled p50", lambda r: seconds_or_ms(r, "last_p50")),
+    "submit": ("creates offered / sent / accepted (steady window); longest wait for a connection, p50 on the wire",
+               lambda r: "–" if r["submit_offered"] is None else
+               f"{span(r, 'submit_offered', '.0f')} / {span(r, 'submit_sent', '.0f')} / "
+               f"{span(r, 'submit_accepted', '.0f')} ({span(r, 'submit_steady', '.0f')}) per s; "
+               f"{seconds_or_ms(r, 'submit_wait_max')}, {seconds_or_ms(r, 'submit_wire_p50')}"),
     "attempt": ("scheduling attempt p50 / p99",
                 lambda r: f"{seconds_or_ms(r, 'attempt_p50')} / {seconds_or_ms(r, 'attempt_p99')}"),
     "algorithm": ("scheduling algorithm, mean", lambda r: span(r, "algorithm_ms", ".2f", unit=" ms")),

@@ -121,3 +121,20 @@ def test_the_last_phases_p50_is_the_probe_pods_wait_and_absent_without_phases(tm
     assert lines[2:] == ["| yunikorn | 29.2–32.2 s |", "| kube-scheduler | 5 ms |"]
     (tmp_path / "summary.json").write_text(json.dumps({"pods_scheduled": 1, "latency": {}}))
     assert bench_scenario.row(tmp_path)["last_p50"] is None
+
+
+def test_the_submit_column_reads_the_first_phases_rates_waits_and_wire(tmp_path: Path) -> None:
+    """The first phase's creates offered / sent / accepted over the phase (and its steady window), the longest wait
+    for a connection and the p50 on the wire, as ``run``'s summary records them; blank for a run without them."""
+    summary = {"pods_scheduled": 50000, "submit": [{"offered_qps": 500.0, "sent_qps": 120.4, "accepted_qps": 119.6,
+                                                    "rates": {"steady": {"accepted": 154.2},
+                                                              "connection_wait_seconds": {"max": 317.0},
+                                                              "wire_seconds": {"p50": 0.42}}}, {"offered_qps": 1.0}]}
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    (tmp_path / "meta.json").write_text(json.dumps({"variant": {"name": "default"}}))
+    doc = {"runs": {"default": [bench_scenario.row(tmp_path)]}}
+    assert (bench_scenario.table(doc, "submit").splitlines()[2]
+            == "| default | 500 / 120 / 120 (154) per s; 317.0 s, 420 ms |")
+    (tmp_path / "summary.json").write_text(json.dumps({"pods_scheduled": 1}))
+    blank = {"runs": {"d": [bench_scenario.row(tmp_path)]}}
+    assert bench_scenario.table(blank, "submit").splitlines()[2] == "| d | – |"
