@@ -253,6 +253,12 @@ def cell(doc: dict[str, Any], variant: str, key: str, fmt: str = ".1f") -> str:
     return span(median_row(doc["runs"][variant]), key, fmt)
 
 
+def wait(doc: dict[str, Any], variant: str, key: str) -> str:
+    """A latency of ``variant``'s runs as :func:`table` prints it, in milliseconds below 1 s: ``3–8 ms``,
+    ``30.1–32.4 s``."""
+    return seconds_or_ms(median_row(doc["runs"][variant]), key)
+
+
 def held(doc: dict[str, Any], variant: str, workload: int) -> str:
     """The CPUs workload ``workload`` (0: the scenario's first) held at its peak and at the end, each the range of
     ``variant``'s runs: ``100 / 80``, ``100 / 80–90``."""

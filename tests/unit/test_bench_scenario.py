@@ -119,6 +119,7 @@ def test_the_last_phases_p50_is_the_probe_pods_wait_and_absent_without_phases(tm
     doc = {"runs": {"yunikorn": [r, {**r, "last_p50": 32.2}], "kube-scheduler": [{**r, "last_p50": 0.005}]}}
     lines = bench_scenario.table(doc, "last").splitlines()
     assert lines[2:] == ["| yunikorn | 29.2–32.2 s |", "| kube-scheduler | 5 ms |"]
+    assert bench_scenario.wait(doc, "kube-scheduler", "last_p50") == "5 ms"
     (tmp_path / "summary.json").write_text(json.dumps({"pods_scheduled": 1, "latency": {}}))
     assert bench_scenario.row(tmp_path)["last_p50"] is None
 
