@@ -232,7 +232,8 @@ def table(doc: dict[str, Any], columns: str = "throughput,latency,algorithm,cpu,
         raise KeyError(f"no column {unknown[0]!r} (columns: {', '.join(COLUMNS)})")
     rows = {v: median_row(doc["runs"][v]) for v in (labels or doc["runs"])}
     n = {r["runs"] for r in rows.values()}
-    runs = f"{n.pop()} runs" if len(n) == 1 else "runs"
+    k = n.pop() if len(n) == 1 else None
+    runs = "runs" if k is None else f"{k} run" if k == 1 else f"{k} runs"
     out = [f"| variant ({runs}) | " + " | ".join(COLUMNS[c][0] for c in names) + " |", "|---" * (len(names) + 1) + "|"]
     for v, r in rows.items():
         out.append(f"| {(labels or {}).get(v, v)} | " + " | ".join(COLUMNS[c][1](r) for c in names) + " |")

@@ -592,19 +592,15 @@ def typed_figures(text: str) -> list[str]:
     return _MEASURED.findall(re.sub(r"`[^`\n]*`", "", text))
 
 
-TYPED_AT_MOST = {"dra.md": 1, "index.md": 1, "traces.md": 24}
-"""How many figures each results page still types by hand (2026-11-30): a page may only move its figures into
-stored data (docs/results/data: a benchmark's ``--data`` file or a figure's runs), never type more. A new page starts
-at none; when a page's count falls, lower it here. What is not measured is written so that it is not counted: a
-Kubernetes release as ``v1.37``, a test's level as ``5%``."""
-
-
 @pytest.mark.parametrize("page", sorted((DOCS / "results").glob("*.md")), ids=lambda p: p.name)
-def test_results_pages_type_no_more_figures_by_hand(page: Path) -> None:
+def test_results_pages_type_no_figure_by_hand(page: Path) -> None:
+    """A results page quotes every measured figure from stored data (docs/results/data: a benchmark's ``--data``
+    file or a figure's runs, through docs/figures.py), never types one: a typed figure is one no data backs, and the
+    next run moves the data, not the page. What is not measured is written so that it is not counted: a Kubernetes
+    release as ``v1.37``, a test's level as ``5%``; history without its figures."""
     typed = typed_figures(page.read_text())
-    allowed = TYPED_AT_MOST.get(page.name, 0)
-    assert len(typed) <= allowed, (f"{page.name} types {len(typed)} figures by hand, {allowed} allowed: quote new "
-                                   f"figures from stored data (docs/figures.py), e.g. {typed[-3:]}")
+    assert not typed, (f"{page.name} types {len(typed)} figures by hand: quote them from stored data "
+                       f"(docs/figures.py), e.g. {typed[-3:]}")
 
 
 def test_the_count_of_typed_figures_finds_them_and_skips_quoted_ones() -> None:
