@@ -5,13 +5,14 @@ Each run's row: pods bound, throughput (pods bound per second over the pending w
 the last phase's p50: a scenario that ends on a probe pod, as the YuniKorn stall's does), the first phase's submission
 (creates offered, sent and accepted a second, the longest wait for a connection, the p50 on the wire), the scheduler's
 attempt p50 / p99, its own means per pod of its algorithm (filter + score) and of PreFilter, Filter, PreScore, Score
-and Permit (`framework_extension_point_duration_seconds`), its CPU per pod, pods placed against the gpufilter rule,
-the first phase's gangs (whole, partly placed, unplaced), the builtin extender's own handling per pod and calls, the
-first phase's Jobs (makespan, submit → admitted and admitted → all pods scheduled p50 / p99, the queue's depth) and
-Kueue's own account (admission attempts, their mean, its wait mean, its CPU), each chaos event's recovery
-(``recovery_0``, ``recovery_1``, …: seconds until the binding rate was back) and the pods lost (accepted, never
-bound), the DRA claims (allocated of all, pods bound with a claim never allocated, created → claim allocated p50), the
-apiserver's writes per pod, and what limited the run.
+and Permit (`framework_extension_point_duration_seconds`), its CPU per pod (and all its processes': a batch
+scheduler's binder and controllers too), the apiserver's CPU per pod, pods placed against the gpufilter rule, the
+first phase's gangs (whole, partly placed, unplaced), the builtin extender's own handling per pod and calls, the first
+phase's Jobs (makespan, submit → admitted and admitted → all pods scheduled p50 / p99, the queue's depth) and Kueue's
+own account (admission attempts, their mean, its wait mean, its CPU), each chaos event's recovery (``recovery_0``,
+``recovery_1``, …: seconds until the binding rate was back) and the pods lost (accepted, never bound), the DRA claims
+(allocated of all, pods bound with a claim never allocated, created → claim allocated p50), the apiserver's writes per
+pod, and what limited the run.
 Printed per variant over its runs (each cell the runs' range).
 
     python benchmarks/bench_scenario.py scenarios/extender-vs-plugin.yaml --repeat 3
@@ -55,12 +56,15 @@ REPO = Path(__file__).resolve().parents[1]
 POINTS = ("PreFilter", "Filter", "PreScore", "Score", "Permit")
 HELD = 4
 """The workloads (in the scenario's order) whose CPUs held, peak and at the end, a row keeps: ``held_peak_0``."""
+CONTROL_PLANE = frozenset({"etcd", "kube-apiserver", "kube-controller-manager", "kwok-controller"})
+"""The processes of the cluster, not of the scheduler compared: every other one is the scheduler kind's (kube-scheduler,
+or a batch scheduler's scheduler, binder and controllers), summed in ``kind_cpu_ms``."""
 SUBMIT = ("offered", "sent", "accepted", "steady", "wait_max", "wire_p50")
 """The first phase's submission: creates offered, sent and accepted a second over the phase and accepted in its steady
 window, the longest wait for a connection and the p50 on the wire (``submit_offered``, …)."""
 FIGURES = ("bound", "throughput", "p50", "p99", "last_p50", *(f"submit_{k}" for k in SUBMIT),
            "attempt_p50", "attempt_p99", "algorithm_ms",
-           *(f"{p.lower()}_ms" for p in POINTS), "cpu_ms",
+           *(f"{p.lower()}_ms" for p in POINTS), "cpu_ms", "kind_cpu_ms", "apiserver_ms",
            "violations", "gangs_complete", "gangs_partial", "gangs_unplaced", "extender_ms", "extender_calls",
            "makespan", "admitted_p50", "admitted_p99", "to_scheduled_p50", "to_scheduled_p99", "queue_max",
            "queue_mean", "kueue_admitted", "kueue_inadmissible", "kueue_attempt_ms", "kueue_wait", "kueue_cpu", "lost",
@@ -93,6 +97,8 @@ def row(run: Path) -> dict[str, Any]:
     workloads = list(((s.get("allocation") or {}).get("by_workload") or {}).values())
     phases = list((((s.get("latency") or {}).get("by_phase")) or {}).values())
     sub = (s.get("submit") or [{}])[0]
+    procs = s.get("processes") or {}
+    kind_cpu = sum(float(p.get("cpu_seconds") or 0) for n, p in procs.items() if n not in CONTROL_PLANE)
     rates = sub.get("rates") or {}
     return {"variant": meta["variant"]["name"], "bound": bound, "expected": s.get("pods_expected"),
             "throughput": (s.get("throughput") or {}).get("average"), "p50": lat.get("p50"), "p99": lat.get("p99"),
@@ -105,6 +111,9 @@ def row(run: Path) -> dict[str, Any]:
             "algorithm_ms": _ms(sched.get("scheduling_algorithm_duration_seconds")),
             **{f"{p.lower()}_ms": _ms(points.get(p)) for p in POINTS},
             "cpu_ms": 1000 * cpu if cpu is not None else None,
+            "kind_cpu_ms": 1000 * kind_cpu / bound if procs and bound else None,
+            "apiserver_ms": 1000 * float(procs["kube-apiserver"].get("cpu_seconds") or 0) / bound
+            if bound and "kube-apiserver" in procs else None,
             "violations": (place.get("rule_violations") or {}).get("violations"),
             "gangs_complete": gangs.get("complete"), "gangs_partial": gangs.get("partial"),
             "gangs_unplaced": gangs.get("unplaced"),
@@ -193,6 +202,8 @@ COLUMNS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "algorithm": ("scheduling algorithm, mean", lambda r: span(r, "algorithm_ms", ".2f", unit=" ms")),
     **{p: (f"{p}, mean", _point_cell(p)) for p in POINTS},
     "cpu": ("scheduler CPU per pod", lambda r: span(r, "cpu_ms", ".1f", unit=" ms")),
+    "kind_cpu": ("CPU per pod of all the scheduler's processes", lambda r: span(r, "kind_cpu_ms", ".1f", unit=" ms")),
+    "apiserver": ("apiserver CPU per pod", lambda r: span(r, "apiserver_ms", ".1f", unit=" ms")),
     "violations": ("rule violations", lambda r: f"{span(r, 'violations', '.0f')} of {r['expected']}"),
     "gangs": ("gangs whole / partly placed / unplaced", lambda r: " / ".join(
         span(r, f"gangs_{k}", ".0f") for k in ("complete", "partial", "unplaced"))),

@@ -139,3 +139,18 @@ def test_the_submit_column_reads_the_first_phases_rates_waits_and_wire(tmp_path:
     (tmp_path / "summary.json").write_text(json.dumps({"pods_scheduled": 1}))
     blank = {"runs": {"d": [bench_scenario.row(tmp_path)]}}
     assert bench_scenario.table(blank, "submit").splitlines()[2] == "| d | – |"
+
+
+def test_a_batch_schedulers_processes_are_summed_and_the_control_planes_left_out(tmp_path: Path) -> None:
+    """``kind_cpu_ms``: every process that is not the cluster's (etcd, the apiserver, kube-controller-manager, kwok) is
+    the scheduler kind's, its CPU per pod bound summed (KAI's scheduler, binder and controllers); the apiserver's own
+    per pod beside it."""
+    procs = {"etcd": 1.0, "kube-apiserver": 6.0, "kube-controller-manager": 0.5, "kwok-controller": 0.8,
+             "kai-scheduler": 3.0, "kai-binder": 1.5, "podgrouper": 0.5}
+    summary = {"pods_scheduled": 100, "processes": {n: {"cpu_seconds": c} for n, c in procs.items()}}
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    (tmp_path / "meta.json").write_text(json.dumps({"variant": {"name": "kai"}}))
+    r = bench_scenario.row(tmp_path)
+    assert r["kind_cpu_ms"] == pytest.approx(50.0) and r["apiserver_ms"] == pytest.approx(60.0)
+    doc = {"runs": {"kai": [r]}}
+    assert bench_scenario.table(doc, "kind_cpu,apiserver").splitlines()[2] == "| kai | 50.0 ms | 60.0 ms |"
