@@ -6,13 +6,13 @@ the last phase's p50: a scenario that ends on a probe pod, as the YuniKorn stall
 (creates offered, sent and accepted a second, the longest wait for a connection, the p50 on the wire), the scheduler's
 attempt p50 / p99, its own means per pod of its algorithm (filter + score) and of PreFilter, Filter, PreScore, Score
 and Permit (`framework_extension_point_duration_seconds`), its CPU per pod (and all its processes': a batch
-scheduler's binder and controllers too), the apiserver's CPU per pod, pods placed against the gpufilter rule, the
-first phase's gangs (whole, partly placed, unplaced), the builtin extender's own handling per pod and calls, the first
-phase's Jobs (makespan, submit → admitted and admitted → all pods scheduled p50 / p99, the queue's depth) and Kueue's
-own account (admission attempts, their mean, its wait mean, its CPU), each chaos event's recovery (``recovery_0``,
-``recovery_1``, …: seconds until the binding rate was back) and the pods lost (accepted, never bound), the DRA claims
-(allocated of all, pods bound with a claim never allocated, created → claim allocated p50), the apiserver's writes per
-pod, and what limited the run.
+scheduler's binder and controllers too), the apiserver's CPU per pod, Volcano's mean session, the scheduler's setup
+and ready seconds (`meta.json`), pods placed against the gpufilter rule, the first phase's gangs (whole, partly
+placed, unplaced), the builtin extender's own handling per pod and calls, the first phase's Jobs (makespan, submit →
+admitted and admitted → all pods scheduled p50 / p99, the queue's depth) and Kueue's own account (admission attempts,
+their mean, its wait mean, its CPU), each chaos event's recovery (``recovery_0``, ``recovery_1``, …: seconds until the
+binding rate was back) and the pods lost (accepted, never bound), the DRA claims (allocated of all, pods bound with a
+claim never allocated, created → claim allocated p50), the apiserver's writes per pod, and what limited the run.
 Printed per variant over its runs (each cell the runs' range).
 
     python benchmarks/bench_scenario.py scenarios/extender-vs-plugin.yaml --repeat 3
@@ -64,7 +64,8 @@ SUBMIT = ("offered", "sent", "accepted", "steady", "wait_max", "wire_p50")
 window, the longest wait for a connection and the p50 on the wire (``submit_offered``, …)."""
 FIGURES = ("bound", "throughput", "p50", "p99", "last_p50", *(f"submit_{k}" for k in SUBMIT),
            "attempt_p50", "attempt_p99", "algorithm_ms",
-           *(f"{p.lower()}_ms" for p in POINTS), "cpu_ms", "kind_cpu_ms", "apiserver_ms",
+           *(f"{p.lower()}_ms" for p in POINTS), "cpu_ms", "kind_cpu_ms", "apiserver_ms", "session_mean",
+           "setup_seconds", "ready_seconds",
            "violations", "gangs_complete", "gangs_partial", "gangs_unplaced", "extender_ms", "extender_calls",
            "makespan", "admitted_p50", "admitted_p99", "to_scheduled_p50", "to_scheduled_p99", "queue_max",
            "queue_mean", "kueue_admitted", "kueue_inadmissible", "kueue_attempt_ms", "kueue_wait", "kueue_cpu", "lost",
@@ -112,6 +113,8 @@ def row(run: Path) -> dict[str, Any]:
             **{f"{p.lower()}_ms": _ms(points.get(p)) for p in POINTS},
             "cpu_ms": 1000 * cpu if cpu is not None else None,
             "kind_cpu_ms": 1000 * kind_cpu / bound if procs and bound else None,
+            "session_mean": (((s.get("volcano") or {}).get("session_seconds")) or {}).get("mean"),
+            **{k: ((meta.get("schedulers") or [{}])[0]).get(k) for k in ("setup_seconds", "ready_seconds")},
             "apiserver_ms": 1000 * float(procs["kube-apiserver"].get("cpu_seconds") or 0) / bound
             if bound and "kube-apiserver" in procs else None,
             "violations": (place.get("rule_violations") or {}).get("violations"),
@@ -204,6 +207,9 @@ COLUMNS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "cpu": ("scheduler CPU per pod", lambda r: span(r, "cpu_ms", ".1f", unit=" ms")),
     "kind_cpu": ("CPU per pod of all the scheduler's processes", lambda r: span(r, "kind_cpu_ms", ".1f", unit=" ms")),
     "apiserver": ("apiserver CPU per pod", lambda r: span(r, "apiserver_ms", ".1f", unit=" ms")),
+    "session": ("Volcano's sessions, mean", lambda r: seconds_or_ms(r, "session_mean")),
+    "start": ("the scheduler's setup / ready", lambda r: f"{seconds_or_ms(r, 'setup_seconds')} / "
+                                                         f"{seconds_or_ms(r, 'ready_seconds')}"),
     "violations": ("rule violations", lambda r: f"{span(r, 'violations', '.0f')} of {r['expected']}"),
     "gangs": ("gangs whole / partly placed / unplaced", lambda r: " / ".join(
         span(r, f"gangs_{k}", ".0f") for k in ("complete", "partial", "unplaced"))),

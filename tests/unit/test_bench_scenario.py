@@ -154,3 +154,9 @@ def test_a_batch_schedulers_processes_are_summed_and_the_control_planes_left_out
     assert r["kind_cpu_ms"] == pytest.approx(50.0) and r["apiserver_ms"] == pytest.approx(60.0)
     doc = {"runs": {"kai": [r]}}
     assert bench_scenario.table(doc, "kind_cpu,apiserver").splitlines()[2] == "| kai | 50.0 ms | 60.0 ms |"
+    summary["volcano"] = {"session_seconds": {"mean": 1.87}}
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    (tmp_path / "meta.json").write_text(json.dumps({"variant": {"name": "volcano"}, "schedulers": [
+        {"kind": "volcano", "setup_seconds": 7.6, "ready_seconds": 0.5}]}))
+    doc = {"runs": {"volcano": [bench_scenario.row(tmp_path)]}}
+    assert bench_scenario.table(doc, "session,start").splitlines()[2] == "| volcano | 1.9 s | 7.6 s / 500 ms |"
