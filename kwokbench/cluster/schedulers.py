@@ -32,7 +32,7 @@ from kwokbench.cluster.api import Api
 from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions, free_port, scheduler_config_document
-from kwokbench.cluster.objects import apply_crds
+from kwokbench.cluster.objects import apply_crds, yaml_documents
 from kwokbench.errors import ClusterError, ScenarioError
 from kwokbench.manifests import collection_path
 
@@ -203,7 +203,7 @@ async def apply_manifests(creds: Credentials, files: list[Path]) -> list[str]:
     docs = []
     for f in files:
         try:
-            docs += [d for d in yaml.safe_load_all(f.read_text()) if d]
+            docs += yaml_documents(f)
         except (OSError, yaml.YAMLError) as e:
             raise ScenarioError(f"manifest {f}: {e}") from e
     crds = [d for d in docs if d.get("kind") == "CustomResourceDefinition"]
