@@ -288,10 +288,11 @@ def held(doc: dict[str, Any], variant: str, workload: int) -> str:
 
 def times(doc: dict[str, Any], variant: str, key: str, base: str, digits: int = 1) -> str:
     """``variant``'s median ``key`` (or sum of keys, ``filter_ms+score_ms``) over ``base``'s, as ``0.45x``, the runs'
-    extremes beside it."""
+    extremes beside it where they differ (one run a side: none)."""
     a, b = median_row(doc["runs"][variant]), median_row(doc["runs"][base])
-    mid, lo, hi = (_figure(a, key, e) / _figure(b, key, f) for e, f in (("", ""), ("_lo", "_hi"), ("_hi", "_lo")))
-    return f"{mid:.{digits}f}x ({lo:.{digits}f}–{hi:.{digits}f}x)"
+    mid, lo, hi = (format(_figure(a, key, e) / _figure(b, key, f), f".{digits}f")
+                   for e, f in (("", ""), ("_lo", "_hi"), ("_hi", "_lo")))
+    return f"{mid}x" if lo == hi else f"{mid}x ({lo}–{hi}x)"
 
 
 def more(doc: dict[str, Any], variant: str, key: str, base: str, digits: int = 1) -> str:

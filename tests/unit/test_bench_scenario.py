@@ -47,6 +47,8 @@ def test_times_and_more_read_the_medians() -> None:
     ext, stock = (bench_scenario.median_row(DOC["runs"][v]) for v in ("extender", "stock"))
     assert bench_scenario.times(DOC, "extender", "algorithm_ms", "stock").startswith(
         f"{ext['algorithm_ms'] / stock['algorithm_ms']:.1f}x (")
+    one = {"runs": {"a": [{"throughput": 17.8}], "b": [{"throughput": 3.0}]}}
+    assert bench_scenario.times(one, "a", "throughput", "b") == "5.9x"  # one run a side: no range
     both = ext["prescore_ms"] + ext["score_ms"] - stock["prescore_ms"] - stock["score_ms"]
     assert bench_scenario.more(DOC, "extender", "prescore_ms+score_ms", "stock", 2) == f"{both:+.2f} ms".replace(
         "-", "\u2212")
