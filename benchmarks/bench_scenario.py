@@ -356,6 +356,16 @@ def arms(given: list[str]) -> dict[str, list[str]]:
     return out
 
 
+def refuse_folded_arms(root: Path) -> None:
+    """Runs kept by ``--arm`` (``ROOT/NAME/<scenario>/<run>``) read without their arms would fold every arm's runs of a
+    variant into one row: refused in one line, naming the arms."""
+    kept = [p.relative_to(root).parts for p in root.rglob("summary.json")]
+    named = sorted({parts[0] for parts in kept if len(parts) == 4})
+    if named:
+        raise SystemExit(f"{root} holds the runs of arms ({', '.join(named)}): give their --arm again, or each "
+                         "variant's runs of every arm fold into one row")
+
+
 def run_arms(args: argparse.Namespace, scenario: Path, sets: list[str], arm: dict[str, list[str]]) -> Path:
     """Each repeat runs every arm once, in the order given (interleaved), into ``OUT/NAME``; ``--runs`` reads them."""
     if args.runs is not None:
@@ -380,6 +390,8 @@ def main() -> None:
                     help=f"the table's columns, of: {', '.join(COLUMNS)}")
     args = ap.parse_args()
     arm = arms(args.arm)
+    if args.runs is not None and not arm:
+        refuse_folded_arms(Path(args.runs))
     root = run_arms(args, args.scenario, args.sets, arm) if arm else runs_root(args, args.scenario, args.sets)
     from kwokbench.scenario.loading import load_scenario
 

@@ -162,3 +162,19 @@ def test_a_batch_schedulers_processes_are_summed_and_the_control_planes_left_out
         {"kind": "volcano", "setup_seconds": 7.6, "ready_seconds": 0.5}]}))
     doc = {"runs": {"volcano": [bench_scenario.row(tmp_path)]}}
     assert bench_scenario.table(doc, "session,start").splitlines()[2] == "| volcano | 1.9 s | 7.6 s / 500 ms |"
+
+
+def test_runs_kept_by_arms_are_refused_without_their_arms(tmp_path: Path) -> None:
+    """``--runs DIR`` of runs ``--arm`` kept (DIR/NAME/<scenario>/<run>) without the ``--arm``s: every arm's runs of a
+    variant would fold into one row (and the stored command read ``--repeat 6``), so it stops in one line naming the
+    arms; runs kept without arms (DIR/<scenario>/<run>) read as before."""
+    for arm in ("stock", "no-status"):
+        run = tmp_path / "arms" / arm / "kai" / "20261130T120000Z-a-kai"
+        run.mkdir(parents=True)
+        (run / "summary.json").write_text("{}")
+    with pytest.raises(SystemExit, match=r"holds the runs of arms \(no-status, stock\): give their --arm again"):
+        bench_scenario.refuse_folded_arms(tmp_path / "arms")
+    plain = tmp_path / "plain" / "kai" / "20261130T120000Z-a-kai"
+    plain.mkdir(parents=True)
+    (plain / "summary.json").write_text("{}")
+    bench_scenario.refuse_folded_arms(tmp_path / "plain")
