@@ -37,6 +37,11 @@ async def apply_crds(creds: Credentials, files: list[Path], timeout: float = 60.
     docs = [d for f in files for d in yaml_documents(f) if d.get("kind") == "CustomResourceDefinition"]
     if not docs:
         raise ClusterError(f"no CustomResourceDefinition in {', '.join(map(str, files))}")
+    return await create_crds(creds, docs, timeout)
+
+
+async def create_crds(creds: Credentials, docs: list[dict[str, Any]], timeout: float = 60.0) -> list[str]:
+    """Create CRDs already read (kept when they exist) and wait until each is served; their names."""
     names = [d["metadata"]["name"] for d in docs]
     async with Api(creds) as api:
         for d in docs:

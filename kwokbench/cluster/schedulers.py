@@ -32,7 +32,7 @@ from kwokbench.cluster.api import Api
 from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.cluster.kwokctl import ClusterInfo, ClusterOptions, free_port, scheduler_config_document
-from kwokbench.cluster.objects import apply_crds, yaml_documents
+from kwokbench.cluster.objects import create_crds, yaml_documents
 from kwokbench.errors import ClusterError, ScenarioError
 from kwokbench.manifests import collection_path
 
@@ -207,7 +207,7 @@ async def apply_manifests(creds: Credentials, files: list[Path]) -> list[str]:
         except (OSError, yaml.YAMLError) as e:
             raise ScenarioError(f"manifest {f}: {e}") from e
     crds = [d for d in docs if d.get("kind") == "CustomResourceDefinition"]
-    names = await apply_crds(creds, files) if crds else []
+    names = await create_crds(creds, crds) if crds else []
     async with Api(creds) as api:
         for d in docs:
             if d.get("kind") == "CustomResourceDefinition":
