@@ -588,7 +588,7 @@ def _prose(text: str) -> str:
     text = re.sub(r"\A---\n.*?\n---\n", "", text, flags=re.S)
     text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
     text = re.sub(r"\{\{.*?\}\}|\{%.*?%\}", "", text, flags=re.S)
-    return re.sub(r"`[^`\n]*`", "", text)
+    return re.sub(r"`(?:[^`\n]|\n(?![ \t]*\n))*`", "", text)  # a code span may run over lines, not paragraphs
 
 
 def typed_figures(text: str) -> list[str]:
@@ -639,8 +639,8 @@ def test_guides_type_no_more_figures_by_hand(page: Path) -> None:
 
 def test_the_count_of_typed_figures_finds_them_and_skips_quoted_ones() -> None:
     text = ("---\nrender_macros: true\n---\n| a | 176.9 pods/s | {{ over(176.9, x) }} |\n\n```bash\nx 1.5\n```\n"
-            "v1.36.4, `3.2 s`, {{ fig(\"ceilings.a\") }} and 0.43 s\n")
-    assert typed_figures(text) == ["176.9", "0.43"]
+            "v1.36.4, `3.2 s`, {{ fig(\"ceilings.a\") }} and 0.43 s, `an error after\n 0.1s` 5.5 s `a\n\n6.6 `b`\n")
+    assert typed_figures(text) == ["176.9", "0.43", "5.5", "6.6"]
 
 
 def test_a_figure_beside_a_link_to_a_results_page_is_backed_and_one_alone_is_not() -> None:
