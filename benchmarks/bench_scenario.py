@@ -11,7 +11,9 @@ and ready seconds (`meta.json`), pods placed against the gpufilter rule, the fir
 placed, unplaced), the builtin extender's own handling per pod and calls, the first phase's Jobs (makespan, submit →
 admitted and admitted → all pods scheduled p50 / p99, the queue's depth) and Kueue's own account (admission attempts,
 their mean, its wait mean, its CPU), each chaos event's recovery (``recovery_0``, ``recovery_1``, …: seconds until the
-binding rate was back) and the pods lost (accepted, never bound), the DRA claims (allocated of all, pods bound with a
+binding rate was back; a restart's graceful stop and time down, a NotReady event's patches and the control plane's
+reaction: ``stop_0``, ``down_0``, ``patched_0``, ``reacted_0``), the pods lost (accepted, never bound), each of
+kwokbench's watches' gaps (``gaps_pod``, ``gap_pod`` seconds in all, ``gap_resourceclaim``…), the DRA claims (allocated of all, pods bound with a
 claim never allocated, created → claim allocated p50), the apiserver's writes per pod, and what limited the run.
 Printed per variant over its runs (each cell the runs' range).
 
@@ -74,6 +76,22 @@ FIGURES = ("bound", "throughput", "p50", "p99", "last_p50", *(f"submit_{k}" for 
            *(f"held_{end}_{i}" for i in range(HELD) for end in ("peak", "final")))
 
 
+def _chaos_times(run: Path) -> dict[str, float]:
+    """Each chaos event's own times (chaos.json), in seconds: a restart's graceful stop (``stop_i``: the event to
+    the process gone) and its time down (``down_i``: gone to answering /healthz again); a NotReady event's patches
+    (``patched_i``: the event to the last node patched) and the control plane's reaction (``reacted_i``: the last
+    patch to every node tainted)."""
+    f = run / "chaos.json"
+    events = json.loads(f.read_text()).get("events") or [] if f.is_file() else []
+    out = {}
+    for i, e in enumerate(events):
+        for key, start, end in (("stop", "t", "stopped"), ("down", "stopped", "ready"), ("patched", "t", "ended"),
+                                ("reacted", "ended", "tainted")):
+            if isinstance(e.get(start), (int, float)) and isinstance(e.get(end), (int, float)):
+                out[f"{key}_{i}"] = float(e[end]) - float(e[start])
+    return out
+
+
 def _ms(d: dict[str, Any] | None) -> float | None:
     return 1000 * d["mean"] if d and d.get("mean") is not None else None
 
@@ -133,6 +151,9 @@ def row(run: Path) -> dict[str, Any]:
             **{f"recovery_{i}": e.get("recovery_seconds") for i, e in enumerate((s.get("chaos") or {}).get("events")
                                                                                or [])},
             "lost": (s.get("chaos") or {}).get("pods_lost"),
+            **_chaos_times(run),
+            **{f"{k}_{w.lower()}": g.get(f) for w, g in (s.get("watch_gaps") or {}).items()
+               for k, f in (("gaps", "gaps"), ("gap", "gap_seconds"))},
             "claims": claims.get("claims"), "claims_allocated": claims.get("allocated"),
             "bound_unallocated": claims.get("bound_unallocated"),
             "shared_allocations": claims.get("shared_allocations"),
@@ -322,6 +343,17 @@ def recovery(doc: dict[str, Any], variant: str, event: int) -> str:
     if any(x is None for x in xs):
         return "not back in every run"
     lo, hi = f"{min(xs):.1f}", f"{max(xs):.1f}"
+    return f"{lo} s" if lo == hi else f"{lo}–{hi} s"
+
+
+def seconds(doc: dict[str, Any], variant: str, key: str) -> str:
+    """A per-run time in seconds (``stop_0``, ``down_0``, ``reacted_0``, ``gap_pod``…), the range of ``variant``'s
+    runs: ``3.3 s``, ``3.1–3.6 s`` (two decimals when every run's is under a second)."""
+    xs = [r[key] for r in doc["runs"][variant] if r.get(key) is not None]
+    if not xs:
+        raise KeyError(f"{variant}'s runs have no {key}")
+    digits = 2 if max(xs) < 1 else 1
+    lo, hi = f"{min(xs):.{digits}f}", f"{max(xs):.{digits}f}"
     return f"{lo} s" if lo == hi else f"{lo}–{hi} s"
 
 

@@ -247,10 +247,40 @@ def bench(name: str, function: str, *args: Any) -> str:
                           f"({type(e).__name__}: {e})") from e
 
 
+def code(ref: str, *args: Any, per: float = 1) -> str:
+    """A setting the code holds, not a measured figure, quoted from the code so that a page cannot drift from it:
+    ``code("kwokbench.compare.stats.ALPHA")`` is ``0.05``; a function is called with ``args``
+    (``code("kwokbench.compare.stats.looks", 3, 12)`` is ``3, 4, 7, 10, 12``); ``per`` divides a number
+    (``per=2**20``: bytes as MiB)."""
+    import importlib
+
+    module, _, name = ref.rpartition(".")
+    try:
+        obj = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as e:
+        raise FigureError(f"{ref}: no such setting in the code ({e})") from e
+    obj = obj(*args) if callable(obj) else obj
+    if isinstance(obj, (list, tuple)):
+        return ", ".join(f"{x:g}" if isinstance(x, (int, float)) else str(x) for x in obj)
+    return f"{obj / per:g}" if isinstance(obj, (int, float)) else str(obj)
+
+
+def scenario(path: str, key: str) -> str:
+    """A value a shipped scenario file sets (``scenario("scenarios/x.yaml", "workloads.0.trace.inflate")``): an
+    input, quoted from the file a user runs."""
+    try:
+        doc: Any = yaml.safe_load((ROOT / path).read_text())
+        for part in key.split("."):
+            doc = doc[int(part)] if isinstance(doc, list) else doc[part]
+    except (OSError, KeyError, IndexError, ValueError, TypeError) as e:
+        raise FigureError(f"{path}: no {key} ({type(e).__name__}: {e})") from e
+    return f"{doc:g}" if isinstance(doc, float) else str(doc)
+
+
 MACROS = {"fig": fig, "runs": runs, "value": value, "ratio": ratio, "over": over, "spread": spread, "source": source,
           "bench_table": bench_table, "bench_cell": bench_cell, "bench_change": bench_change,
           "bench_gate": bench_gate, "bench": bench,
-          "bench_source": bench_source}
+          "bench_source": bench_source, "code": code, "scenario": scenario}
 
 
 def render(text: str) -> str:

@@ -28,6 +28,10 @@ from kwokbench.capture.convert import DROPPED, SKIPPED
 from kwokbench.errors import ScenarioError
 from kwokbench.trace.format import TraceNode, TracePod, write_nodes, write_pods
 
+WHAT_IF_INFLATE = 1.3
+"""what-if.yaml resamples the captured pods until they ask for this many times the cluster's GPUs (its CPU without
+GPUs): more than it holds, so that the scheduler that packs better places more."""
+
 FORMAT_VERSION = 2
 """Of capture.json."""
 NODES, PODS, SCENARIO, WHAT_IF, INFO = "nodes.csv", "pods.csv", "scenario.yaml", "what-if.yaml", "capture.json"
@@ -103,7 +107,7 @@ def what_if_yaml(context: str, when: datetime, nodes: int, pods: int, gpus: bool
             f"    config: configs/{binpack}   # MostAllocated; kwokbench's own configuration\n"
             f"workloads:\n"
             f"  - name: fill\n"
-            f"    trace: {{file: {PODS}, nodes: {NODES}, inflate: 1.3, seed: 42, rate: 100, lifetimes: false}}\n"
+            f"    trace: {{file: {PODS}, nodes: {NODES}, inflate: {WHAT_IF_INFLATE:g}, seed: 42, rate: 100, lifetimes: false}}\n"
             f"    settle_seconds: 30\n"
             f"    timeout_seconds: 1800\n"
             f"gates: [\"{resource}_allocation:2%\"]\n")

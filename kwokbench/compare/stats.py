@@ -390,7 +390,11 @@ def decide_groups(baseline: Values, candidate: Values, higher_is_better: bool, m
 
 # ---- sequential pairs ------------------------------------------------------------------------------
 
-def looks(first: int = 3, most: int = 20, growth: float = 1.5) -> list[int]:
+LOOK_GROWTH = 1.5
+"""How many times more pairs each look of a sequential comparison has than the one before (about)."""
+
+
+def looks(first: int = 3, most: int = 20, growth: float = LOOK_GROWTH) -> list[int]:
     """The numbers of pairs at which a sequential comparison is tested: ``first``, then about ``growth`` times
     more each time, and ``most`` last."""
     if first < MIN_PAIRS or most < first:
