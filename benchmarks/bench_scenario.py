@@ -13,8 +13,9 @@ admitted and admitted → all pods scheduled p50 / p99, the queue's depth) and K
 their mean, its wait mean, its CPU), each chaos event's recovery (``recovery_0``, ``recovery_1``, …: seconds until the
 binding rate was back; a restart's graceful stop and time down, a NotReady event's patches and the control plane's
 reaction: ``stop_0``, ``down_0``, ``patched_0``, ``reacted_0``), the pods lost (accepted, never bound), each of
-kwokbench's watches' gaps (``gaps_pod``, ``gap_pod`` seconds in all, ``gap_resourceclaim``…), the DRA claims (allocated of all, pods bound with a
-claim never allocated, created → claim allocated p50), the apiserver's writes per pod, and what limited the run.
+kwokbench's watches' gaps (``gaps_pod``, ``gap_pod`` seconds in all, ``gap_resourceclaim``…), the DRA claims
+(allocated of all, pods bound with a claim never allocated, created → claim allocated p50), the apiserver's writes
+per pod, and what limited the run.
 Printed per variant over its runs (each cell the runs' range).
 
     python benchmarks/bench_scenario.py scenarios/extender-vs-plugin.yaml --repeat 3
@@ -85,8 +86,9 @@ def _chaos_times(run: Path) -> dict[str, float]:
     events = json.loads(f.read_text()).get("events") or [] if f.is_file() else []
     out = {}
     for i, e in enumerate(events):
-        for key, start, end in (("stop", "t", "stopped"), ("down", "stopped", "ready"), ("patched", "t", "ended"),
-                                ("reacted", "ended", "tainted")):
+        pairs = (("stop", "t", "stopped"), ("down", "stopped", "ready")) if "stopped" in e else (
+            ("patched", "t", "ended"), ("reacted", "ended", "tainted")) if "tainted" in e else ()
+        for key, start, end in pairs:
             if isinstance(e.get(start), (int, float)) and isinstance(e.get(end), (int, float)):
                 out[f"{key}_{i}"] = float(e[end]) - float(e[start])
     return out

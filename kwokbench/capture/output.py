@@ -107,7 +107,8 @@ def what_if_yaml(context: str, when: datetime, nodes: int, pods: int, gpus: bool
             f"    config: configs/{binpack}   # MostAllocated; kwokbench's own configuration\n"
             f"workloads:\n"
             f"  - name: fill\n"
-            f"    trace: {{file: {PODS}, nodes: {NODES}, inflate: {WHAT_IF_INFLATE:g}, seed: 42, rate: 100, lifetimes: false}}\n"
+            f"    trace: {{file: {PODS}, nodes: {NODES}, inflate: {WHAT_IF_INFLATE:g}, seed: 42, rate: 100, "
+            f"lifetimes: false}}\n"
             f"    settle_seconds: 30\n"
             f"    timeout_seconds: 1800\n"
             f"gates: [\"{resource}_allocation:2%\"]\n")

@@ -178,3 +178,32 @@ def test_runs_kept_by_arms_are_refused_without_their_arms(tmp_path: Path) -> Non
     plain.mkdir(parents=True)
     (plain / "summary.json").write_text("{}")
     bench_scenario.refuse_folded_arms(tmp_path / "plain")
+
+
+def test_a_chaos_events_own_times_and_each_watchs_gaps_are_columns(tmp_path: Path) -> None:
+    """A restart's graceful stop and time down, a NotReady event's patches and the taint's delay after them (read
+    from chaos.json; the restart's times are those of a real run of scenarios/chaos-apiserver-restart.yaml,
+    2026-11-30), and each watch's gaps from the summary; a run without chaos has none of them."""
+    t = 1796048311.1016045
+    events = [{"action": "restart-apiserver", "t": t, "stopped": t + 17.0048, "started": t + 18.0097,
+               "ready": t + 20.7999, "ended": t + 20.8001, "compacted_to": 2239},
+              {"action": "nodes-not-ready", "t": t + 30, "ended": t + 32.75, "tainted": t + 32.99, "nodes": ["a"]}]
+    (tmp_path / "chaos.json").write_text(json.dumps({"format_version": 1, "events": events}))
+    gaps = {"Pod": {"restarts": 1, "gaps": 1, "gap_seconds": 4.988, "vanished": 0},
+            "ResourceClaim": {"restarts": 1, "gaps": 1, "gap_seconds": 4.897, "vanished": 0}}
+    (tmp_path / "summary.json").write_text(json.dumps({"pods_scheduled": 441, "watch_gaps": gaps}))
+    (tmp_path / "meta.json").write_text(json.dumps({"variant": {"name": "default"}}))
+    r = bench_scenario.row(tmp_path)
+    assert r["stop_0"] == pytest.approx(17.0048, abs=1e-3) and r["down_0"] == pytest.approx(3.7951, abs=1e-3)
+    assert "patched_0" not in r and "stop_1" not in r
+    assert r["patched_1"] == pytest.approx(2.75, abs=1e-3) and r["reacted_1"] == pytest.approx(0.24, abs=1e-3)
+    assert (r["gaps_pod"], r["gap_pod"], r["gap_resourceclaim"]) == (1, 4.988, 4.897)
+    doc = {"runs": {"default": [r, {**r, "stop_0": 16.7, "reacted_1": 0.31}]}}
+    assert bench_scenario.seconds(doc, "default", "stop_0") == "16.7–17.0 s"
+    assert bench_scenario.seconds(doc, "default", "reacted_1") == "0.24–0.31 s"
+    (tmp_path / "chaos.json").unlink()
+    (tmp_path / "summary.json").write_text(json.dumps({"pods_scheduled": 1}))
+    bare = bench_scenario.row(tmp_path)
+    assert not [k for k in bare if k.startswith(("stop_", "down_", "gap", "patched_", "reacted_"))]
+    with pytest.raises(KeyError, match="no stop_0"):
+        bench_scenario.seconds({"runs": {"d": [bare]}}, "d", "stop_0")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 from docs import figures
 from kwokbench.cli import docs_gen
@@ -554,6 +555,24 @@ def test_the_verdicts_figures_are_the_stored_pairs_analysed() -> None:
         figures.bench(name, "value", "duet-noisy-0", "errors.3-99.resampled.0.regression")
     with pytest.raises(figures.FigureError, match="has no function 'nope'"):
         figures.bench(name, "nope")
+
+
+def test_a_setting_is_quoted_from_the_code_or_the_scenario_that_holds_it() -> None:
+    """A setting a page names (a test's level, a resampling factor, etcd's request limit) is not measured, and not
+    typed either: ``code`` and ``scenario`` read it where it is set, so a change there changes the page; a name that
+    is not there fails the build."""
+    from kwokbench.compare.stats import ALPHA, looks
+    from kwokbench.manifests import MAX_OBJECT_BYTES
+
+    assert figures.code("kwokbench.compare.stats.ALPHA") == f"{ALPHA:g}"
+    assert figures.code("kwokbench.manifests.MAX_OBJECT_BYTES", per=2**20) == f"{MAX_OBJECT_BYTES / 2**20:g}"
+    assert figures.code("kwokbench.compare.stats.looks", 3, 12) == ", ".join(map(str, looks(3, 12)))
+    inflate = yaml.safe_load((ROOT / "scenarios/alibaba-gpu-2023.yaml").read_text())["workloads"][0]["trace"]["inflate"]
+    assert figures.scenario("scenarios/alibaba-gpu-2023.yaml", "workloads.0.trace.inflate") == f"{inflate:g}"
+    with pytest.raises(figures.FigureError, match="no such setting in the code"):
+        figures.code("kwokbench.compare.stats.NOPE")
+    with pytest.raises(figures.FigureError, match=r"scenarios/quickstart\.yaml: no workloads\.7"):
+        figures.scenario("scenarios/quickstart.yaml", "workloads.7.count")
 
 
 def test_a_kept_bisect_and_its_stored_step_agree() -> None:
