@@ -20,71 +20,28 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from kwokbench.store import find_runs, load_run
-from tests.conftest import REPO
 from tests.support.action_runner import ActionRun, run_action
-from tests.support.plugins import CONFIG, MODEST, write_score_plugin
+from tests.support.plugin_repo import checkout, plugin_repository
 
 RUN_ARGS = "--set workloads.0.count=300"
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True,
-                          env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-                               "GIT_COMMITTER_EMAIL": "t@example.com", "HOME": str(repo),
-                               "PATH": "/usr/bin:/bin"}).stdout.strip()
-
-
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """The plugin repository: commit ``plugin`` (no gate), ``gate`` (adds perf/), ``slow`` (a slower Score)."""
-    ws = write_score_plugin(tmp_path_factory.mktemp("plugin-repo"))
-    _git(ws, "init", "-q", "-b", "main")
-    _git(ws, "add", ".")
-    _git(ws, "commit", "-q", "-m", "the plugin")
-    shas = {"plugin": _git(ws, "rev-parse", "HEAD")}
-    (ws / "perf").mkdir()
-    starter = (REPO / "scenarios" / "plugin-gate.yaml").read_text()
-    scenario = starter.replace("binary: ../plugins/nodenumber", "binary: ..").replace(
-        "config: configs/nodenumber.yaml", "config: plugin.yaml")
-    assert scenario != starter
-    (ws / "perf" / "scenario.yaml").write_text(scenario)
-    shutil.copy(CONFIG, ws / "perf" / "plugin.yaml")
-    _git(ws, "add", ".")
-    _git(ws, "commit", "-q", "-m", "the gate")
-    shas["gate"] = _git(ws, "rev-parse", "HEAD")
-    write_score_plugin(ws, spin_us=MODEST)
-    _git(ws, "commit", "-q", "-am", "a slower Score")
-    shas["slow"] = _git(ws, "rev-parse", "HEAD")
-    # from the gate's commit, a pull request that moves the plugin into plugin/: its scenario names a directory
-    # the base does not have
-    _git(ws, "checkout", "-q", "--detach", shas["gate"])
-    (ws / "plugin").mkdir()
-    _git(ws, "mv", "go.mod", "go.sum", "nodenumber.go", "plugin/")
-    moved = (ws / "perf" / "scenario.yaml").read_text().replace("binary: ..", "binary: ../plugin")
-    (ws / "perf" / "scenario.yaml").write_text(moved)
-    _git(ws, "commit", "-q", "-am", "the plugin moved into plugin/")
-    shas["moved"] = _git(ws, "rev-parse", "HEAD")
-    shas["path"] = str(ws)
-    return shas
-
-
-def _at(repo: dict[str, str], commit: str) -> Path:
-    ws = Path(repo["path"])
-    _git(ws, "checkout", "-q", "--detach", repo[commit])
-    return ws
+    """The plugin repository (tests/support/plugin_repo.py), one for the module."""
+    return plugin_repository(tmp_path_factory.mktemp("plugin-repo"))
 
 
 def _action(repo: dict[str, str], tmp: Path, head: str, base: str | None, only: set[str] | None = None,
             **inputs: str) -> ActionRun:
     """One job of the action on commit ``head`` (against ``base``; None: a push); its ``out`` is ``_out(tmp)``
     (kept when ``only`` re-runs some steps of the job)."""
-    ws = _at(repo, head)
+    ws = checkout(repo, head)
     if only is None:
         shutil.rmtree(_out(repo, tmp), ignore_errors=True)
     runner_temp = Path(repo["path"]).parent / "runner-temp"  # one per module: the action's venv is reused
