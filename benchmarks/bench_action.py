@@ -32,7 +32,14 @@ if str(REPO) not in sys.path:  # the action's runner and the plugin repository a
 
 RUN_ARGS = "--set workloads.0.count=300"
 """As tests/e2e/test_action.py runs the action: 300 pods a side, a job of a few minutes."""
-ROW = re.compile(r"^\| (?P<metric>[^|]+?) \| [^|]* \| [^|]* \| (?P<change>[^|]*?) \| (?P<verdict>[^|]*?) \|$", re.M)
+ROW = re.compile(r"^\| (?P<metric>[^|]+?) \| [^|]* \| [^|]* \| (?P<change>[^|]*?) \| (?P<verdict>[^|]*?) \|", re.M)
+"""A row of the summary's table: metric, base and head medians, the change with its interval, the verdict (then the
+smallest detectable change and the detail)."""
+
+
+def rows(summary_text: str) -> dict[str, tuple[str, str]]:
+    """Each metric of a job's summary: (change, verdict)."""
+    return {m["metric"]: (m["change"], m["verdict"]) for m in ROW.finditer(summary_text) if m["metric"] != "metric"}
 
 
 def job(repo: dict[str, str], runner_temp: Path, out: str) -> dict[str, Any]:
@@ -45,16 +52,14 @@ def job(repo: dict[str, str], runner_temp: Path, out: str) -> dict[str, Any]:
     res = run_action(ws, runner_temp, {"scenario": "perf/scenario.yaml", "run-args": RUN_ARGS, "out": out},
                      repo["gate"])
     pairs = re.findall(r"stopped after (\d+) pairs", res.log)
-    rows = [m for m in ROW.finditer(res.summary) if m["metric"] != "metric"]  # not the header
     return {"code": res.code, "minutes": (time.monotonic() - t0) / 60, "pairs": int(pairs[-1]) if pairs else None,
-            "verdicts": {m["metric"]: m["verdict"] for m in rows},
-            "changes": {m["metric"]: m["change"] for m in rows}, "summary": res.summary}
+            "summary": res.summary}
 
 
 def caught(doc: dict[str, Any], metric: str = "scheduler_cpu_per_pod [plugin]") -> str:
     """How many of the stored jobs read ``metric`` a regression and failed: ``3 of 3``."""
     jobs = doc["runs"]["slow"]
-    n = sum(1 for j in jobs if j["code"] == 1 and "regression" in j["verdicts"].get(metric, ""))
+    n = sum(1 for j in jobs if j["code"] == 1 and "regression" in rows(j["summary"]).get(metric, ("", ""))[1])
     return f"{n} of {len(jobs)}"
 
 
@@ -64,17 +69,30 @@ def pairs(doc: dict[str, Any]) -> str:
     return str(xs[0]) if xs[0] == xs[-1] else f"{xs[0]}–{xs[-1]}"
 
 
+def change(doc: dict[str, Any], metric: str = "scheduler_cpu_per_pod [plugin]") -> str:
+    """``metric``'s change over the stored jobs, lowest to highest: ``+30.1%``, ``+30.1–33.7%``."""
+    xs = sorted(float(rows(j["summary"])[metric][0].split("%")[0]) for j in doc["runs"]["slow"])
+    lo, hi = f"{xs[0]:+.1f}", f"{xs[-1]:+.1f}"
+    return f"{lo}%" if lo == hi else f"{lo}–{hi.lstrip('+')}%"
+
+
 def summary(doc: dict[str, Any], index: int = 0) -> str:
-    """The job summary of stored job ``index`` as the job wrote it, its headings set below a page's sections."""
-    return re.sub(r"^(#+) ", lambda m: "#" * max(4, len(m.group(1)) + 2) + " ", doc["runs"]["slow"][index]["summary"],
-                  flags=re.M).strip()
+    """The job summary of stored job ``index`` as the job wrote it, its headings set below a page's sections and its
+    warnings (the quoted lines at its end, one per run or metric) counted rather than shown."""
+    text = doc["runs"]["slow"][index]["summary"]
+    warnings = [line for line in text.splitlines() if line.startswith("> ")]
+    kept = "\n".join(line for line in text.splitlines() if not line.startswith("> "))
+    kept = re.sub(r"^(#+) ", lambda m: "#" * max(4, len(m.group(1)) + 2) + " ", kept, flags=re.M)
+    kept = re.sub(r"\n{3,}", "\n\n", kept).strip()
+    return kept + (f"\n\n_(and {len(warnings)} warnings, one per run or metric that needs one)_" if warnings else "")
 
 
 def table(doc: dict[str, Any]) -> str:
     out = ["| job | exit | scheduler_cpu_per_pod [plugin] | scheduler_cpu_per_pod [stock] | pairs | minutes |",
            "|---|---|---|---|---|---|"]
     for i, j in enumerate(doc["runs"]["slow"]):
-        cells = [f"{j['changes'].get(m, '–')} {j['verdicts'].get(m, '')}".strip()
+        got = rows(j["summary"])
+        cells = [" ".join(got.get(m, ("–", ""))).strip()
                  for m in ("scheduler_cpu_per_pod [plugin]", "scheduler_cpu_per_pod [stock]")]
         out.append(f"| {i + 1} | {j['code']} | {cells[0]} | {cells[1]} | {j['pairs']} | {j['minutes']:.1f} |")
     return "\n".join(out)
