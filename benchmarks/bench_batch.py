@@ -10,11 +10,11 @@ CPU; what limited the run (its verdict); the run's length. With several runs of 
 figure is their median and the throughput's range is printed beside it. Then each tuned variant against its
 shipped one (medians), and whether their throughput ranges overlap.
 
-    python benchmarks/bench_batch.py                      # 1000 nodes, every variant (~4 min here)
-    python benchmarks/bench_batch.py --nodes 5000         # the 5000-node point (~12 min)
-    python benchmarks/bench_batch.py --variant kai-shipped --variant kai-tuned
-    python benchmarks/bench_batch.py --runs DIR           # only print, from runs stored in DIR
-    python benchmarks/bench_batch.py --runs DIR --data docs/results/data/batch-5000-DATE.json
+    .venv/bin/python benchmarks/bench_batch.py                      # 1000 nodes, every variant (~4 min here)
+    .venv/bin/python benchmarks/bench_batch.py --nodes 5000         # the 5000-node point (~12 min)
+    .venv/bin/python benchmarks/bench_batch.py --variant kai-shipped --variant kai-tuned
+    .venv/bin/python benchmarks/bench_batch.py --runs DIR           # only print, from runs stored in DIR
+    .venv/bin/python benchmarks/bench_batch.py --runs DIR --data docs/results/data/batch-5000-DATE.json
 
 ``--data FILE`` keeps each run's row (not the runs) with the command that measured them, the commit they ran at (the
 runs' own ``meta.json``), the day and the host: the results page renders its table from that file

@@ -9,8 +9,8 @@ the ratio of the two; with where the host's cores went during the kwokbench run.
 Targets (issue 21): the ceiling reproduces within 10% over three runs on an idle host; kwokbench
 >= 0.6x the ceiling at 500, 1000 and 5000 nodes (0.35x at 5000 when the issue was filed).
 
-    python benchmarks/bench_ceiling.py [--nodes 500,1000,5000] [--runs 3] [--pods-per-node 2.2]
-    python benchmarks/bench_ceiling.py --data docs/results/data/ceiling-series-DATE.json
+    .venv/bin/python benchmarks/bench_ceiling.py [--nodes 500,1000,5000] [--runs 3] [--pods-per-node 2.2]
+    .venv/bin/python benchmarks/bench_ceiling.py --data docs/results/data/ceiling-series-DATE.json
 
 ``--data FILE`` keeps each node count's row (the ceiling's runs, the kwokbench run's throughput and where the host's
 cores went) with the command, this checkout's commit, the day and the host; the results page renders its table from

@@ -9,7 +9,8 @@ for an extended resource, on identical clusters in the same run.
    mode: pods bound per second, scheduler CPU per pod, attempt duration p50/p99, apiserver writes per pod,
    created → scheduled p50/p99 and, for DRA, created → claim allocated → bound → Running.
 
-    python benchmarks/bench_dra.py [--up-nodes 10000] [--nodes 500[,5000]] [--rate 100] [--repeat N] [--data OUT]
+    .venv/bin/python benchmarks/bench_dra.py [--up-nodes 10000] [--nodes 500[,5000]] [--rate 100] [--repeat N] \\
+        [--data OUT]
 
 The machine is shared and noisy: read the ratios of one run, not the absolute figures. ``--repeat N`` runs the two
 modes N times, interleaved (the i-th run of each is a pair for the gate's paired test); ``--data OUT`` keeps every

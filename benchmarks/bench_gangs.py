@@ -6,9 +6,9 @@ Printed per variant, each run: gangs placed whole / partly / not at all, the pod
 bound; and the time to place a gang (from its last member created to its last needed member bound, over the gangs
 placed whole): p50 / p90 / max, the median over the runs with the p50's range.
 
-    python benchmarks/bench_gangs.py --repeat 3                 # every variant, three runs each (~14 min here)
-    python benchmarks/bench_gangs.py --runs DIR                 # only print, from runs stored in DIR
-    python benchmarks/bench_gangs.py --runs DIR --data docs/results/data/gangs-DATE.json
+    .venv/bin/python benchmarks/bench_gangs.py --repeat 3  # every variant, three runs each (~14 min here)
+    .venv/bin/python benchmarks/bench_gangs.py --runs DIR                 # only print, from runs stored in DIR
+    .venv/bin/python benchmarks/bench_gangs.py --runs DIR --data docs/results/data/gangs-DATE.json
 
 ``--data FILE`` keeps each run's row with the command, the commit the runs ran at, the day and the host; the results
 page renders its table from that file with :func:`markdown` (``{{ bench_table(...) }}``, docs/figures.py).

@@ -9,8 +9,8 @@ Ties go to the first node in a fixed order: `--order simulator` (default) draws 
 (`rand.Perm` over the nodes sorted by name, after the pod list, from the same generator), `--order plugin` is the
 plugin's own seeded order (`Rank`, what the live runs use).
 
-    python benchmarks/bench_gpushare_offline.py                      # seeds 42-44, all six policies (~4 min)
-    python benchmarks/bench_gpushare_offline.py --seeds 42 --policies FGD,BestFit --order plugin
+    .venv/bin/python benchmarks/bench_gpushare_offline.py                      # seeds 42-44, all six policies (~4 min)
+    .venv/bin/python benchmarks/bench_gpushare_offline.py --seeds 42 --policies FGD,BestFit --order plugin
 
 Printed: per policy and seed, the GPU allocation at 100% arrived and at the end (% of the 6212 GPUs) beside the
 simulator's (its 100 and 130 columns), then the means and the ranking. ``--data OUT`` also stores each row (with the

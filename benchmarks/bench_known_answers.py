@@ -6,9 +6,9 @@ printed: the window found (the sentence bisect stores), each release's runs of t
 values), each step's change with its 90% interval, the builds, and the wall time. `--analyse DIR` prints the same
 from a bisect folder already stored.
 
-    python benchmarks/bench_known_answers.py [--only NAME] [--repeat 3] [--out DIR]   # NAME: see ANSWERS
-    python benchmarks/bench_known_answers.py --analyse DIR [DIR ...]
-    python benchmarks/bench_known_answers.py --analyse DIR --extra extra_claims --data OUT   # keep one bisect
+    .venv/bin/python benchmarks/bench_known_answers.py [--only NAME] [--repeat 3] [--out DIR]   # NAME: see ANSWERS
+    .venv/bin/python benchmarks/bench_known_answers.py --analyse DIR [DIR ...]
+    .venv/bin/python benchmarks/bench_known_answers.py --analyse DIR --extra extra_claims --data OUT   # keep one bisect
 
 ``--data OUT`` keeps a bisect folder's ``bisect.json`` small under docs/results/data/ with what a reader needs to
 trust it: the command that made it (read back from bisect.json), the commit its runs ran at (and whether a checkout

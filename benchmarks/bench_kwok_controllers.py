@@ -7,7 +7,7 @@ per second from the first create to the last Running. Prints a table; each clust
 ``--repeat R`` runs the K's R times, interleaved (1, 2, 4, 1, 2, 4, …); ``--data FILE`` keeps every run's row by K
 with the command, the commit, the day and the host, from which the results page renders :func:`table`.
 
-    python benchmarks/bench_kwok_controllers.py [--nodes 20000] [--pods 20000] [--k 1,2,4] [--repeat 2]
+    .venv/bin/python benchmarks/bench_kwok_controllers.py [--nodes 20000] [--pods 20000] [--k 1,2,4] [--repeat 2]
 """
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ evidence with the command, commit, day and host, from which docs/results/index.m
 says where *this* host's run was limited: on a busy host a case may read ``host``, which is the verdict being
 right, not the case failing.
 
-    python benchmarks/bench_limited_by.py                    # every case (~8 min here)
-    python benchmarks/bench_limited_by.py --case apiserver   # one of them
-    python benchmarks/bench_limited_by.py --runs DIR         # only print, from runs already stored in DIR
+    .venv/bin/python benchmarks/bench_limited_by.py                    # every case (~8 min here)
+    .venv/bin/python benchmarks/bench_limited_by.py --case apiserver   # one of them
+    .venv/bin/python benchmarks/bench_limited_by.py --runs DIR         # only print, from runs already stored in DIR
 """
 
 from __future__ import annotations

@@ -9,9 +9,9 @@ spread of the log ratio within interleaved pairs (what a paired comparison sees)
 ``tests/unit/test_gate_noise.py`` draws A/A and A/B groups from the stored file to check the gate's
 false-alarm and detection rates.
 
-    python benchmarks/bench_noise.py [--pairs 12] [--scenario scenarios/perf-gate.yaml] [--out FILE]
-    python benchmarks/bench_noise.py --from-data benchmarks/data/noise.json   # the figures of stored data
-    python benchmarks/bench_noise.py --from-data benchmarks/data/noise.json,benchmarks/data/noise-busy.json \\
+    .venv/bin/python benchmarks/bench_noise.py [--pairs 12] [--scenario scenarios/perf-gate.yaml] [--out FILE]
+    .venv/bin/python benchmarks/bench_noise.py --from-data benchmarks/data/noise.json   # the figures of stored data
+    .venv/bin/python benchmarks/bench_noise.py --from-data benchmarks/data/noise.json,benchmarks/data/noise-busy.json \\
         --data docs/results/data/noise-rates-DAY.json   # kept for the gate page (rates_table)
 
 Then, from the data, the gate's own rule on groups drawn as ``run --repeat`` makes them (2n consecutive

@@ -8,10 +8,10 @@ measured is what a user gets. kwokbench's own memory is sampled from outside eve
 components (those are in the summary's `processes`). Targets: 10k nodes Ready <= 60 s; the 100k-pod run
 completes with kwokbench's peak RSS < 1 GiB and `report` < 60 s.
 
-    python benchmarks/bench_scale.py                       # 1k, 5k (10k pods each) and 10k nodes (100k pods)
-    python benchmarks/bench_scale.py --points 1000:10000    # one point: nodes:pods
-    python benchmarks/bench_scale.py --skip-kwokctl        # no `kwokctl scale` comparison (default: up to 5k)
-    python benchmarks/bench_scale.py --data docs/results/data/scale-DATE.json
+    .venv/bin/python benchmarks/bench_scale.py                       # 1k, 5k (10k pods each) and 10k nodes (100k pods)
+    .venv/bin/python benchmarks/bench_scale.py --points 1000:10000    # one point: nodes:pods
+    .venv/bin/python benchmarks/bench_scale.py --skip-kwokctl        # no `kwokctl scale` comparison (default: up to 5k)
+    .venv/bin/python benchmarks/bench_scale.py --data docs/results/data/scale-DATE.json
 
 ``--data FILE`` keeps the Ready times, each point's figures (throughput, creates accepted, what limited it, every
 component's CPU and peak RSS, kwokbench's own peak RSS, the wall time) and `report`'s seconds with the command, this

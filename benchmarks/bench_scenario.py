@@ -18,11 +18,11 @@ kwokbench's watches' gaps (``gaps_pod``, ``gap_pod`` seconds in all, ``gap_resou
 per pod, and what limited the run.
 Printed per variant over its runs (each cell the runs' range).
 
-    python benchmarks/bench_scenario.py scenarios/extender-vs-plugin.yaml --repeat 3
-    python benchmarks/bench_scenario.py scenarios/coscheduling-vs-default.yaml --repeat 3 \\
+    .venv/bin/python benchmarks/bench_scenario.py scenarios/extender-vs-plugin.yaml --repeat 3
+    .venv/bin/python benchmarks/bench_scenario.py scenarios/coscheduling-vs-default.yaml --repeat 3 \\
         --data docs/results/data/coscheduling-DATE.json
-    python benchmarks/bench_scenario.py scenarios/X.yaml --runs DIR --data OUT    # rows of runs kept in DIR
-    python benchmarks/bench_scenario.py scenarios/scheduler-throughput.yaml --repeat 3 \\
+    .venv/bin/python benchmarks/bench_scenario.py scenarios/X.yaml --runs DIR --data OUT    # rows of runs kept in DIR
+    .venv/bin/python benchmarks/bench_scenario.py scenarios/scheduler-throughput.yaml --repeat 3 \\
         --arm stock= --arm trimmed='cluster.controller_manager=false;cluster.pin_scheduler=true'
 
 ``--arm NAME=SET;SET`` (repeatable) runs the scenario once per arm in each repeat, interleaved, the arm's ``--set``

@@ -4,8 +4,8 @@ For 1000 and 5000 nodes: payload size and CPU ms per scrape+compress+store of ea
 /metrics (the scraper's own process), then the submitter's achieved rate and send lateness at
 1000 pods/s without and with the scraper running, in the same run.
 
-    python benchmarks/bench_scrape.py [--nodes 1000,5000] [--qps 1000] [--seconds 10]
-    python benchmarks/bench_scrape.py --data docs/results/data/scrape-DATE.json
+    .venv/bin/python benchmarks/bench_scrape.py [--nodes 1000,5000] [--qps 1000] [--seconds 10]
+    .venv/bin/python benchmarks/bench_scrape.py --data docs/results/data/scrape-DATE.json
 
 ``--data FILE`` keeps each node count's figures with the command, this checkout's commit, the day and the host; the
 results pages quote them through :func:`cost`, :func:`round_ms` and :func:`send_ratio`.

@@ -13,8 +13,8 @@ for kwokbench's submitter and for the kubernetes client, and their CPU ratio.
 Targets (issue 3): accepted within 2% of offered while the apiserver keeps up; <= 0.3 ms CPU per pod;
 a 100k-pod timeline in < 1 GiB RSS.
 
-    python benchmarks/bench_submit.py [--rates 50,200,500,1000,2000] [--seconds 10] [--repeat 1]
-    python benchmarks/bench_submit.py --repeat 3 --data docs/results/data/submit-DATE.json
+    .venv/bin/python benchmarks/bench_submit.py [--rates 50,200,500,1000,2000] [--seconds 10] [--repeat 1]
+    .venv/bin/python benchmarks/bench_submit.py --repeat 3 --data docs/results/data/submit-DATE.json
 
 ``--data FILE`` keeps every measurement's row (rate, repetition, client and its figures) and the timeline's memory
 with the command, this checkout's commit, the day and the host; the results pages quote it through this script's own

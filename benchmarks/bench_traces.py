@@ -9,16 +9,17 @@ once all has arrived (~130%: resampling stops just below 1.3x) and at the end, m
 bound p99 per pod class, the run's length; where the CPU-only pods went and how many free GPUs sat on nodes
 whose CPU was full; then the simulator's rows; and the allocation-against-arrived curve of every variant every 10%.
 
-    python benchmarks/bench_traces.py                          # run every variant (3-6 min each here)
-    python benchmarks/bench_traces.py --variant gpu-binpack    # one of them
-    python benchmarks/bench_traces.py --runs DIR               # only print, from runs already stored in DIR
-    python benchmarks/bench_traces.py --policies               # the paper's six policies as plugins/gpushare
-    python benchmarks/bench_traces.py --policies --seeds 42,43,44   # each seed's pod list, beside the simulator's
-    python benchmarks/bench_traces.py --runs DIR --data OUT     # also keep the rows (docs/results/data/)
-    python benchmarks/bench_traces.py --timed                   # the whole trace with its own times (~11 min a variant)
-    python benchmarks/bench_traces.py --timed --slice 300:60    # its first 300 pods compressed into a minute
-    python benchmarks/bench_traces.py --dra --variant least-allocated   # fitted per GPU through DRA (~14 min)
-    python benchmarks/bench_traces.py --lifetimes --data OUT    # no run: the timed replay's lifetimes as scaled
+    .venv/bin/python benchmarks/bench_traces.py                          # run every variant (3-6 min each here)
+    .venv/bin/python benchmarks/bench_traces.py --variant gpu-binpack    # one of them
+    .venv/bin/python benchmarks/bench_traces.py --runs DIR               # only print, from runs already stored in DIR
+    .venv/bin/python benchmarks/bench_traces.py --policies               # the paper's six policies as plugins/gpushare
+    # each seed's pod list, beside the simulator's
+    .venv/bin/python benchmarks/bench_traces.py --policies --seeds 42,43,44
+    .venv/bin/python benchmarks/bench_traces.py --runs DIR --data OUT     # also keep the rows (docs/results/data/)
+    .venv/bin/python benchmarks/bench_traces.py --timed  # the whole trace with its own times (~11 min a variant)
+    .venv/bin/python benchmarks/bench_traces.py --timed --slice 300:60    # its first 300 pods compressed into a minute
+    .venv/bin/python benchmarks/bench_traces.py --dra --variant least-allocated   # fitted per GPU through DRA (~14 min)
+    .venv/bin/python benchmarks/bench_traces.py --lifetimes --data OUT  # no run: the timed replay's lifetimes as scaled
 
 ``--data OUT`` keeps every run's row (its curve every 10% of arrived workload) by variant, the simulator's means
 beside them, and the command, commit, day and host (benchmarks/stored.py's ``provenance``):
@@ -443,6 +444,14 @@ def cell(doc: dict[str, Any], variant: str, key: str, digits: int = 1) -> str:
 def accepted(doc: dict[str, Any], digits: int = 1) -> str:
     """The smallest share of its offered creates a run had accepted, over every run kept: ``100.0``."""
     return f"{min(100 * r['accepted'] / r['offered'] for rs in doc['runs'].values() for r in rs):.{digits}f}"
+
+
+def minutes(doc: dict[str, Any]) -> str:
+    """How long a variant's run took end to end (its cluster's bring-up included), over every run kept:
+    ``2.7–3.4``."""
+    xs = [r["seconds"] / 60 for rs in doc["runs"].values() for r in rs]
+    lo, hi = f"{min(xs):.1f}", f"{max(xs):.1f}"
+    return lo if lo == hi else f"{lo}–{hi}"
 
 
 def simulator_cell(doc: dict[str, Any], policy: str, key: str = "130", digits: int = 1) -> str:

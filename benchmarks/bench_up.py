@@ -5,8 +5,8 @@ kwokbench's concurrent creation and for `kwokctl scale node --replicas N` on an 
 fresh cluster in the same run, and the ratio. Target (issue 2): 5000 nodes Ready <= 30 s, not slower
 than kwokctl scale.
 
-    python benchmarks/bench_up.py [--nodes 1000,5000] [--repeat 1]
-    python benchmarks/bench_up.py --repeat 3 --data docs/results/data/up-DATE.json
+    .venv/bin/python benchmarks/bench_up.py [--nodes 1000,5000] [--repeat 1]
+    .venv/bin/python benchmarks/bench_up.py --repeat 3 --data docs/results/data/up-DATE.json
 
 ``--repeat N`` measures both ways N times, interleaved; ``--data FILE`` keeps every measurement with the command, this
 checkout's commit, the day and the host, and the results pages quote it through :func:`ready` and :func:`components`.

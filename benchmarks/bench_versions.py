@@ -8,7 +8,7 @@ it slower?
    interleaved. Printed per release: pods bound per second, scheduler CPU per pod, attempt p50/p99, created →
    scheduled p50/p99; then `kwokbench gate` of the newer release against the older, with its intervals.
 
-    python benchmarks/bench_versions.py [--releases v1.36.4,v1.37.2] [--repeat 3] [--dra]
+    .venv/bin/python benchmarks/bench_versions.py [--releases v1.36.4,v1.37.2] [--repeat 3] [--dra]
 
 The machine is shared and noisy: read the gate's verdict and ratios of one run, not the absolute figures.
 """

@@ -15,8 +15,8 @@ temporary folder with kwokbench's benchmark file (benchmarks/wasm_reference) dro
 benchmark also writes a CPU profile and the top of each (``go tool pprof -top``) is printed: where each host's
 time goes. Needs Go >= 1.26 on PATH.
 
-    python benchmarks/bench_wasm_extension.py [--count 3] [--benchtime 1s] [--profile DIR]
-    python benchmarks/bench_wasm_extension.py --count 3 --data docs/results/data/wasm-calls-DATE.json
+    .venv/bin/python benchmarks/bench_wasm_extension.py [--count 3] [--benchtime 1s] [--profile DIR]
+    .venv/bin/python benchmarks/bench_wasm_extension.py --count 3 --data docs/results/data/wasm-calls-DATE.json
 
 ``--data FILE`` keeps every repetition's figures with the command, this checkout's commit, the day and the host; the
 results page renders its per-call table from it (:func:`markdown`: each cell the median, the repetitions' range

@@ -6,8 +6,9 @@ each with and without the guest's GC): one scheduling cycle's Filter and Score o
 Prints the figures per call (ns, and allocations of the host's Go heap) and the split of the WASM cost
 into boundary crossing, field fetches, guest compute and guest GC. Needs Go >= 1.26 on PATH.
 
-    python benchmarks/bench_wasm_plugin.py [--count 3] [--benchtime 1s] [--bench 'Filter|Score']
-    python benchmarks/bench_wasm_plugin.py --bench 'Filter|Score|Boundary' --count 3 --data docs/results/data/X.json
+    .venv/bin/python benchmarks/bench_wasm_plugin.py [--count 3] [--benchtime 1s] [--bench 'Filter|Score']
+    .venv/bin/python benchmarks/bench_wasm_plugin.py --bench 'Filter|Score|Boundary' --count 3 \\
+        --data docs/results/data/X.json
 
 ``--data FILE`` keeps every repetition's figures with the command, this checkout's commit, the day and the host; the
 results pages quote them from there (:func:`per_call`, :func:`split`: medians of the repetitions).

@@ -12,8 +12,8 @@ bound to a node whose name ends in the pod's last digit (10% by chance). Then wh
 medians' difference in Score and CPU per pod); the results page decides each by the gate's paired test over the
 interleaved runs (``bench_gate``).
 
-    python benchmarks/bench_wasm_ways.py --repeat 3                 # ~15 min here
-    python benchmarks/bench_wasm_ways.py --runs DIR --data docs/results/data/wasm-ways-DATE.json
+    .venv/bin/python benchmarks/bench_wasm_ways.py --repeat 3                 # ~15 min here
+    .venv/bin/python benchmarks/bench_wasm_ways.py --runs DIR --data docs/results/data/wasm-ways-DATE.json
 
 ``--data FILE`` keeps each run's row with the command, the commit the runs ran at, the day and the host; the results
 page renders its table from it (:func:`markdown`, docs/figures.py). Needs the reference's scheduler built

@@ -8,10 +8,11 @@ share of this host's in-process ceiling when one is stored (`kwokbench ceiling -
 `--shapes` adds YuniKorn's community's three application shapes at one size (few apps × many pods, balanced,
 many apps × few pods) for one variant.
 
-    python benchmarks/bench_yunikorn.py                                  # 1k:3000:500 and 5k:10000:1000
-    python benchmarks/bench_yunikorn.py --points 10000:100000:1000 --repeat 1
-    python benchmarks/bench_yunikorn.py --points 1000:3000:500 --shapes --repeat 2
-    python benchmarks/bench_yunikorn.py --repeat 3 --shapes --out DIR --data docs/results/data/yunikorn-DATE.json
+    .venv/bin/python benchmarks/bench_yunikorn.py                                  # 1k:3000:500 and 5k:10000:1000
+    .venv/bin/python benchmarks/bench_yunikorn.py --points 10000:100000:1000 --repeat 1
+    .venv/bin/python benchmarks/bench_yunikorn.py --points 1000:3000:500 --shapes --repeat 2
+    .venv/bin/python benchmarks/bench_yunikorn.py --repeat 3 --shapes --out DIR \\
+        --data docs/results/data/yunikorn-DATE.json
 
 ``--data FILE`` keeps each run's row by point (``1000 nodes/yunikorn``) and shape with the command, the commit the
 runs ran at, the day and the host; the results page renders its tables from it (:func:`points_table`,

@@ -4,7 +4,7 @@ Each cycle is a busy burst then an idle gap, both drawn uniformly from [--min, -
 two runs of a benchmark beside it meet the same pattern of interference from the same start. It stops after
 ``--seconds`` (or when killed) and prints how much of its time it burned.
 
-    python benchmarks/noisy_neighbour.py [--seconds 600] [--seed 1] [--min 0.2] [--max 2.0]
+    .venv/bin/python benchmarks/noisy_neighbour.py [--seconds 600] [--seed 1] [--min 0.2] [--max 2.0]
 """
 
 from __future__ import annotations
