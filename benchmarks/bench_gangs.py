@@ -7,6 +7,7 @@ bound; and the time to place a gang (from its last member created to its last ne
 placed whole): p50 / p90 / max, the median over the runs with the p50's range.
 
     .venv/bin/python benchmarks/bench_gangs.py --repeat 3  # every variant, three runs each (~14 min here)
+    .venv/bin/python benchmarks/bench_gangs.py --repeat 3 --set cluster.kubernetes_version=v1.37.2   # one release
     .venv/bin/python benchmarks/bench_gangs.py --runs DIR                 # only print, from runs stored in DIR
     .venv/bin/python benchmarks/bench_gangs.py --runs DIR --data docs/results/data/gangs-DATE.json
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import statistics
 from pathlib import Path
 from typing import Any
@@ -82,19 +84,24 @@ def markdown(doc: dict[str, Any], ceiling: float | None = None) -> str:
     return "\n".join(out)
 
 
-def data(root: Path, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """``--data``'s file: the runs' rows and their provenance (stored.provenance)."""
-    return provenance(root, runs, SCENARIO, "bench_gangs.py", "", ORDER)
+def data(root: Path, runs: dict[str, list[dict[str, Any]]], sets: list[str] | None = None) -> dict[str, Any]:
+    """``--data``'s file: the runs' rows and their provenance (stored.provenance), with the ``--set``s they ran
+    with."""
+    options = "".join(f" --set {shlex.quote(s)}" for s in sets or [])
+    return provenance(root, runs, SCENARIO, "bench_gangs.py", options, ORDER)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     run_options(ap)
+    ap.add_argument("--set", action="append", default=[], dest="sets",
+                    help="a scenario override, as `run --set` (every variant on one release: "
+                         "`--set cluster.kubernetes_version=v1.37.2`)")
     args = ap.parse_args()
-    root = runs_root(args, SCENARIO)
+    root = runs_root(args, SCENARIO, args.sets)
     runs = collect(root, row, ORDER)
     if args.data:
-        write(args.data, data(root, runs))
+        write(args.data, data(root, runs, args.sets))
     print(markdown({"runs": runs}))
 
 
