@@ -63,7 +63,8 @@ def _seconds(x: float | None) -> str:
 
 def markdown(doc: dict[str, Any], ceiling: float | None = None) -> str:
     """The results page's table of ``--data``'s file: each run's gangs whole / partly / not placed, stranded and
-    bound pods; the time to place, medians over the runs (the p50's range beside it). ``ceiling`` is not used (a
+    bound pods; the time to place, medians over the runs (the p50's range beside it); each row's Kubernetes release
+    where the variants ran on more than one. ``ceiling`` is not used (a
     gang's time has no in-process ceiling); it is accepted as every benchmark table's is."""
     del ceiling
     runs = doc["runs"]
@@ -72,9 +73,10 @@ def markdown(doc: dict[str, Any], ceiling: float | None = None) -> str:
     total = next(iter(runs.values()))[0]["gangs"]
     out = [f"| variant | gangs whole / partly / not placed (of {total}), each of the {count} | pods stranded in "
            f"partial gangs | pods bound | time to place p50 (range) / p90 / max, medians |", "|---" * 5 + "|"]
+    mixed = len({rs[0].get("kubernetes") for rs in runs.values()}) > 1  # then each row names its release
     for name, rs in runs.items():
         m = median_row(rs)
-        release = f" (Kubernetes {rs[0]['kubernetes']})" if name == "native" and rs[0].get("kubernetes") else ""
+        release = f" (Kubernetes {rs[0]['kubernetes']})" if mixed and rs[0].get("kubernetes") else ""
         placed = " · ".join(f"{r['complete']} / {r['partial']} / {r['unplaced']}" for r in rs)
         stranded = " · ".join(str(r["stranded"]) for r in rs)
         bound = " · ".join(str(r["bound"]) for r in rs)
