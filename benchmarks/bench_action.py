@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stored import REPO, here, write  # a sibling: benchmarks/ is on a script's path
+from stored import REPO, here, ranged, write  # a sibling: benchmarks/ is on a script's path
 
 if str(REPO) not in sys.path:  # the action's runner and the plugin repository are the test suite's
     sys.path.insert(0, str(REPO))
@@ -65,8 +65,7 @@ def caught(doc: dict[str, Any], metric: str = "scheduler_cpu_per_pod [plugin]") 
 
 def pairs(doc: dict[str, Any]) -> str:
     """The pairs the sequential gate took before it decided, over the stored jobs: ``3``, ``3–4``."""
-    xs = sorted(j["pairs"] for j in doc["runs"]["slow"] if j["pairs"] is not None)
-    return str(xs[0]) if xs[0] == xs[-1] else f"{xs[0]}–{xs[-1]}"
+    return ranged([j["pairs"] for j in doc["runs"]["slow"] if j["pairs"] is not None], ".0f")
 
 
 def change(doc: dict[str, Any], metric: str = "scheduler_cpu_per_pod [plugin]") -> str:

@@ -49,6 +49,7 @@ from stored import (  # a sibling: on a script's path
     collect,
     pod_writes,
     provenance,
+    ranged,
     run_options,
     run_scenario,
     runs_root,
@@ -344,8 +345,7 @@ def recovery(doc: dict[str, Any], variant: str, event: int) -> str:
     xs = [r.get(f"recovery_{event}") for r in doc["runs"][variant]]
     if any(x is None for x in xs):
         return "not back in every run"
-    lo, hi = f"{min(xs):.1f}", f"{max(xs):.1f}"
-    return f"{lo} s" if lo == hi else f"{lo}–{hi} s"
+    return ranged(xs, ".1f", unit=" s")
 
 
 def seconds(doc: dict[str, Any], variant: str, key: str) -> str:
@@ -354,9 +354,7 @@ def seconds(doc: dict[str, Any], variant: str, key: str) -> str:
     xs = [r[key] for r in doc["runs"][variant] if r.get(key) is not None]
     if not xs:
         raise KeyError(f"{variant}'s runs have no {key}")
-    digits = 2 if max(xs) < 1 else 1
-    lo, hi = f"{min(xs):.{digits}f}", f"{max(xs):.{digits}f}"
-    return f"{lo} s" if lo == hi else f"{lo}–{hi} s"
+    return ranged(xs, ".2f" if max(xs) < 1 else ".1f", unit=" s")
 
 
 def first_available(doc: dict[str, Any], variant: str) -> str:

@@ -13,8 +13,7 @@ whose CPU was full; then the simulator's rows; and the allocation-against-arrive
     .venv/bin/python benchmarks/bench_traces.py --variant gpu-binpack    # one of them
     .venv/bin/python benchmarks/bench_traces.py --runs DIR               # only print, from runs already stored in DIR
     .venv/bin/python benchmarks/bench_traces.py --policies               # the paper's six policies as plugins/gpushare
-    # each seed's pod list, beside the simulator's
-    .venv/bin/python benchmarks/bench_traces.py --policies --seeds 42,43,44
+    .venv/bin/python benchmarks/bench_traces.py --policies --seeds 42,43,44   # each seed's list, by the simulator's
     .venv/bin/python benchmarks/bench_traces.py --runs DIR --data OUT     # also keep the rows (docs/results/data/)
     .venv/bin/python benchmarks/bench_traces.py --timed  # the whole trace with its own times (~11 min a variant)
     .venv/bin/python benchmarks/bench_traces.py --timed --slice 300:60    # its first 300 pods compressed into a minute
@@ -48,7 +47,7 @@ from typing import Any
 
 import pandas as pd
 from stored import at as value_at
-from stored import here, provenance, run_scenario, write  # a sibling: benchmarks/ is on a script's path
+from stored import here, provenance, ranged, run_scenario, write  # a sibling: benchmarks/ is on a script's path
 
 REPO = Path(__file__).resolve().parents[1]
 SCENARIO = REPO / "scenarios/alibaba-gpu-2023.yaml"
@@ -449,9 +448,7 @@ def accepted(doc: dict[str, Any], digits: int = 1) -> str:
 def minutes(doc: dict[str, Any]) -> str:
     """How long a variant's run took end to end (its cluster's bring-up included), over every run kept:
     ``2.7–3.4``."""
-    xs = [r["seconds"] / 60 for rs in doc["runs"].values() for r in rs]
-    lo, hi = f"{min(xs):.1f}", f"{max(xs):.1f}"
-    return lo if lo == hi else f"{lo}–{hi}"
+    return ranged([r["seconds"] / 60 for rs in doc["runs"].values() for r in rs], ".1f")
 
 
 def simulator_cell(doc: dict[str, Any], policy: str, key: str = "130", digits: int = 1) -> str:
