@@ -121,6 +121,14 @@ def cores(doc: dict[str, Any], nodes: int) -> str:
     return ", ".join(f"{k} {100 * v:.0f}%" for k, v in shares)
 
 
+def sampled(doc: dict[str, Any], nodes: int) -> str:
+    """scheduler_perf's SchedulingThroughput mean of the ``nodes`` ceiling's runs beside their pods/duration, each as
+    the range of the runs: ``278.6–361.9 pods/s (pods/duration 219.3–294.2)``."""
+    [r] = [r for r in doc["runs"] if r["nodes"] == nodes]
+    return (f"{min(r['sampled']):.1f}–{max(r['sampled']):.1f} pods/s (pods/duration "
+            f"{min(r['ceiling_runs']):.1f}–{max(r['ceiling_runs']):.1f})")
+
+
 def ceiling(doc: dict[str, Any], nodes: int) -> str:
     """The in-process ceiling at ``nodes`` (its runs' median) and their spread: ``236.2 pods/s (spread 20.4%)``."""
     [r] = [r for r in doc["runs"] if r["nodes"] == nodes]

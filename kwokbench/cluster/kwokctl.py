@@ -35,6 +35,8 @@ from kwokbench.progress import Reporter, Silent
 from kwokbench.toolchain import Toolchain
 
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$")
+STOP_GRACE_SECONDS = 15
+"""How long a component restarted by a chaos event is given to stop after SIGTERM before it is sent SIGKILL."""
 UNLIMITED_QPS, UNLIMITED_BURST = 5000, 10000  # what kwokctl --disable-qps-limits sets
 
 
@@ -409,7 +411,7 @@ class Kwokctl:
         The process's own command line, working directory and environment are reused, its output is
         appended to kwokctl's log file and the new pid goes into kwokctl's pid file (so ``down`` still
         finds it). The old process is checked to still be that component before it is signalled
-        (SIGTERM, SIGKILL after 15 s). Waits ``down_seconds`` in between, then until ``/healthz``
+        (SIGTERM, SIGKILL after :data:`STOP_GRACE_SECONDS`). Waits ``down_seconds`` in between, then until ``/healthz``
         answers; returns when each step happened (epoch seconds; ``ready`` None if it never did). ``while_down``
         is called with the stopped process's command line once it is down (what it returns joins the record); the
         component is started again whatever it raises."""
@@ -424,7 +426,7 @@ class Kwokctl:
             raise ClusterError(f"cannot restart {component}: its process is not running ({e})") from e
         old.terminate()
         try:
-            old.wait(15)
+            old.wait(STOP_GRACE_SECONDS)
         except psutil.TimeoutExpired:
             old.kill()
             old.wait(10)

@@ -9,9 +9,12 @@ import pandas as pd
 
 from kwokbench.figures.summary import per_second
 
+SMOOTH_SECONDS = 3
+"""The rolling mean (seconds of the binding rate) a recovery is read on: the least time a recovery can read."""
+
 
 def recovery(events: list[dict[str, Any]], rate: pd.DataFrame, pods: pd.DataFrame,
-             before: float = 10.0, level: float = 0.9, smooth: int = 3) -> list[dict[str, Any]]:
+             before: float = 10.0, level: float = 0.9, smooth: int = SMOOTH_SECONDS) -> list[dict[str, Any]]:
     """Per event: the binding rate before it, when it was back to ``level`` of that, and pods affected.
 
     ``rate`` is the 1 s binding-rate series (t, rate); recovery is the first time after the event ends

@@ -255,6 +255,16 @@ def test_the_readme_is_a_front_page_whose_links_resolve() -> None:
 _RESULTS_LINK = re.compile(r"\]\(([^)#\s]*results/[\w-]+\.md)(#[\w-]+)?\)")
 _MEASURED = re.compile(r"(?<![\w.\-/@])(\d+\.\d+)(?![\w.]*\d)(?!\.\d)")
 """A number with one decimal point, not part of a version (v1.36.4, Apache-2.0, 1.8.0-1)."""
+_MEASURED_WHOLE = re.compile(r"(?<![\w.~/-])((?:(?:about|took|in|within|after) )?\d+ min \d+ s|"
+                             r"(?:about|took|in|within|after) \d+ ?(?:ms|s|min|minutes|seconds|hours)|\d+ pods/s)"
+                             r"(?![\w/-])")
+"""A whole number that reads as measured: a duration in minutes and seconds, one said to be about, taken, in, within
+or after so long, or a scheduling rate. (A setting of that shape is quoted from where it is set, ``code`` or
+``scenario``, or spelled in words when it is no one's setting, a target.)"""
+
+
+def _measured(text: str) -> list[str]:
+    return [*_MEASURED.findall(text), *_MEASURED_WHOLE.findall(text)]
 
 
 def _quotes(text: str) -> list[str]:
@@ -613,16 +623,16 @@ def _prose(text: str) -> str:
 
 
 def typed_figures(text: str) -> list[str]:
-    """The measured figures (numbers with a decimal point) a page's source types by hand: outside its front matter,
-    code, and the macros that quote stored data."""
-    return _MEASURED.findall(_prose(text))
+    """The measured figures (numbers with a decimal point, whole ones that read as measured) a page's source types
+    by hand: outside its front matter, code, and the macros that quote stored data."""
+    return _measured(_prose(text))
 
 
 def unbacked_figures(text: str) -> list[str]:
     """The typed figures no check holds to data: those of a paragraph, list item or table cell without a link to a
     results page (a figure beside one must stand on that page, which renders it from data:
     :func:`test_a_figure_quoted_beside_a_link_to_its_results_page_is_that_pages_figure`)."""
-    return [n for quote in _quotes(_prose(text)) if not _RESULTS_LINK.search(quote) for n in _MEASURED.findall(quote)]
+    return [n for quote in _quotes(_prose(text)) if not _RESULTS_LINK.search(quote) for n in _measured(quote)]
 
 
 @pytest.mark.parametrize("page", sorted((DOCS / "results").glob("*.md")), ids=lambda p: p.name)
@@ -652,6 +662,12 @@ def test_the_count_of_typed_figures_finds_them_and_skips_quoted_ones() -> None:
     text = ("---\nrender_macros: true\n---\n| a | 176.9 pods/s | {{ over(176.9, x) }} |\n\n```bash\nx 1.5\n```\n"
             "v1.36.4, `3.2 s`, {{ fig(\"ceilings.a\") }} and 0.43 s, `an error after\n 0.1s` 5.5 s `a\n\n6.6 `b`\n")
     assert typed_figures(text) == ["176.9", "0.43", "5.5", "6.6"]
+
+
+def test_whole_figures_that_read_as_measured_are_counted_and_settings_are_not() -> None:
+    text = ("It took 3 min 22 s, about 30 s of it waiting, and ran in 28 s at 622 pods/s; within 10 ms.\n\n"
+            "A session of 1 s, 100 nodes, 20 pods each, every 5 s, v1.36 in 2 s-steps, `in 9 s`.\n")
+    assert typed_figures(text) == ["took 3 min 22 s", "about 30 s", "in 28 s", "622 pods/s", "within 10 ms"]
 
 
 def test_a_figure_beside_a_link_to_a_results_page_is_backed_and_one_alone_is_not() -> None:
