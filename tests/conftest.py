@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -85,10 +86,37 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if "tests/e2e/" in str(item.fspath).replace(os.sep, "/"):
             item.add_marker(pytest.mark.e2e)
     files = list(dict.fromkeys(_file(i.nodeid) for i in items))
-    place = {f: n for n, f in enumerate(prebuild.order(files))}
+    # under pytest-xdist the controller decides once for every worker (their orders must be the same)
+    built = config.workerinput["kwokbench_built"] if hasattr(config, "workerinput") else _built(config)
+    place = {f: n for n, f in enumerate(prebuild.order(files, built=built))}
     items.sort(key=lambda i: place[_file(i.nodeid)])  # stable: a file's tests keep their order
     if not hasattr(config, "workerinput"):
         _start_builds(config, files)
+
+
+def _built(config: pytest.Config) -> bool:
+    """Whether every background build is done (:func:`tests.support.prebuild.all_done`) as the session begins."""
+    from tests.support import prebuild
+
+    log = config.rootpath / ".pytest_cache" / "prebuild.log"
+    return log.is_file() and prebuild.all_done(log, prebuild.needed(prebuild.NEEDS))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist's controller, before a worker starts: whether the builds are done, decided once for all."""
+    if "kwokbench_built" not in _BUILT:
+        _BUILT["kwokbench_built"] = _built(node.config)
+    node.workerinput["kwokbench_built"] = _BUILT["kwokbench_built"]
+
+
+_BUILT: dict[str, bool] = {}
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    built = _BUILT.setdefault("kwokbench_built", _built(config))
+    return ("file order: every background build done, the files that need one first, the short tiers last" if built
+            else "file order: not every background build done, the files that need one last, by when it is ready")
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -71,6 +71,23 @@ def test_files_run_build_free_e2e_first_then_the_fast_tiers_then_by_the_last_bui
         "tests/e2e/test_kubernetes_versions.py"]  # scheduler_perf and, last, the next release
 
 
+def test_with_every_build_done_the_long_files_run_first_and_the_short_tiers_fill_the_end(tmp_path: Path) -> None:
+    files = ["tests/e2e/test_wasm_extension.py", "tests/e2e/test_chaos.py", "tests/integration/test_b.py",
+             "tests/e2e/test_kubernetes_versions.py", "tests/unit/test_a.py", "tests/e2e/test_dra.py",
+             "tests/e2e/test_run.py", "tests/e2e/test_kueue.py"]
+    assert prebuild.order(files, built=True) == [
+        "tests/e2e/test_wasm_extension.py", "tests/e2e/test_kubernetes_versions.py", "tests/e2e/test_dra.py",
+        "tests/e2e/test_kueue.py",  # the files that need a build, in collection order
+        "tests/e2e/test_chaos.py", "tests/e2e/test_run.py",
+        "tests/integration/test_b.py", "tests/unit/test_a.py"]
+    log = tmp_path / "prebuild.log"
+    log.write_text("== kai\n== kai: ready after 1s\n== kueue\n")
+    assert not prebuild.all_done(log, ["kai", "kueue"])
+    log.write_text(log.read_text() + "== kueue: failed after 3s: no network\n")
+    assert prebuild.all_done(log, ["kai", "kueue"]) and not prebuild.all_done(log, ["kai", "volcano"])
+    assert not prebuild.all_done(tmp_path / "none.log", ["kai"]) and prebuild.all_done(log, [])
+
+
 def test_every_build_is_in_one_lane_scheduler_perf_after_builds_of_their_own_and_the_next_release_last() -> None:
     """scheduler_perf's test binary shares the pinned release's packages with ``make tools``' build: behind YuniKorn
     and the WASM extension (their own Kubernetes libraries) in its lane, it begins once those are compiled. The Go
