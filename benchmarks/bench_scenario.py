@@ -357,6 +357,14 @@ def seconds(doc: dict[str, Any], variant: str, key: str) -> str:
     return ranged(xs, ".2f" if max(xs) < 1 else ".1f", unit=" s")
 
 
+def run_seconds(doc: dict[str, Any]) -> str:
+    """Every run of every variant end to end, as a range: ``10.8–19.6 s a run``."""
+    xs = [r["seconds"] for rs in doc["runs"].values() for r in rs if r.get("seconds") is not None]
+    if not xs:
+        raise KeyError("no run has its seconds end to end")
+    return ranged(xs, ".1f", unit=" s") + " a run"
+
+
 def first_available(doc: dict[str, Any], variant: str) -> str:
     """The claims by the alternative allocated (a ``first_available`` request), the range of ``variant``'s runs:
     ``whole 244–245, 3g-40gb 47–49``."""

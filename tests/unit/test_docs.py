@@ -199,6 +199,13 @@ def test_the_catalogue_lists_every_scenario_with_its_size() -> None:
         assert first == want, f"docs/scenarios.md, {name}: nodes, objects, variants {first}, the file has {want}"
 
 
+def test_the_catalogues_run_times_are_quoted_from_data() -> None:
+    """The *runs* column is measured: each figure in it is quoted from stored data or stands beside a link to the
+    results page that renders it (checked to be on that page), never typed alone."""
+    typed = {name: figs for name, cells in _catalogue().items() if (figs := unbacked_figures(cells[6]))}
+    assert not typed, f"docs/scenarios.md types run times by hand: {typed}"
+
+
 _RUN_TIME = re.compile(r"(?i)\bruns in\b|\bfinishes\b[^.]*\bminutes?\b|\babout \d+(\s*[–-]\s*\d+)? min|"
                        r"\b\d+\s*[–-]\s*\d+ min\b|\b\d+ min (a|per) variant")
 
@@ -255,7 +262,7 @@ def test_the_readme_is_a_front_page_whose_links_resolve() -> None:
 _RESULTS_LINK = re.compile(r"\]\(([^)#\s]*results/[\w-]+\.md)(#[\w-]+)?\)")
 _MEASURED = re.compile(r"(?<![\w.\-/@])(\d+\.\d+)(?![\w.]*\d)(?!\.\d)")
 """A number with one decimal point, not part of a version (v1.36.4, Apache-2.0, 1.8.0-1)."""
-_MEASURED_WHOLE = re.compile(r"(?<![\w.~/-])((?:(?:about|took|in|within|after) )?\d+ min \d+ s|"
+_MEASURED_WHOLE = re.compile(r"(?<![\w./-])((?:(?:about|took|in|within|after) )?\d+ min \d+ s|"
                              r"(?:about|took|in|within|after) \d+ ?(?:ms|s|min|minutes|seconds|hours)|\d+ pods/s)"
                              r"(?![\w/-])")
 """A whole number that reads as measured: a duration in minutes and seconds, one said to be about, taken, in, within
@@ -277,18 +284,19 @@ def _quotes(text: str) -> list[str]:
 
 
 def test_a_figure_quoted_beside_a_link_to_its_results_page_is_that_pages_figure() -> None:
-    """A measured figure (a number with a decimal point) written next to a link to a results page
-    must stand on that page: the results page is its one source, and a copy that drifted from it fails here."""
+    """A measured figure (a number with a decimal point, or a whole one that reads as measured) typed next to a link
+    to a results page must stand on that page: the results page is its one source, and a copy that drifted from it
+    fails here. (A figure a macro quotes from stored data is its data's, wherever it stands.)"""
     stale = []
     for page in [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]:
-        for quote in _quotes(_page(page)):
+        for quote in _quotes(_prose(page.read_text())):
             sources = [(page.parent / m.group(1)).resolve() for m in _RESULTS_LINK.finditer(quote)]
             sources = [s for s in sources if s.is_file() and s != page.resolve()]
             if not sources:
                 continue
             text = " ".join(_page(s) for s in sources)
             stale += [f"{page.relative_to(ROOT)}: {n} is not on {', '.join(s.name for s in sources)}"
-                      for n in sorted(set(_MEASURED.findall(quote))) if n not in text]
+                      for n in sorted(set(_measured(quote))) if n not in text]
     assert not stale, "\n".join(stale)
 
 
