@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -87,34 +88,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.e2e)
     files = list(dict.fromkeys(_file(i.nodeid) for i in items))
     # under pytest-xdist the controller decides once for every worker (their orders must be the same)
-    built = config.workerinput["kwokbench_built"] if hasattr(config, "workerinput") else _built(config)
+    built = config.workerinput["kwokbench_built"] if hasattr(config, "workerinput") else _built(config.rootpath)
     place = {f: n for n, f in enumerate(prebuild.order(files, built=built))}
     items.sort(key=lambda i: place[_file(i.nodeid)])  # stable: a file's tests keep their order
     if not hasattr(config, "workerinput"):
         _start_builds(config, files)
 
 
-def _built(config: pytest.Config) -> bool:
-    """Whether every background build is done (:func:`tests.support.prebuild.all_done`) as the session begins."""
+@functools.cache
+def _built(root: Path) -> bool:
+    """Whether every background build is done (:func:`tests.support.prebuild.all_done`) as the session begins: read
+    once, so that the header and every worker get the same answer."""
     from tests.support import prebuild
 
-    log = config.rootpath / ".pytest_cache" / "prebuild.log"
+    log = root / ".pytest_cache" / "prebuild.log"
     return log.is_file() and prebuild.all_done(log, prebuild.needed(prebuild.NEEDS))
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """pytest-xdist's controller, before a worker starts: whether the builds are done, decided once for all."""
-    if "kwokbench_built" not in _BUILT:
-        _BUILT["kwokbench_built"] = _built(node.config)
-    node.workerinput["kwokbench_built"] = _BUILT["kwokbench_built"]
-
-
-_BUILT: dict[str, bool] = {}
+    """pytest-xdist's controller, before a worker starts: the order's choice, made once for all workers."""
+    node.workerinput["kwokbench_built"] = _built(node.config.rootpath)
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    built = _BUILT.setdefault("kwokbench_built", _built(config))
+    built = _built(config.rootpath)
     return ("file order: every background build done, the files that need one first, the short tiers last" if built
             else "file order: not every background build done, the files that need one last, by when it is ready")
 

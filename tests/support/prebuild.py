@@ -173,8 +173,7 @@ def rank(file: str, built: bool = False) -> tuple[int, int]:
     unit and integration tiers, then the files that need a build, by the last build they need. With every build
     done (``built``: a warm machine, CI with its caches), the longest files first and the many short ones last, to
     fill the end, when the other worker has no file left: the files that need a build (the e2e tier's longest),
-    then the other e2e files, then the unit and integration tiers (a warm run of 2026-11-30 left a core 38% idle
-    in its last six minutes with the files that need a build last)."""
+    then the other e2e files, then the unit and integration tiers (measured: docs/development/tests.md)."""
     builds = NEEDS.get(file)
     e2e = file.startswith("tests/e2e/")
     if built:
@@ -192,8 +191,12 @@ def order(files: list[str], built: bool = False) -> list[str]:
 def all_done(log: Path, builds: Iterable[str]) -> bool:
     """Whether the log of the background builds has each of ``builds`` ready (or failed): a warm machine's builds,
     each found cached within seconds of ``make test``'s first step, are done before pytest begins."""
-    text = _read(log)
-    return all(re.search(rf"^== {re.escape(b)}: (ready|failed) after", text, flags=re.M) for b in builds)
+    return not _left(_read(log), builds)
+
+
+def _left(text: str, builds: Iterable[str]) -> list[str]:
+    """Those of ``builds`` the log's ``text`` does not say ready or failed."""
+    return [b for b in builds if not re.search(rf"^== {re.escape(b)}: (ready|failed) after", text, flags=re.M)]
 
 
 def say(line: str) -> None:
@@ -395,8 +398,7 @@ def wait_for(builds: Iterable[str], log: Path, poll: float = 5.0,
     a real background build beside it is not waited for)."""
     t0, raised = time.monotonic(), False
     while True:
-        text = _read(log)
-        left = [b for b in builds if not re.search(rf"^== {re.escape(b)}: (ready|failed) after", text, flags=re.M)]
+        left = _left(_read(log), builds)
         if not left or not log.exists() or not (builders or _builders_here)():
             return time.monotonic() - t0
         if not raised:
