@@ -175,6 +175,28 @@ def test_validate_loads_no_analysis_library_and_no_http_client() -> None:
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
+
+def test_a_runs_pod_watcher_loads_neither_the_scenario_loader_nor_the_scheduler_kinds() -> None:
+    """The pod watcher is a child process of every run (spawned: it imports its modules anew). It reads quantities
+    from the scenario package, whose names are re-exported lazily, so it does not load the loader, every kind's
+    settings or the trace expansion (half of its import's CPU, measured on 2026-11-30)."""
+    import subprocess
+    import sys
+
+    heavy = ("kwokbench.scenario.loading", "kwokbench.scheduler_kinds", "kwokbench.scenario.traces",
+             "kwokbench.scenario.models")
+    code = f"import sys\nimport kwokbench.load.watcher\nprint(sorted(m for m in {heavy!r} if m in sys.modules))\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+    # the re-exported names still resolve, each from its module
+    import kwokbench.scenario as scenario
+    from kwokbench.scenario.loading import load_scenario
+    from kwokbench.scenario.models import WorkloadSpec
+
+    assert scenario.load_scenario is load_scenario and scenario.WorkloadSpec is WorkloadSpec
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        scenario.nothing  # noqa: B018
+
 def test_every_module_and_package_is_in_one_layer() -> None:
     """The layer table names every top-level module and package once, and nothing that is gone."""
     have = {p.stem for p in PACKAGE.glob("*.py") if p.name != "__init__.py"} | {
