@@ -175,7 +175,6 @@ def test_validate_loads_no_analysis_library_and_no_http_client() -> None:
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
-
 def test_a_runs_pod_watcher_loads_neither_the_scenario_loader_nor_the_scheduler_kinds() -> None:
     """The pod watcher is a child process of every run (spawned: it imports its modules anew). It reads quantities
     from the scenario package, whose names are re-exported lazily, so it does not load the loader, every kind's
@@ -196,6 +195,7 @@ def test_a_runs_pod_watcher_loads_neither_the_scenario_loader_nor_the_scheduler_
     assert scenario.load_scenario is load_scenario and scenario.WorkloadSpec is WorkloadSpec
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         scenario.nothing  # noqa: B018
+
 
 def test_every_module_and_package_is_in_one_layer() -> None:
     """The layer table names every top-level module and package once, and nothing that is gone."""
