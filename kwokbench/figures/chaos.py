@@ -20,7 +20,9 @@ def recovery(events: list[dict[str, Any]], rate: pd.DataFrame, pods: pd.DataFram
     ``rate`` is the 1 s binding-rate series (t, rate); recovery is the first time after the event ends
     at which the ``smooth``-second rolling mean is back at ``level`` × the mean of the ``before``
     seconds before the event. Pods: bound to the event's nodes (node actions), and pods lost —
-    created but gone before they were ever scheduled (must be zero).
+    created but gone before they were ever scheduled (must be zero). A recovery is judged (``recovered``
+    true or false) only when a rate after the event could show one: the rate came back, or pods kept
+    arriving at least ``smooth`` seconds past the event's end; otherwise it is ``None``, not a failure.
     """
     out = []
     r = rate.sort_values("t") if len(rate) else rate
@@ -38,8 +40,7 @@ def recovery(events: list[dict[str, Any]], rate: pd.DataFrame, pods: pd.DataFram
             back = float(ok["t"].iloc[0] - t) if len(ok) else None
         nodes = set(e.get("nodes") or [])
         on_nodes = int(pods["node"].isin(nodes).sum()) if nodes and len(pods) else 0
-        load_after = bool(len(pods) and "created" in pods and (pods["created"] > end).any())
-        # no pod arrived after the event: nothing to recover to (not a failure, not a success)
+        load_after = bool(len(pods) and "created" in pods and (pods["created"] > end + smooth).any())
         recovered = (back is not None or not pre_level) if load_after or back is not None else None
         out.append({**_brief(e), "rate_before": pre_level, "recovery_seconds": back, "recovered": recovered,
                     "load_after": load_after, "pods_on_affected_nodes": on_nodes})

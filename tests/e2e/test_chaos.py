@@ -49,9 +49,10 @@ def test_scheduler_restart_loses_no_pod_and_reports_recovery(tmp_path: Path) -> 
 
 
 def test_not_ready_nodes_get_no_new_pods(tmp_path: Path) -> None:
+    # 20 s of arrivals: the events begin at 5 and 8 s and end up to ~14 s in on a slow host
     run = load_run(_run(tmp_path, "chaos-node-failure", "--set", "chaos.0.at_seconds=5",
-                        "--set", "chaos.1.at_seconds=8"))
-    assert run.summary is not None and run.summary["pods_scheduled"] == 1500
+                        "--set", "chaos.1.at_seconds=8", count=2000))
+    assert run.summary is not None and run.summary["pods_scheduled"] == 2000
     not_ready, deleted = read_doc(run.path, CHAOS)["events"]
     assert len(not_ready["nodes"]) == 9 and len(deleted["nodes"]) == 3  # 30% and 10% of 30
     # a pod the apiserver created (its own clock, 1 s resolution) after the node-lifecycle controller had tainted
@@ -72,7 +73,11 @@ def test_not_ready_nodes_get_no_new_pods(tmp_path: Path) -> None:
     nodes = run.summary["placement"]["utilisation"]["nodes"]
     assert nodes == 27  # read at the end: the deleted nodes are gone
     assert run.summary["chaos"]["pods_lost"] == 0
-    assert all(e["recovered"] for e in run.summary["chaos"]["events"])
+    # the rate came back after each event; the second one may end too near the load's end to show a rate
+    # (CI, 2026-11-30: the 3-s mean not back at 90% before the arrivals stopped), then it says so, not "NOT recovered"
+    first, second = run.summary["chaos"]["events"]
+    assert first["recovered"] is True, first
+    assert second["recovered"] is not False, second
 
 
 def test_apiserver_restart_is_survived_by_watch_and_scrapes(tmp_path: Path) -> None:

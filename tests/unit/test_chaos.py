@@ -47,6 +47,14 @@ def test_recovery_time_from_the_binding_rate() -> None:
     assert x["recovery_seconds"] is None and not x["recovered"]
     [late] = recovery([{"action": "restart-apiserver", "t": 40.5, "ended": 41.0}], _rate(), pods)
     assert late["recovered"] is None and not late["load_after"]  # no pod arrived after it
+    # arrivals that stop within the smoothing window after the end cannot show a rate back at its level: no verdict
+    stop = _rate().assign(rate=lambda d: np.where(d["t"] > 20, 0.0, 100.0))
+    tail = pd.concat([pods.iloc[:2], pd.DataFrame({"node": ["b"], "scheduled": [np.nan], "created": [23.5]})])
+    [short] = recovery([{"action": "delete-nodes", "t": 20.0, "ended": 21.0}], stop, tail)
+    assert short["recovered"] is None and not short["load_after"]
+    tail.loc[tail.index[-1], "created"] = 24.5  # arrivals went on past the window: now it reads NOT recovered
+    [long] = recovery([{"action": "delete-nodes", "t": 20.0, "ended": 21.0}], stop, tail)
+    assert long["recovered"] is False and long["load_after"]
     [s] = recovery([{"action": "delete-nodes", "at_seconds": 50, "skipped": True}], _rate(), pods)
     assert s["recovery_seconds"] is None and s["skipped"]
 
