@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing as mp
-import os
 import queue
 import time
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ import numpy as np
 
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.errors import ApiError
-from kwokbench.load.child import send_to_parent, spawn_parent
+from kwokbench.load.child import Parent, context, send_to_parent
 from kwokbench.load.http1 import Pool, build_request, request_prefix
 from kwokbench.manifests import ManifestFactory
 
@@ -164,9 +163,9 @@ async def _submit(job: SubmitJob, progress: Any) -> RequestLog:
 
         pace()
         # supervise: progress for the parent, stop if kwokbench was killed, wait for the last answers
-        ppid = spawn_parent()
+        parent = Parent()
         end = job.t0 + float(job.offsets[-1]) + job.deadline if n else 0.0
-        while (k < n or finished < k) and time.time() < end and os.getppid() == ppid:
+        while (k < n or finished < k) and time.time() < end and parent.alive():
             report()
             await asyncio.sleep(SUPERVISE)
         if timer is not None:
@@ -189,7 +188,7 @@ def _run(coro: Any) -> Any:
 
 
 def _worker_main(job: SubmitJob, progress: Any, out: mp.Queue[Any]) -> None:
-    ppid = spawn_parent()
+    parent = Parent()
     started = time.process_time()  # this process's CPU so far: interpreter, imports, unpickling the job
     try:
         log = _run(_submit(job, progress))
@@ -197,14 +196,14 @@ def _worker_main(job: SubmitJob, progress: Any, out: mp.Queue[Any]) -> None:
         result: tuple[str, Any] = ("ok", log)
     except BaseException as e:  # report to the parent instead of dying silently
         result = ("error", f"{type(e).__name__}: {e}")
-    send_to_parent(out, result, ppid)
+    send_to_parent(out, result, parent)
 
 
 class Submission:
     """A phase being submitted by ``workers`` processes; poll :attr:`done` for progress."""
 
     def __init__(self, job: SubmitJob, workers: int = 1) -> None:
-        ctx = mp.get_context("spawn")
+        ctx = context()
         self.total = len(job.offsets)
         # lock-free (one writer each): no lock a killed kwokbench could die holding, blocking its workers
         self._progress: list[Any] = [ctx.Value("q", 0, lock=False) for _ in range(workers)]

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import multiprocessing as mp
-import os
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,7 +24,7 @@ import numpy as np
 from kwokbench.cluster.api import Api, WatchGaps
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.labels import RUN_LABEL, WORKLOAD_LABEL
-from kwokbench.load.child import Flag, send_to_parent, spawn_parent
+from kwokbench.load.child import Flag, Parent, context, send_to_parent
 from kwokbench.scenario.quantity import quantity
 from kwokbench.trace.format import GPU_DEMAND_ANNOTATION, GPU_INDEX_ANNOTATION
 
@@ -199,7 +197,7 @@ def _watch_main(creds: Credentials, run_id: str, workloads: list[str], out: str,
                 synced: Any, stop: Any, errors_q: Any) -> None:
     tl = Timeline(workloads)
     errors: list[str] = []
-    ppid = spawn_parent()
+    parent = Parent()
     view = np.frombuffer(counts, dtype=np.int64).reshape(tl.counts.shape)
 
     async def main() -> None:
@@ -218,7 +216,7 @@ def _watch_main(creds: Credentials, run_id: str, workloads: list[str], out: str,
                                                  on_listed=tl.listed, on_gone=tl.gaps.gone))
             # the parent is checked from the start: killed before the first list succeeded (its cluster
             # torn down by the watchdog), this child would otherwise retry the list forever
-            while not stop.is_set() and os.getppid() == ppid:  # parent killed: flush what we have
+            while not stop.is_set() and parent.alive():  # parent killed: flush what we have
                 if asynced.is_set() and not synced.is_set():
                     synced.set()
                 view[:] = tl.counts
@@ -233,14 +231,14 @@ def _watch_main(creds: Credentials, run_id: str, workloads: list[str], out: str,
         tmp = Path(out + ".tmp")
         tl.frame().to_parquet(tmp, index=False)
         tmp.rename(out)
-        send_to_parent(errors_q, {"errors": errors, "gaps": tl.gaps.gaps}, ppid)
+        send_to_parent(errors_q, {"errors": errors, "gaps": tl.gaps.gaps}, parent)
 
 
 class Watcher:
     """Runs the timeline in a child process; ``counts[w, s]`` is live progress per workload and state."""
 
     def __init__(self, creds: Credentials, run_id: str, workloads: list[str], out: Path) -> None:
-        ctx = mp.get_context("spawn")
+        ctx = context()
         self.out = out
         self._shape = (len(workloads), len(PROGRESS))
         self._counts = ctx.Array("q", self._shape[0] * self._shape[1], lock=False)  # see load/child.py

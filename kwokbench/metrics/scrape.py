@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import multiprocessing as mp
-import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,7 +22,7 @@ import orjson
 from kwokbench.cluster.endpoints import Endpoint
 from kwokbench.cluster.kubeconfig import Credentials
 from kwokbench.errors import StoreError
-from kwokbench.load.child import Flag, send_to_parent, spawn_parent
+from kwokbench.load.child import Flag, Parent, context, send_to_parent
 
 SCRAPES = "scrapes"
 FRAME_VERSION = 1
@@ -79,7 +77,7 @@ def _scrape_main(endpoints: list[Endpoint], pids: dict[str, int], out: str, inte
     import psutil
     import zstandard
 
-    parent = spawn_parent()
+    parent = Parent()
     outdir = Path(out) / SCRAPES
     outdir.mkdir(parents=True, exist_ok=True)
     files = {e.component: (outdir / f"{e.component}.prom.zst").open("wb") for e in endpoints}
@@ -130,14 +128,13 @@ def _scrape_main(endpoints: list[Endpoint], pids: dict[str, int], out: str, inte
                     c = p.cpu_times()
                     rows.append((t, comp, c.user + c.system, p.memory_info().rss))
 
-        ppid = parent
         try:
             started.set()
             next_t = time.time()
             while True:
                 # decided before the round: a round in flight when stop came began before the end and may miss
                 # its last second (CI: a scheduler's count 79 bindings short of the pods the watch saw bound)
-                last = stop.is_set() or os.getppid() != ppid  # stopped, or kwokbench was killed
+                last = stop.is_set() or not parent.alive()  # stopped, or kwokbench was killed
                 cpu0 = time.process_time()
                 sample_procs()
                 status = await asyncio.gather(*(one(e) for e in endpoints))
@@ -154,7 +151,7 @@ def _scrape_main(endpoints: list[Endpoint], pids: dict[str, int], out: str, inte
                 if last:
                     break  # the last round began after stop, so counters include the very end
                 next_t = max(next_t + interval, time.time())  # fell behind: do not burst to catch up
-                while not stop.is_set() and time.time() < next_t and os.getppid() == ppid:
+                while not stop.is_set() and time.time() < next_t and parent.alive():
                     await asyncio.sleep(min(0.05, next_t - time.time()))
         finally:
             for s in sessions.values():
@@ -177,7 +174,7 @@ class Scraper:
 
     def __init__(self, endpoints: list[Endpoint], pids: dict[str, int], run_dir: Path, interval: float = 1.0,
                  pid_dir: Path | None = None):
-        ctx = mp.get_context("spawn")
+        ctx = context()
         self._stop, self._started = Flag(ctx), Flag(ctx)
         self._q: Any = ctx.Queue()
         self._proc = ctx.Process(target=_scrape_main, name="kwokbench-scrape", daemon=True,

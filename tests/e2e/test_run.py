@@ -77,9 +77,9 @@ def test_quickstart_sized_run_every_pod_seen_bound_and_counted(cluster: ClusterI
     assert (seen.reindex(went.index) > went).all()
     phase = run.meta["phases"][0]
     assert 0 < phase["harness_setup_cpu_seconds"] < phase["harness_cpu_seconds"] < 600 * 0.005
-    # starting the worker process is counted apart, and stays light (no pandas, no aiohttp: ~0.25 s;
-    # importing the cluster package whole made it ~0.7 s)
-    assert 0.02 < phase["harness_start_cpu_seconds"] < 0.6
+    # starting the worker process is counted apart, and stays light: a fork of the forkserver, its modules loaded
+    # there once (0.01-0.07 CPU-s on 2026-12-01; a spawned worker importing them itself took ~0.45)
+    assert 0 <= phase["harness_start_cpu_seconds"] < 0.3
     # metrics: the apiserver's binding counter agrees with the timeline; scheduler histograms present
     assert s["binding_rate"]["available"] and s["binding_rate"]["average"] > 0
     assert s["cross_check"]["bindings_from_metric"] == 600 and s["cross_check"]["agrees"]

@@ -6,6 +6,7 @@ parent waits for the child's first signal. Each one left would hold kwokbench's 
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import socket
 import subprocess
@@ -16,6 +17,7 @@ from pathlib import Path
 import psutil
 
 from kwokbench.cluster.kubeconfig import Credentials
+from kwokbench.load.child import context
 from kwokbench.load.watcher import Watcher
 
 
@@ -109,12 +111,13 @@ time.sleep(600)
 def test_parent_killed_while_waiting_for_the_child_to_start(tmp_path: Path) -> None:
     """A multiprocessing.Event set by the child while its killed parent was waiting on it blocked the
     child for ever (Event.set waits for every waiter to wake)."""
-    # the child sleeps 3 s before anything (a sitecustomize for spawned children only), so the kill
-    # lands while the parent waits and before the child signals: the order that deadlocked
+    # the child sleeps 3 s before anything (a sitecustomize in the forkserver makes each of its forks sleep),
+    # so the kill lands while the parent waits and before the child signals: the order that deadlocked
     slow = tmp_path / "slow"
     slow.mkdir()
-    (slow / "sitecustomize.py").write_text("import sys, time\nif '--multiprocessing-fork' in sys.argv:\n"
-                                           "    time.sleep(3)\n")
+    (slow / "sitecustomize.py").write_text(
+        "import os, sys, time\nif 'multiprocessing.forkserver' in ' '.join(sys.orig_argv):\n"
+        "    os.register_at_fork(after_in_child=lambda: time.sleep(3))\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(slow), os.environ.get("PYTHONPATH", "")])}
     parent = subprocess.Popen([sys.executable, "-c", KILLED_WHILE_WAITING, str(tmp_path)], stdout=subprocess.PIPE,
                               text=True, cwd=Path(__file__).parents[2], env=env)
@@ -129,3 +132,28 @@ def test_parent_killed_while_waiting_for_the_child_to_start(tmp_path: Path) -> N
             parent.stdout.close()
     assert _gone(child, 20), "the scrape child outlived kwokbench"
     assert (tmp_path / "procs.parquet").exists()  # it flushed what it had
+
+
+def _nothing() -> None:
+    pass
+
+
+def _a_child_of_its_own() -> None:
+    p = context().Process(target=_nothing)
+    p.start()
+    p.join(30)
+    sys.exit(p.exitcode)
+
+
+def test_a_fork_of_a_process_with_a_forkserver_starts_children_of_its_own() -> None:
+    """A duet's sides are forks of kwokbench (runner.together_in_clusters). A side whose kwokbench had already
+    started the forkserver could not use it (multiprocessing waits on the server, which is not the side's child):
+    the side starts a server of its own."""
+    first = context().Process(target=_nothing)
+    first.start()
+    first.join(30)
+    assert first.exitcode == 0
+    side = multiprocessing.get_context("fork").Process(target=_a_child_of_its_own)
+    side.start()
+    side.join(60)
+    assert side.exitcode == 0

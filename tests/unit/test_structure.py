@@ -176,9 +176,10 @@ def test_validate_loads_no_analysis_library_and_no_http_client() -> None:
 
 
 def test_a_runs_pod_watcher_loads_neither_the_scenario_loader_nor_the_scheduler_kinds() -> None:
-    """The pod watcher is a child process of every run (spawned: it imports its modules anew). It reads quantities
-    from the scenario package, whose names are re-exported lazily, so it does not load the loader, every kind's
-    settings or the trace expansion (half of its import's CPU, measured on 2026-11-30)."""
+    """The pod watcher is a child process of every run, and the forkserver its children fork from imports it
+    (kwokbench.load.child.PRELOAD). It reads quantities from the scenario package, whose names are re-exported
+    lazily, so it does not load the loader, every kind's settings or the trace expansion (half of its import's CPU,
+    measured on 2026-11-30)."""
     import subprocess
     import sys
 
