@@ -186,3 +186,32 @@ def test_a_release_that_asks_for_a_newer_go_is_built_with_it(monkeypatch: pytest
     monkeypatch.setattr(install, "go_version", lambda: (1, 26, "go version go1.26.8 linux/amd64"))
     assert install.go_env_for("v1.38.0-beta.0")["GOTOOLCHAIN"] == "go1.27.0"
     assert install.go_env_for("v1.36.4")["GOTOOLCHAIN"] == "local"
+
+
+def test_a_binary_that_answered_is_not_started_again_by_a_later_process(tmp_path: Path) -> None:
+    """Every run, `up` and sweep started the twelve binaries to read their versions (0.5 s): one that answered
+    is remembered in the cache by path, mtime, ctime and size; changed in any of them, or failing, it is asked."""
+    from kwokbench.toolchain import install
+
+    tc = Toolchain(tmp_path)
+    fake, calls = tc.path("kwokctl"), tmp_path / "calls"
+    fake.parent.mkdir(parents=True)
+    fake.write_text(f"#!/bin/sh\necho x >> {calls}\necho 'kwokctl version {versions.KWOK}'\n")
+    fake.chmod(0o755)
+
+    def asked() -> bool:
+        install._CHECKED.clear()  # as a new process: only the cache's record is left
+        before = calls.read_text().count("x") if calls.exists() else 0
+        status = {s.binary: s for s in Toolchain(tmp_path).check()}["kwokctl"]
+        assert status.ok, status
+        return calls.read_text().count("x") > before
+
+    assert asked() and not asked() and not asked()
+    assert (tmp_path / "toolchain" / install.ANSWERED).is_file()
+    fake.chmod(0o700)  # other permissions: asked again
+    assert asked() and not asked()
+    fake.write_text(fake.read_text().replace(versions.KWOK, "v0.0.1"))  # another binary: asked, and refused
+    install._CHECKED.clear()
+    assert {s.binary: s for s in Toolchain(tmp_path).check()}["kwokctl"].problem.startswith("wrong version")
+    install._CHECKED.clear()
+    assert {s.binary: s for s in Toolchain(tmp_path).check()}["kwokctl"].problem.startswith("wrong version")
