@@ -52,7 +52,6 @@ class Parent:
 
         p = mp.parent_process()
         pid = p.pid if p is not None and p.pid else os.getppid()
-        self.pid = pid
         try:
             self._proc: Any = psutil.Process(pid)
         except psutil.Error:
