@@ -9,6 +9,8 @@ import os
 import time
 from typing import Any
 
+import psutil
+
 PRELOAD = ("numpy", "pandas", "pyarrow.parquet", "aiohttp", "psutil", "zstandard", "uvloop",
            "kwokbench.load.watcher", "kwokbench.load.submitter", "kwokbench.metrics.scrape")
 """What the forkserver imports once, before its first fork: each child is a fork of it, and starts with these
@@ -48,8 +50,6 @@ class Parent:
     kwokbench was killed while it was starting has init."""
 
     def __init__(self) -> None:
-        import psutil
-
         p = mp.parent_process()
         pid = p.pid if p is not None and p.pid else os.getppid()
         try:
@@ -58,8 +58,6 @@ class Parent:
             self._proc = None
 
     def alive(self) -> bool:
-        import psutil
-
         try:
             return bool(self._proc is not None and self._proc.is_running()
                         and self._proc.status() != psutil.STATUS_ZOMBIE)
