@@ -92,14 +92,15 @@ class Api:
                     params: dict[str, str] | None = None,
                     on_error: Callable[[str], None] | None = None,
                     synced: asyncio.Event | None = None,
-                    on_listed: Callable[[], None] | None = None,
+                    on_listed: Callable[[float], None] | None = None,
                     on_gone: Callable[[float], None] | None = None) -> None:
         """List then watch ``path`` until ``stop`` is set, calling ``handler`` for every object.
 
         Listed objects are delivered as ``SYNC`` events; a relist after 410 delivers them again, so
         handlers must be idempotent. ``on_error`` is told about every restart (recorded, not hidden), and
-        ``on_listed`` after every list has delivered its last object: after a relist, an object not listed again
-        went away in the gap, when exactly no one can say. ``on_gone`` is told, before that relist, since when the
+        ``on_listed`` after every list has delivered its last object, with the moment its snapshot was taken (its
+        first page came, the time its objects carry): after a relist, an object not listed again went away in the
+        gap, when exactly no one can say. ``on_gone`` is told, before that relist, since when the
         watch has been blind: the moment its last stream ended or last delivered a line (a stream that broke, then
         reconnects refused, then the 410 — the gap is all of it, not the 410's moment).
         """
@@ -119,7 +120,7 @@ class Api:
 
     async def _watch_loop(self, path: str, handler: Handler, stop: asyncio.Event, params: dict[str, str],
                           on_error: Callable[[str], None] | None, synced: asyncio.Event | None,
-                          on_listed: Callable[[], None] | None = None,
+                          on_listed: Callable[[float], None] | None = None,
                           on_gone: Callable[[float], None] | None = None) -> None:
         rv = ""
         need_list = True
@@ -128,11 +129,11 @@ class Api:
         while not stop.is_set():
             try:
                 if need_list:
-                    rv = await self._list_into(path, params, handler)
+                    rv, taken = await self._list_into(path, params, handler)
                     need_list = False
                     whole[0] = time.time()
                     if on_listed is not None:
-                        on_listed()
+                        on_listed(taken)
                     if synced is not None:
                         synced.set()
                 rv = await self._watch_once(path, params, rv, handler, whole)
@@ -147,19 +148,22 @@ class Api:
                     on_error(f"watch {path}: {e}; retrying")
                 await _sleep_or_stop(stop, 0.5)
 
-    async def _list_into(self, path: str, params: dict[str, str], handler: Handler) -> str:
+    async def _list_into(self, path: str, params: dict[str, str], handler: Handler) -> tuple[str, float]:
+        """The list's resourceVersion and when its snapshot was taken (its first page came)."""
         cont = ""
+        taken = 0.0
         while True:
             p = {**params, "limit": "5000"}
             if cont:
                 p["continue"] = cont
             doc = await self.json("GET", path, params=p, timeout=300)
             now = time.time()
+            taken = taken or now
             for item in doc.get("items") or []:
                 handler("SYNC", item, now)
             cont = doc.get("metadata", {}).get("continue", "")
             if not cont:
-                return str(doc["metadata"]["resourceVersion"])
+                return str(doc["metadata"]["resourceVersion"]), taken
 
     async def _watch_once(self, path: str, params: dict[str, str], rv: str, handler: Handler,
                           whole: list[float]) -> str:
@@ -228,11 +232,12 @@ class WatchGaps:
             self._from = since
             self._relisted = set()
 
-    def listed(self) -> tuple[float, float, list[tuple[str, str]]] | None:
-        """A list delivered its last object: the gap it closed (from, to, the objects that vanished), if any."""
+    def listed(self, taken: float) -> tuple[float, float, list[tuple[str, str]]] | None:
+        """A list whose snapshot was taken at ``taken`` delivered its last object: the gap it closed (from, to,
+        the objects that vanished), if any."""
         if self._from is None:
             return None
-        start, now = self._from, time.time()
+        start, now = self._from, max(taken, self._from)
         gone = sorted(self._live - self._relisted)
         self._live.difference_update(gone)
         self.gaps.append({"from": start, "to": now, "seconds": round(now - start, 3),

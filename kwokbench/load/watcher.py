@@ -148,9 +148,10 @@ class Timeline:
         if typ == "DELETED":
             self._deleted(rec, t)
 
-    def listed(self) -> None:
-        """A list delivered its last pod: after a relist, the run's pods not listed again went in the gap."""
-        if closed := self.gaps.listed():
+    def listed(self, taken: float) -> None:
+        """A list (its snapshot taken at ``taken``) delivered its last pod: after a relist, the run's pods not
+        listed again went in the gap."""
+        if closed := self.gaps.listed(taken):
             start, _, gone = closed
             for key in gone:
                 self.pods[key].deleted_in_gap = True

@@ -157,9 +157,10 @@ class ObjectWatch(Recorder):
         known to have missed nothing."""
         self._gaps.gone(since)
 
-    def listed(self) -> None:
-        """A list delivered its last object: after a relist, what it did not list again vanished in the gap."""
-        if closed := self._gaps.listed():
+    def listed(self, taken: float) -> None:
+        """A list (its snapshot taken at ``taken``) delivered its last object: after a relist, what it did not list
+        again vanished in the gap."""
+        if closed := self._gaps.listed(taken):
             start, end, gone = closed
             for key in gone:
                 self.vanished(key, start, end)

@@ -346,7 +346,7 @@ def test_a_real_410_is_a_recorded_gap_and_the_claims_stay_whole(dra_cluster: str
                                                                  tmp_path: Path) -> None:
     """kwokbench's own watches against a real apiserver's 410 Gone: etcd compacted while the apiserver is down
     (chaos restart-apiserver with compact_etcd), so the pod and claim watches resume into 410 and relist. Each
-    gap is recorded from the moment its stream broke to the relist's end — as long as the apiserver was down
+    gap is recorded from the moment its stream broke to the relist's snapshot — as long as the apiserver was down
     (within the readiness poll), not the instant of the 410 (0.1–0.2 s, which it read before) — and the record
     stays whole: no pod lost, a claim for each pod bound, none given twice. Last on this cluster: it restarts its
     apiserver."""

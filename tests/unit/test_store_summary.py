@@ -101,18 +101,18 @@ def test_a_pod_deleted_in_a_watch_gap_is_deleted_at_its_start_and_the_gap_kept()
         tl.handle("ADDED", _ev(name), 1.0)
         tl.handle("MODIFIED", _ev(name, "n1", "Running"), 2.0)
     tl.handle("DELETED", _ev("p3", "n1", "Running"), 3.0)  # seen going: not the gap's
-    tl.listed()  # a list with no gap open (the first one) closes nothing
+    tl.listed(4.0)  # a list with no gap open (the first one) closes nothing
     tl.gaps.gone(5.0)
     tl.handle("SYNC", _ev("p2", "n1", "Running"), 9.0)
-    tl.listed()
+    tl.listed(9.0)
     df = tl.frame().set_index("name")
     assert df.loc["p1", "deleted"] and df.loc["p1", "deleted_in_gap"] and df.loc["p1", "deleted_at"] == 5.0
     assert not df.loc["p2", "deleted"] and not df.loc["p2", "deleted_in_gap"]
     assert df.loc["p3", "deleted_at"] == 3.0 and not df.loc["p3", "deleted_in_gap"]
     assert tl.counts[0].tolist() == [3, 3, 3, 0, 2]
     [gap] = tl.gaps.gaps
-    assert gap["from"] == 5.0 and gap["vanished"] == ["ns/p1"] and gap["seconds"] > 0
-    tl.listed()  # a later list without a 410 opens no second gap
+    assert gap["from"] == 5.0 and gap["to"] == 9.0 and gap["seconds"] == 4.0 and gap["vanished"] == ["ns/p1"]
+    tl.listed(12.0)  # a later list without a 410 opens no second gap
     assert len(tl.gaps.gaps) == 1
 
 
