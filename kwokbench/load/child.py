@@ -12,9 +12,11 @@ from typing import Any
 import psutil
 
 PRELOAD = ("numpy", "pandas", "pyarrow.parquet", "aiohttp", "psutil", "zstandard", "uvloop",
-           "kwokbench.load.watcher", "kwokbench.load.submitter", "kwokbench.metrics.scrape")
+           "kwokbench.load.watcher", "kwokbench.load.submitter", "kwokbench.metrics.scrape", "kwokbench.cli")
 """What the forkserver imports once, before its first fork: each child is a fork of it, and starts with these
-loaded instead of importing them anew (a spawned child imported them each time)."""
+loaded instead of importing them anew (a spawned child imported them each time). ``kwokbench.cli`` because each
+child first runs kwokbench's entry script again, as ``__mp_main__`` (Python before 3.13 cannot preload
+``__main__`` in a forkserver: cpython#126631), and that script's one import is then already loaded."""
 
 
 def context() -> Any:
