@@ -132,9 +132,6 @@ def run_cmd(
     import dataclasses
 
     from kwokbench.cli import console
-    from kwokbench.measure.profile import components
-    from kwokbench.report.table import summary_rows
-    from kwokbench.runner import RunOptions, run_scenario
     from kwokbench.scenario import load_scenario
     from kwokbench.shard import parse_shard
 
@@ -143,6 +140,11 @@ def run_cmd(
         raise ScenarioError("--duet-with makes the duets itself; drop --duet")
     sc = load_scenario(file, [*(set_ or []), *(["duet=true"] if duet else [])])
     duets = _duets(file, sc, duet_with, variant or [], set_ or []) if duet_with is not None else []
+    # the run's own modules (pandas, pyarrow, aiohttp: about a second) only once the scenario is known good
+    from kwokbench.measure.profile import components
+    from kwokbench.report.table import summary_rows
+    from kwokbench.runner import RunOptions, run_scenario
+
     rep = console.RichReporter()
     on_stored = None
     if store:

@@ -175,6 +175,25 @@ def test_validate_loads_no_analysis_library_and_no_http_client() -> None:
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
+def test_a_run_refused_for_its_scenario_loads_no_analysis_library(tmp_path: Path) -> None:
+    """``kwokbench run`` on a scenario the loader refuses says so before it imports the run's own modules
+    (pandas, pyarrow, aiohttp: about a second of its 2.5)."""
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("schema_version: 1\nname: x\n")
+    code = ("import sys\n"
+            "from kwokbench.cli import app\n"
+            "try:\n"
+            f"    app(['run', {str(bad)!r}], prog_name='kwokbench')\n"
+            "except SystemExit as e:\n"
+            "    print('exit', e.code)\n"
+            "print(sorted(m for m in ('pandas', 'pyarrow', 'aiohttp') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.splitlines()[-2:] == ["exit 2", "[]"], out.stdout + out.stderr
+    assert "workloads: Field required" in out.stderr, out.stderr
+
 def test_a_runs_pod_watcher_loads_neither_the_scenario_loader_nor_the_scheduler_kinds() -> None:
     """The pod watcher is a child process of every run, and the forkserver its children fork from imports it
     (kwokbench.load.child.PRELOAD). It reads quantities from the scenario package, whose names are re-exported
