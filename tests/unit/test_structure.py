@@ -194,6 +194,7 @@ def test_a_run_refused_for_its_scenario_loads_no_analysis_library(tmp_path: Path
     assert out.stdout.splitlines()[-2:] == ["exit 2", "[]"], out.stdout + out.stderr
     assert "workloads: Field required" in out.stderr, out.stderr
 
+
 def test_a_runs_pod_watcher_loads_neither_the_scenario_loader_nor_the_scheduler_kinds() -> None:
     """The pod watcher is a child process of every run, and the forkserver its children fork from imports it
     (kwokbench.load.child.PRELOAD). It reads quantities from the scenario package, whose names are re-exported
