@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scipy import stats as sps
+from scipy.special import stdtrit  # Student's t quantile (scipy.stats.t's own, without importing scipy.stats)
 
 from kwokbench.store import StoredRun
 
@@ -38,7 +38,7 @@ def t_interval(values: Sequence[float | None], level: float = LEVEL) -> Estimate
     if n < 2:
         return Estimate(v, mean)
     sd = math.sqrt(sum((x - mean) ** 2 for x in v) / (n - 1))
-    half = float(sps.t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
+    half = float(stdtrit(n - 1, 0.5 + level / 2)) * sd / math.sqrt(n)
     return Estimate(v, mean, mean - half, mean + half)
 
 
@@ -54,7 +54,7 @@ def welch_interval(a: Estimate, b: Estimate, level: float = LEVEL) -> tuple[floa
     if se == 0:
         return d, d
     df = (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
-    half = float(sps.t.ppf(0.5 + level / 2, df)) * se
+    half = float(stdtrit(df, 0.5 + level / 2)) * se
     return d - half, d + half
 
 

@@ -6,6 +6,8 @@ never becomes ready, a schedulerName no scheduler serves."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -168,14 +170,16 @@ def test_external_command_that_exits_at_once(tmp_path: Path) -> None:
 
 
 def test_external_scheduler_that_never_becomes_ready(tmp_path: Path) -> None:
+    # a duration no other process on the host sleeps (a warm run of 2026-12-01 found another shell's `sleep 600`)
+    stand_in = ["sleep", f"600.{os.getpid()}"]
     t0 = time.monotonic()
-    res = _external(tmp_path, "--set", 'schedulers.1.command=["sleep", "600"]',
+    res = _external(tmp_path, "--set", f"schedulers.1.command={json.dumps(stand_in)}",
                     "--set", "schedulers.1.ready_timeout_seconds=4")
     assert res.returncode == 2, res.stdout + res.stderr
     assert "scheduler stand-in was not ready within 4s" in res.stderr and "Traceback" not in res.stderr
     assert time.monotonic() - t0 < 120
-    left = [p.pid for p in psutil.process_iter(["cmdline"]) if (p.info["cmdline"] or [])[:2] == ["sleep", "600"]]
-    assert not left, f"sleep 600 left running: {left}"
+    left = [p.pid for p in psutil.process_iter(["cmdline"]) if (p.info["cmdline"] or [])[:2] == stand_in]
+    assert not left, f"{' '.join(stand_in)} left running: {left}"
 
 
 def test_scheduler_name_no_scheduler_serves(tmp_path: Path) -> None:

@@ -88,6 +88,24 @@ def test_minimum_detectable_change_shrinks_with_runs() -> None:
     assert mdes[0] > mdes[1] > mdes[2]
 
 
+def test_students_t_from_scipy_special_is_scipy_stats_own() -> None:
+    """The gate's quantiles and p-values come from scipy.special (scipy.stats, 0.7 CPU-seconds of import, is not
+    loaded by a command): the same numbers as scipy.stats.t, to the last bit, over the degrees of freedom a gate
+    meets (Welch's are fractional)."""
+    from scipy import stats as sps
+    from scipy.special import stdtr, stdtrit
+
+    from kwokbench.compare.stats import ALPHA, POWER, _t, minimum_detectable_log
+
+    for df in (1.0, 2.0, 2.7, 4.0, 9.3, 29.0, 200.0):
+        for q in (0.5, 0.8, 0.9, 0.95, 0.975, 0.99, 0.995, 0.999):
+            assert stdtrit(df, q) == sps.t.ppf(q, df)
+        for x in (-4.0, -1.0, 0.0, 0.3, 1.7, 6.0):
+            assert stdtr(df, -x) == sps.t.sf(x, df)
+        assert _t(0.01, df) == sps.t.ppf(0.99, df)
+        assert minimum_detectable_log(0.02, df) == (sps.t.ppf(1 - ALPHA, df) + sps.t.ppf(POWER, df)) * 0.02
+
+
 def test_tiny_samples_are_inconclusive() -> None:
     c = compare("throughput", BASE[:2], SLOWER[:2], higher_is_better=True)
     assert c.verdict == "inconclusive" and "too few samples" in c.reason
