@@ -92,3 +92,9 @@ def test_no_input_is_spliced_into_a_script_and_checkouts_keep_no_token(path: Pat
         assert not re.search(r"\$\{\{\s*(inputs|github\.event|matrix)\.", s.get("run", "")), (path.name, s)
         if s.get("uses", "").startswith("actions/checkout@"):
             assert s["with"]["persist-credentials"] is False, (path.name, s)
+
+
+def test_the_action_installs_with_the_uv_the_makefile_pins() -> None:
+    """action.yml and `make install` both install kwokbench with uv, pinned once each: the two pins are one version."""
+    [make_pin] = re.findall(r"^UV_VERSION := (\S+)$", (REPO / "Makefile").read_text(), re.M)
+    assert re.findall(r"'uv==([^']+)'", (REPO / "action.yml").read_text()) == [make_pin]
